@@ -1,0 +1,161 @@
+"""One SQLite connection type for every layer, over either SQLite binding.
+
+Hooks run from any ``python3`` and use the standard library's ``sqlite3``: it has
+FTS5 and needs no extension to write a memory. The CLI and the MCP server use
+``apsw`` when it is installed, because it can load sqlite-vec's ``vec0``
+extension on Pythons whose ``sqlite3`` was built without extension loading
+(this machine's CPython, many macOS and pyenv builds). Both open the same WAL
+file; :class:`Database` hides the differences the rest of the code would see.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Dict, Iterator, Sequence, Union
+
+from . import paths
+from .errors import StorageError
+
+BUSY_TIMEOUT_MS = 10_000
+_BUSY_RETRIES = 5
+
+Params = Union[Sequence[Any], Dict[str, Any]]
+
+
+class Database:
+    """A connection plus the few operations the store needs from it."""
+
+    def __init__(self, conn: Any, binding: str, path: Path) -> None:
+        self.conn = conn
+        self.binding = binding
+        self.path = path
+        self.vectors_loaded = False
+        self.vector_error: str | None = None
+        self._in_transaction = False
+
+    def execute(self, sql: str, params: Params = ()) -> Any:
+        """Run one statement and return the binding's cursor."""
+        return self.conn.execute(sql, params)
+
+    def rows(self, sql: str, params: Params = ()) -> list[dict[str, Any]]:
+        """Run a query and return its rows as dicts keyed by column name."""
+        cursor = self.conn.execute(sql, params)
+        try:
+            names = [d[0] for d in cursor.description]
+        except Exception:  # apsw raises when a statement returns no rows at all
+            return []
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def one(self, sql: str, params: Params = ()) -> dict[str, Any] | None:
+        """The first row of a query, or None."""
+        found = self.rows(sql, params)
+        return found[0] if found else None
+
+    def scalar(self, sql: str, params: Params = ()) -> Any:
+        """The first column of the first row, or None."""
+        row = self.conn.execute(sql, params).fetchone()
+        return row[0] if row else None
+
+    def changes(self) -> int:
+        """Rows changed by the last INSERT/UPDATE/DELETE."""
+        if self.binding == "apsw":
+            return self.conn.changes()
+        return self.conn.execute("SELECT changes()").fetchone()[0]
+
+    @contextmanager
+    def transaction(self) -> Iterator["Database"]:
+        """A short write transaction (BEGIN IMMEDIATE), retried while the file is busy.
+
+        Nested use joins the outer transaction, so core functions can be composed.
+        """
+        if self._in_transaction:
+            yield self
+            return
+        for attempt in range(_BUSY_RETRIES):
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                break
+            except Exception as exc:  # sqlite3.OperationalError or apsw.BusyError
+                if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1:
+                    raise StorageError(
+                        f"The memory database {self.path} stayed locked: {exc}. "
+                        "Another ccmemory process holds it; try again in a moment."
+                    ) from exc
+                time.sleep(0.05 * (attempt + 1) + random.random() * 0.05)
+        self._in_transaction = True
+        try:
+            yield self
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+        finally:
+            self._in_transaction = False
+
+    def close(self) -> None:
+        """Close the connection; the WAL is checkpointed by the last closer."""
+        self.conn.close()
+
+
+def _is_busy(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__} {exc}".lower()
+    return "busy" in text or "locked" in text
+
+
+def _configure(db: Database) -> None:
+    db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    mode = db.scalar("PRAGMA journal_mode = WAL")
+    if str(mode).lower() != "wal":
+        raise StorageError(f"Could not switch {db.path} to WAL mode (got {mode!r}); is it on a network drive?")
+    db.execute("PRAGMA synchronous = NORMAL")
+    db.execute("PRAGMA foreign_keys = ON")
+
+
+def _open_apsw(path: Path) -> Database | None:
+    try:
+        import apsw
+    except ImportError:
+        return None
+    conn = apsw.Connection(str(path))
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    return Database(conn, "apsw", path)
+
+
+def _open_sqlite3(path: Path) -> Database:
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    return Database(conn, "sqlite3", path)
+
+
+def connect(path: Path | None = None, *, vectors: bool = False, migrate: bool = True) -> Database:
+    """Open (and create and migrate, if needed) the memory database.
+
+    ``vectors=False`` is the hook path: standard library only, nothing loaded.
+    ``vectors=True`` prefers apsw and loads sqlite-vec; when either is missing the
+    connection still works for everything but vector search, and
+    ``vector_error`` says why (search then falls back to keywords).
+    """
+    path = Path(path) if path is not None else paths.db_path()
+    paths.ensure_private_dir(path.parent)
+    existed = path.exists()
+    db = (_open_apsw(path) if vectors else None) or _open_sqlite3(path)
+    try:
+        if not existed:
+            paths.make_private_file(path)
+        _configure(db)
+        if migrate:
+            from .migrations import migrate as run_migrations
+
+            run_migrations(db)
+        if vectors:
+            from .vectors import load_extension
+
+            load_extension(db)
+    except Exception:
+        db.close()
+        raise
+    return db

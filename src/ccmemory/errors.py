@@ -1,0 +1,19 @@
+"""Errors raised by the core; every message says what happened and what to do next."""
+
+from __future__ import annotations
+
+
+class CCMemoryError(Exception):
+    """Base class of every error ccmemory raises on purpose."""
+
+
+class ValidationError(CCMemoryError, ValueError):
+    """The caller passed something the store cannot accept."""
+
+
+class NotFoundError(CCMemoryError, LookupError):
+    """An id names nothing in the store."""
+
+
+class StorageError(CCMemoryError):
+    """The database could not be opened, migrated or written."""

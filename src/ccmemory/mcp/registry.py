@@ -1,0 +1,48 @@
+"""How a module contributes MCP tools: a list of :class:`Tool` values named ``TOOLS``.
+
+The server collects ``TOOLS`` from every module in :data:`TOOL_MODULES`, so
+memory, document and docmem tools live beside the code they expose and the
+server itself stays a thin transport.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+#: Modules whose ``TOOLS`` the server registers, in the order tools are listed.
+TOOL_MODULES = (
+    "ccmemory.mcp.memory_tools",
+    "ccmemory.mcp.docs_tools",
+    "ccmemory.docmem.tools",
+)
+
+
+class ToolError(Exception):
+    """A tool failed in a way the caller can fix; the message becomes an MCP tool error."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One MCP tool: its schema for ``tools/list`` and the function that answers ``tools/call``.
+
+    ``handler(context, arguments)`` returns the text shown to Claude; it raises
+    :class:`ToolError` (or a :class:`ccmemory.errors.CCMemoryError`) for errors
+    the caller can act on.
+    """
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: Callable[["ToolContext", dict[str, Any]], str]
+
+
+@dataclass
+class ToolContext:
+    """What every handler needs: the open database, the project and the session, if known."""
+
+    db: Any
+    project_id: int
+    project_dir: str
+    session_id: str | None = None
+    state: dict[str, Any] | None = None

@@ -1,0 +1,470 @@
+"""The memory store: add, read, list, delete, reinforce, de-emphasize, supersede, timeline.
+
+Standard library only: the capture hook writes through :func:`add`. Every
+function takes an open :class:`~ccmemory.db.Database`; writes are one short
+transaction each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Sequence
+
+from . import clock, sessions
+from .db import Database
+from .errors import NotFoundError, ValidationError
+from .migrations import SECTORS, TIERS
+
+CATEGORIES = ("architecture", "component", "domain", "pattern", "gotcha", "discovery", "general")
+USAGE_TYPES = ("created", "recalled", "reinforced", "updated")
+MAX_CONTENT_CHARS = 10_000
+DEFAULT_LIST_LIMIT = 50
+DEFAULT_SALIENCE = 0.5
+MAX_SALIENCE = 0.999
+MIN_ID_PREFIX = 8
+
+_MEMORY_COLUMNS = (
+    "seq, id, project_id, session_id, content, sector, tier, category, tags, files, importance, salience, "
+    "reference_count, last_accessed, created_at, updated_at, valid_until, is_deleted, deleted_at, source, metadata"
+)
+
+
+@dataclass
+class Memory:
+    """One memory as stored; ``tags``, ``files`` and ``metadata`` are decoded."""
+
+    seq: int
+    id: str
+    project_id: int
+    session_id: str | None
+    content: str
+    sector: str
+    tier: str
+    category: str
+    tags: list[str]
+    files: list[str]
+    importance: float
+    salience: float
+    reference_count: int
+    last_accessed: str | None
+    created_at: str
+    updated_at: str
+    valid_until: str | None
+    is_deleted: bool
+    deleted_at: str | None
+    source: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_superseded(self) -> bool:
+        return self.valid_until is not None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> "Memory":
+        values = dict(row)
+        for key in ("tags", "files"):
+            values[key] = json.loads(values[key] or "[]")
+        values["metadata"] = json.loads(values["metadata"] or "{}")
+        values["is_deleted"] = bool(values["is_deleted"])
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("seq")
+        data["is_superseded"] = self.is_superseded
+        return data
+
+
+_SECTOR_CUES = (
+    ("emotional", r"\b(prefer|prefers|preferred|like|likes|love|loves|hate|hates|dislike|annoy\w*|frustrat\w*|happy|"
+     r"unhappy|wants?|feel\w*)\b"),
+    ("procedural", r"\b(how to|steps?|run|runs|install|build|deploy|command|workflow|first\b.*\bthen|always|never)\b"),
+    ("reflective", r"\b(learned|lesson|realized|realised|in hindsight|insight|summary|takeaway|should have)\b"),
+    ("episodic", r"\b(yesterday|today|this morning|earlier|just now|session|we fixed|i fixed|happened|ran)\b"),
+)
+
+
+def classify_sector(content: str) -> str:
+    """A deterministic guess at the sector of a memory given without one."""
+    text = content.lower()
+    for sector, pattern in _SECTOR_CUES:
+        if re.search(pattern, text):
+            return sector
+    return "semantic"
+
+
+def _validate_content(content: Any) -> str:
+    if content is None or (isinstance(content, str) and not content.strip()):
+        raise ValidationError("Content is required")
+    if not isinstance(content, str):
+        raise ValidationError(f"Content must be text, got {type(content).__name__}")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise ValidationError(
+            f"Content exceeds maximum length of 10,000 characters ({len(content):,} given); "
+            "split it into several memories or ingest it as a document"
+        )
+    return content
+
+
+def _validate_choice(value: str, allowed: Sequence[str], what: str) -> str:
+    if value not in allowed:
+        raise ValidationError(f"Unknown {what} {value!r}; use one of: {', '.join(allowed)}")
+    return value
+
+
+def _validate_unit(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+        raise ValidationError(f"{what} must be a number between 0 and 1, got {value!r}")
+    return float(value)
+
+
+def _string_list(values: Iterable[Any] | None, what: str) -> list[str]:
+    if values is None:
+        return []
+    if isinstance(values, str):
+        values = [part.strip() for part in values.split(",")]
+    result: list[str] = []
+    for value in values:
+        if not isinstance(value, str):
+            raise ValidationError(f"{what} must be strings, got {value!r}")
+        if value.strip() and value.strip() not in result:
+            result.append(value.strip())
+    return result
+
+
+def normalize_category(category: str | None) -> str:
+    """Seed rule: an unknown category becomes ``general`` rather than an error."""
+    if not category:
+        return "general"
+    category = category.strip().lower()
+    return category if category in CATEGORIES else "general"
+
+
+def add(
+    db: Database,
+    *,
+    project_id: int,
+    content: str,
+    sector: str | None = None,
+    tier: str = "project",
+    category: str | None = None,
+    tags: Iterable[str] | None = None,
+    files: Iterable[str] | None = None,
+    importance: float | None = None,
+    salience: float | None = None,
+    session_id: str | None = None,
+    source: str = "manual",
+    metadata: dict[str, Any] | None = None,
+    dedupe_key: str | None = None,
+) -> Memory:
+    """Store a memory and return it.
+
+    With a ``session_id`` the memory is linked to that session (usage
+    ``created``); the session row must exist (see :mod:`ccmemory.sessions`).
+    ``dedupe_key`` makes a retried write in the same session a no-op that
+    returns the memory already stored.
+    """
+    content = _validate_content(content)
+    sector = _validate_choice(sector, SECTORS, "sector") if sector else classify_sector(content)
+    tier = _validate_choice(tier, TIERS, "tier")
+    importance = DEFAULT_SALIENCE if importance is None else _validate_unit(importance, "Importance")
+    salience = importance if salience is None else _validate_unit(salience, "Salience")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise ValidationError(f"Metadata must be an object, got {type(metadata).__name__}")
+    content_hash = hashlib.sha256(f"{dedupe_key}\0{content}".encode()).hexdigest() if dedupe_key else None
+    now = clock.now()
+    memory_id = str(uuid.uuid4())
+    with db.transaction():
+        if session_id:
+            sessions.ensure(db, session_id, project_id)
+        db.execute(
+            "INSERT OR IGNORE INTO memories(id, project_id, session_id, content, sector, tier, category, tags, files, "
+            "importance, salience, created_at, updated_at, source, content_hash, metadata) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                memory_id, project_id, session_id, content, sector, tier, normalize_category(category),
+                json.dumps(_string_list(tags, "Tags")), json.dumps(_string_list(files, "Files")),
+                importance, min(salience, MAX_SALIENCE), now, now, source, content_hash,
+                json.dumps(metadata or {}),
+            ),
+        )
+        if content_hash and db.changes() == 0:
+            memory_id = db.scalar(
+                "SELECT id FROM memories WHERE session_id = ? AND content_hash = ?", (session_id, content_hash)
+            )
+        elif session_id:
+            record_usage(db, session_id, [memory_id], "created")
+    return get(db, memory_id)
+
+
+def record_usage(db: Database, session_id: str, memory_ids: Sequence[str], usage_type: str) -> None:
+    """Note in ``session_memories`` that a session created, recalled or reinforced memories."""
+    _validate_choice(usage_type, USAGE_TYPES, "usage type")
+    if not db.scalar("SELECT 1 FROM sessions WHERE id = ?", (session_id,)):
+        return
+    now = clock.now()
+    with db.transaction():
+        for memory_id in memory_ids:
+            db.execute(
+                "INSERT OR IGNORE INTO session_memories(session_id, memory_id, usage_type, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                (session_id, memory_id, usage_type, now),
+            )
+
+
+def resolve_id(db: Database, memory_id: str) -> str:
+    """The full id of a memory given its id or a unique prefix of at least 8 characters."""
+    if not isinstance(memory_id, str) or not memory_id.strip():
+        raise ValidationError("A memory id is required; find ids with memory_search or `ccmemory list`")
+    memory_id = memory_id.strip()
+    if db.scalar("SELECT 1 FROM memories WHERE id = ?", (memory_id,)):
+        return memory_id
+    if len(memory_id) >= MIN_ID_PREFIX:
+        found = [r["id"] for r in db.rows("SELECT id FROM memories WHERE substr(id, 1, ?) = ? LIMIT 2",
+                                          (len(memory_id), memory_id))]
+        if len(found) == 1:
+            return found[0]
+    raise NotFoundError(
+        f"No memory with id {memory_id!r}. Find ids with memory_search, memory_list or `ccmemory list`."
+    )
+
+
+def get(db: Database, memory_id: str) -> Memory:
+    """One memory by id (or unique id prefix); deleted ones included."""
+    full_id = resolve_id(db, memory_id)
+    row = db.one(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?", (full_id,))
+    assert row is not None
+    return Memory.from_row(row)
+
+
+def get_many(db: Database, memory_ids: Sequence[str]) -> tuple[list[Memory], list[str]]:
+    """The memories for a batch of ids, in the order asked, and the ids not found."""
+    found: list[Memory] = []
+    missing: list[str] = []
+    for memory_id in memory_ids:
+        try:
+            found.append(get(db, memory_id))
+        except (NotFoundError, ValidationError):
+            missing.append(str(memory_id))
+    return found, missing
+
+
+def by_seq(db: Database, seqs: Sequence[int]) -> dict[int, Memory]:
+    """Memories keyed by their row number (used by search to hydrate hits)."""
+    if not seqs:
+        return {}
+    marks = ",".join("?" * len(seqs))
+    rows = db.rows(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE seq IN ({marks})", tuple(seqs))
+    return {row["seq"]: Memory.from_row(row) for row in rows}
+
+
+def list_memories(
+    db: Database,
+    *,
+    project_id: int | None = None,
+    category: str | None = None,
+    sector: str | None = None,
+    tier: str | None = None,
+    session_id: str | None = None,
+    include_deleted: bool = False,
+    include_superseded: bool = True,
+    limit: int = DEFAULT_LIST_LIMIT,
+    offset: int = 0,
+) -> list[Memory]:
+    """Memories newest first. An unknown category gives an empty list, not an error."""
+    if sector:
+        _validate_choice(sector, SECTORS, "sector")
+    if tier:
+        _validate_choice(tier, TIERS, "tier")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValidationError(f"Limit must be a positive whole number, got {limit!r}")
+    clauses, params = [], []  # type: list[str], list[Any]
+    for column, value in (("project_id", project_id), ("category", category), ("sector", sector),
+                          ("tier", tier), ("session_id", session_id)):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value.strip().lower() if column == "category" else value)
+    if not include_deleted:
+        clauses.append("is_deleted = 0")
+    if not include_superseded:
+        clauses.append("valid_until IS NULL")
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    rows = db.rows(
+        f"SELECT {_MEMORY_COLUMNS} FROM memories {where} ORDER BY created_at DESC, seq DESC LIMIT ? OFFSET ?",
+        (*params, limit, offset),
+    )
+    return [Memory.from_row(row) for row in rows]
+
+
+def delete(db: Database, memory_id: str, *, hard: bool = False) -> dict[str, Any]:
+    """Soft delete (restorable) or hard delete; an unknown id reports ``deleted: False``."""
+    try:
+        full_id = resolve_id(db, memory_id)
+    except (NotFoundError, ValidationError):
+        return {"deleted": False, "id": memory_id, "reason": "Entry not found"}
+    with db.transaction():
+        if hard:
+            db.execute("DELETE FROM memories WHERE id = ?", (full_id,))
+        else:
+            db.execute(
+                "UPDATE memories SET is_deleted = 1, deleted_at = ?, updated_at = ? WHERE id = ?",
+                (clock.now(), clock.now(), full_id),
+            )
+    return {"deleted": True, "id": full_id, "hard": hard}
+
+
+def restore(db: Database, memory_id: str) -> Memory:
+    """Undo a soft delete."""
+    full_id = resolve_id(db, memory_id)
+    with db.transaction():
+        db.execute("UPDATE memories SET is_deleted = 0, deleted_at = NULL, updated_at = ? WHERE id = ?",
+                   (clock.now(), full_id))
+    return get(db, full_id)
+
+
+def reinforce(db: Database, memory_id: str, amount: float = 0.1, *, session_id: str | None = None) -> Memory:
+    """Raise salience by ``amount`` of the distance left to 1: diminishing, never reaching 1."""
+    amount = _validate_unit(amount, "Amount")
+    memory = get(db, memory_id)
+    salience = min(memory.salience + amount * (1.0 - memory.salience), MAX_SALIENCE)
+    with db.transaction():
+        db.execute("UPDATE memories SET salience = ?, last_accessed = ?, updated_at = ? WHERE id = ?",
+                   (salience, clock.now(), clock.now(), memory.id))
+        if session_id:
+            record_usage(db, session_id, [memory.id], "reinforced")
+    return get(db, memory.id)
+
+
+def deemphasize(db: Database, memory_id: str, amount: float = 0.2) -> Memory:
+    """Lower salience by ``amount`` of its current value: never below 0."""
+    amount = _validate_unit(amount, "Amount")
+    memory = get(db, memory_id)
+    with db.transaction():
+        db.execute("UPDATE memories SET salience = ?, updated_at = ? WHERE id = ?",
+                   (memory.salience * (1.0 - amount), clock.now(), memory.id))
+    return get(db, memory.id)
+
+
+def supersede(db: Database, old_memory_id: str, new_memory_id: str) -> tuple[Memory, Memory]:
+    """Record that a newer memory replaces an older one.
+
+    The old memory keeps its content, gets ``valid_until`` and a SUPERSEDES
+    link from the new one; default search hides it, timeline and history keep it.
+    """
+    old = get(db, old_memory_id)
+    new = get(db, new_memory_id)
+    if old.id == new.id:
+        raise ValidationError("A memory cannot supersede itself; pass two different ids")
+    if old.is_deleted or new.is_deleted:
+        raise ValidationError("Deleted memories cannot take part in supersede; restore them first")
+    if db.scalar("SELECT 1 FROM memory_relationships WHERE source_id = ? AND target_id = ? "
+                 "AND relationship_type = 'SUPERSEDES'", (old.id, new.id)):
+        raise ValidationError(f"{old.id} already supersedes {new.id}; a memory cannot supersede its replacement")
+    now = clock.now()
+    with db.transaction():
+        db.execute(
+            "INSERT OR IGNORE INTO memory_relationships(source_id, target_id, relationship_type, created_at) "
+            "VALUES (?, ?, 'SUPERSEDES', ?)",
+            (new.id, old.id, now),
+        )
+        db.execute("UPDATE memories SET valid_until = COALESCE(valid_until, ?), updated_at = ? WHERE id = ?",
+                   (now, now, old.id))
+    return get(db, old.id), get(db, new.id)
+
+
+def superseded_by(db: Database, memory_ids: Sequence[str]) -> dict[str, str]:
+    """For each superseded memory among ``memory_ids``, the id of its newest replacement."""
+    if not memory_ids:
+        return {}
+    marks = ",".join("?" * len(memory_ids))
+    rows = db.rows(
+        f"SELECT target_id, source_id FROM memory_relationships WHERE relationship_type = 'SUPERSEDES' "
+        f"AND target_id IN ({marks}) ORDER BY created_at",
+        tuple(memory_ids),
+    )
+    return {row["target_id"]: row["source_id"] for row in rows}
+
+
+def related_counts(db: Database, memory_ids: Sequence[str]) -> dict[str, int]:
+    """How many relationships touch each memory."""
+    if not memory_ids:
+        return {}
+    marks = ",".join("?" * len(memory_ids))
+    rows = db.rows(
+        f"SELECT id, COUNT(*) AS n FROM (SELECT source_id AS id FROM memory_relationships WHERE source_id IN ({marks}) "
+        f"UNION ALL SELECT target_id FROM memory_relationships WHERE target_id IN ({marks})) GROUP BY id",
+        (*memory_ids, *memory_ids),
+    )
+    return {row["id"]: row["n"] for row in rows}
+
+
+def touch_references(db: Database, memory_ids: Sequence[str], *, session_id: str | None = None) -> None:
+    """Count a search hit: ``reference_count`` + 1 and ``last_accessed`` now."""
+    if not memory_ids:
+        return
+    now = clock.now()
+    marks = ",".join("?" * len(memory_ids))
+    with db.transaction():
+        db.execute(
+            f"UPDATE memories SET reference_count = reference_count + 1, last_accessed = ? WHERE id IN ({marks})",
+            (now, *memory_ids),
+        )
+        if session_id:
+            record_usage(db, session_id, memory_ids, "recalled")
+
+
+def timeline(db: Database, anchor_id: str, *, before: int = 5, after: int = 5) -> dict[str, Any]:
+    """The memories of the anchor's project just before and after it, with their sessions.
+
+    Superseded memories stay in the timeline (they are history); deleted ones do not.
+    """
+    for value, what in ((before, "depth_before"), (after, "depth_after")):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
+            raise ValidationError(f"{what} must be a whole number from 0 to 100, got {value!r}")
+    anchor = get(db, anchor_id)
+    cols = _MEMORY_COLUMNS
+    earlier = db.rows(
+        f"SELECT {cols} FROM memories WHERE project_id = ? AND is_deleted = 0 AND (created_at < ? OR "
+        f"(created_at = ? AND seq < ?)) ORDER BY created_at DESC, seq DESC LIMIT ?",
+        (anchor.project_id, anchor.created_at, anchor.created_at, anchor.seq, before),
+    )
+    later = db.rows(
+        f"SELECT {cols} FROM memories WHERE project_id = ? AND is_deleted = 0 AND (created_at > ? OR "
+        f"(created_at = ? AND seq > ?)) ORDER BY created_at, seq LIMIT ?",
+        (anchor.project_id, anchor.created_at, anchor.created_at, anchor.seq, after),
+    )
+    before_list = [Memory.from_row(r) for r in reversed(earlier)]
+    after_list = [Memory.from_row(r) for r in later]
+    session_ids = []
+    for memory in (*before_list, anchor, *after_list):
+        if memory.session_id and memory.session_id not in session_ids:
+            session_ids.append(memory.session_id)
+    return {"anchor": anchor, "before": before_list, "after": after_list,
+            "sessions": sessions.get_sessions(db, session_ids)}
+
+
+def stats(db: Database, project_id: int | None = None) -> dict[str, Any]:
+    """Counts for ``ccmemory stats``: by sector, tier, deleted, superseded and pending embeddings."""
+    where, params = ("WHERE project_id = ?", (project_id,)) if project_id is not None else ("", ())
+    totals = db.one(
+        f"SELECT COUNT(*) AS total, SUM(is_deleted) AS deleted, SUM(valid_until IS NOT NULL) AS superseded "
+        f"FROM memories {where}", params,
+    ) or {}
+    by_sector = {r["sector"]: r["n"] for r in db.rows(
+        f"SELECT sector, COUNT(*) AS n FROM memories {where} GROUP BY sector", params)}
+    by_tier = {r["tier"]: r["n"] for r in db.rows(
+        f"SELECT tier, COUNT(*) AS n FROM memories {where} GROUP BY tier", params)}
+    return {
+        "memories": totals.get("total") or 0,
+        "deleted": totals.get("deleted") or 0,
+        "superseded": totals.get("superseded") or 0,
+        "by_sector": by_sector,
+        "by_tier": by_tier,
+        "sessions": db.scalar(f"SELECT COUNT(*) FROM sessions {where}", params),
+        "documents": db.scalar(f"SELECT COUNT(*) FROM documents {where}", params),
+        "projects": db.scalar("SELECT COUNT(*) FROM projects"),
+    }

@@ -1,0 +1,257 @@
+"""Versioned schema migrations: small ordered functions, each in one transaction.
+
+``PRAGMA user_version`` holds the number of migrations applied. Before an
+existing database is migrated, a consistent copy is written beside it with
+``VACUUM INTO`` (the newest three are kept), so a failed upgrade loses nothing.
+Every statement here must run on the standard library's SQLite (3.40 on the
+oldest supported build): the vector index lives in :mod:`ccmemory.vectors`,
+created only by connections that could load sqlite-vec.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, List
+
+from . import clock, paths
+from .db import Database
+
+SECTORS = ("episodic", "semantic", "procedural", "emotional", "reflective")
+TIERS = ("session", "project")
+
+_M001 = f"""
+CREATE TABLE projects (
+    id          INTEGER PRIMARY KEY,
+    path        TEXT NOT NULL UNIQUE,
+    name        TEXT NOT NULL,
+    created_at  TEXT NOT NULL
+);
+
+CREATE TABLE sessions (
+    id              TEXT PRIMARY KEY,
+    project_id      INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    started_at      TEXT NOT NULL,
+    ended_at        TEXT,
+    summary         TEXT,
+    transcript_path TEXT,
+    metadata        TEXT NOT NULL DEFAULT '{{}}'
+);
+CREATE INDEX sessions_project ON sessions(project_id, started_at);
+
+CREATE TABLE memories (
+    seq             INTEGER PRIMARY KEY,
+    id              TEXT NOT NULL UNIQUE,
+    project_id      INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    session_id      TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+    content         TEXT NOT NULL,
+    sector          TEXT NOT NULL CHECK (sector IN {SECTORS!r}),
+    tier            TEXT NOT NULL CHECK (tier IN {TIERS!r}),
+    category        TEXT NOT NULL DEFAULT 'general',
+    tags            TEXT NOT NULL DEFAULT '[]',
+    files           TEXT NOT NULL DEFAULT '[]',
+    importance      REAL NOT NULL DEFAULT 0.5,
+    salience        REAL NOT NULL DEFAULT 0.5,
+    reference_count INTEGER NOT NULL DEFAULT 0,
+    last_accessed   TEXT,
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL,
+    valid_until     TEXT,
+    is_deleted      INTEGER NOT NULL DEFAULT 0,
+    deleted_at      TEXT,
+    source          TEXT NOT NULL DEFAULT 'manual',
+    content_hash    TEXT,
+    metadata        TEXT NOT NULL DEFAULT '{{}}'
+);
+CREATE INDEX memories_project_created ON memories(project_id, created_at);
+CREATE INDEX memories_session ON memories(session_id, created_at);
+CREATE INDEX memories_category ON memories(project_id, category, created_at);
+CREATE UNIQUE INDEX memories_dedupe ON memories(session_id, content_hash)
+    WHERE session_id IS NOT NULL AND content_hash IS NOT NULL;
+
+CREATE TABLE session_memories (
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    memory_id   TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    usage_type  TEXT NOT NULL CHECK (usage_type IN ('created', 'recalled', 'reinforced', 'updated')),
+    created_at  TEXT NOT NULL,
+    PRIMARY KEY (session_id, memory_id, usage_type)
+);
+CREATE INDEX session_memories_memory ON session_memories(memory_id);
+
+CREATE TABLE memory_relationships (
+    id                INTEGER PRIMARY KEY,
+    source_id         TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    target_id         TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    relationship_type TEXT NOT NULL CHECK (relationship_type IN
+                      ('SUPERSEDES', 'RELATES_TO', 'CONTRADICTS', 'DERIVED_FROM')),
+    created_at        TEXT NOT NULL,
+    UNIQUE (source_id, target_id, relationship_type)
+);
+CREATE INDEX memory_relationships_target ON memory_relationships(target_id);
+
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+    content, tags, files, content='memories', content_rowid='seq', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts(rowid, content, tags, files) VALUES (new.seq, new.content, new.tags, new.files);
+END;
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, content, tags, files)
+        VALUES ('delete', old.seq, old.content, old.tags, old.files);
+END;
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF content, tags, files ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, content, tags, files)
+        VALUES ('delete', old.seq, old.content, old.tags, old.files);
+    INSERT INTO memories_fts(rowid, content, tags, files) VALUES (new.seq, new.content, new.tags, new.files);
+END;
+
+CREATE TABLE documents (
+    id           TEXT PRIMARY KEY,
+    project_id   INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    title        TEXT NOT NULL,
+    source_path  TEXT,
+    source_url   TEXT,
+    content_hash TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL,
+    metadata     TEXT NOT NULL DEFAULT '{{}}'
+);
+CREATE UNIQUE INDEX documents_source ON documents(project_id, source_path) WHERE source_path IS NOT NULL;
+
+CREATE TABLE chunks (
+    seq         INTEGER PRIMARY KEY,
+    document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    ordinal     INTEGER NOT NULL,
+    heading     TEXT NOT NULL DEFAULT '',
+    content     TEXT NOT NULL,
+    UNIQUE (document_id, ordinal)
+);
+
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    heading, content, content='chunks', content_rowid='seq', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, heading, content) VALUES (new.seq, new.heading, new.content);
+END;
+CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, heading, content) VALUES ('delete', old.seq, old.heading, old.content);
+END;
+CREATE TRIGGER chunks_fts_update AFTER UPDATE OF heading, content ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, heading, content) VALUES ('delete', old.seq, old.heading, old.content);
+    INSERT INTO chunks_fts(rowid, heading, content) VALUES (new.seq, new.heading, new.content);
+END;
+
+-- Embeddings sit beside the id of the model that made them. The sqlite-vec index
+-- (ccmemory.vectors) is derived from these rows and can be rebuilt from them.
+CREATE TABLE memory_embeddings (
+    item_seq   INTEGER PRIMARY KEY REFERENCES memories(seq) ON DELETE CASCADE,
+    model_id   TEXT NOT NULL,
+    vector     BLOB NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE chunk_embeddings (
+    item_seq   INTEGER PRIMARY KEY REFERENCES chunks(seq) ON DELETE CASCADE,
+    model_id   TEXT NOT NULL,
+    vector     BLOB NOT NULL,
+    created_at TEXT NOT NULL
+);
+-- Rows whose vector must leave the sqlite-vec index. Hooks cannot touch vec0
+-- tables (no extension), so removals are queued here and drained by a
+-- connection that has the extension.
+CREATE TABLE vector_tombstones (
+    kind     TEXT NOT NULL,
+    item_seq INTEGER NOT NULL,
+    PRIMARY KEY (kind, item_seq)
+);
+CREATE TRIGGER memory_embeddings_gone AFTER DELETE ON memory_embeddings BEGIN
+    INSERT OR IGNORE INTO vector_tombstones(kind, item_seq) VALUES ('memory', old.item_seq);
+END;
+CREATE TRIGGER chunk_embeddings_gone AFTER DELETE ON chunk_embeddings BEGIN
+    INSERT OR IGNORE INTO vector_tombstones(kind, item_seq) VALUES ('chunk', old.item_seq);
+END;
+CREATE TRIGGER memories_content_changed AFTER UPDATE OF content ON memories BEGIN
+    DELETE FROM memory_embeddings WHERE item_seq = new.seq;
+END;
+CREATE TRIGGER chunks_content_changed AFTER UPDATE OF content ON chunks BEGIN
+    DELETE FROM chunk_embeddings WHERE item_seq = new.seq;
+END;
+
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+
+def _m001_initial(db: Database) -> None:
+    """Projects, sessions, memories, relationships, documents, FTS and embeddings."""
+    _run_script(db, _M001)
+
+
+MIGRATIONS: List[Callable[[Database], None]] = [_m001_initial]
+_BACKUPS_KEPT = 3
+
+
+def _run_script(db: Database, script: str) -> None:
+    """Execute a multi-statement script statement by statement inside the current transaction.
+
+    ``sqlite3.executescript`` would COMMIT first, so statements are split with
+    :func:`sqlite3.complete_statement`, which understands trigger bodies.
+    """
+    import sqlite3
+
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        if not statement and (not line.strip() or line.lstrip().startswith("--")):
+            continue
+        statement += line
+        if sqlite3.complete_statement(statement):
+            db.execute(statement)
+            statement = ""
+    if statement.strip():
+        raise ValueError(f"Unterminated SQL statement in migration: {statement[:80]!r}")
+
+
+def current_version(db: Database) -> int:
+    return int(db.scalar("PRAGMA user_version"))
+
+
+def target_version() -> int:
+    return len(MIGRATIONS)
+
+
+def migrate(db: Database) -> int:
+    """Bring the schema up to date; returns the number of migrations applied."""
+    version = current_version(db)
+    if version == target_version():
+        return 0
+    if version > target_version():
+        from .errors import StorageError
+
+        raise StorageError(
+            f"{db.path} has schema version {version}, newer than this ccmemory understands "
+            f"({target_version()}). Upgrade ccmemory (pip install -U ccmemory)."
+        )
+    if version > 0:
+        _backup(db, version)
+    applied = 0
+    for number in range(version + 1, target_version() + 1):
+        with db.transaction():
+            # Another process may have migrated while we waited for the lock.
+            if current_version(db) >= number:
+                continue
+            MIGRATIONS[number - 1](db)
+            db.execute(f"PRAGMA user_version = {number}")
+            applied += 1
+    return applied
+
+
+def _backup(db: Database, version: int) -> Path:
+    """Write a consistent copy of the database before it is migrated."""
+    stamp = clock.now().replace(":", "").replace("-", "").replace(".", "")
+    target = db.path.with_name(f"{db.path.name}.v{version}-{stamp}.bak")
+    db.execute("VACUUM INTO ?", (str(target),))
+    paths.make_private_file(target)
+    backups = sorted(db.path.parent.glob(f"{db.path.name}.v*.bak"))
+    for old in backups[:-_BACKUPS_KEPT]:
+        old.unlink(missing_ok=True)
+    return target

@@ -1,0 +1,64 @@
+"""Claude Code sessions: the episodes that memories are created, recalled and summarized in."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from . import clock
+from .db import Database
+from .errors import NotFoundError, ValidationError
+
+_COLUMNS = "id, project_id, started_at, ended_at, summary, transcript_path"
+
+
+def ensure(db: Database, session_id: str, project_id: int, *, transcript_path: str | None = None) -> None:
+    """Create the session row on first sight; later calls only fill a missing transcript path."""
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise ValidationError("A session id is required")
+    with db.transaction():
+        db.execute(
+            "INSERT OR IGNORE INTO sessions(id, project_id, started_at, transcript_path) VALUES (?, ?, ?, ?)",
+            (session_id, project_id, clock.now(), transcript_path),
+        )
+        if transcript_path:
+            db.execute("UPDATE sessions SET transcript_path = ? WHERE id = ? AND transcript_path IS NULL",
+                       (transcript_path, session_id))
+
+
+def get(db: Database, session_id: str) -> dict[str, Any]:
+    row = db.one(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+    if row is None:
+        raise NotFoundError(f"No session with id {session_id!r}; list sessions with `ccmemory sessions`")
+    return row
+
+
+def get_sessions(db: Database, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Sessions keyed by id, in the order asked; unknown ids are left out."""
+    if not session_ids:
+        return {}
+    marks = ",".join("?" * len(session_ids))
+    rows = {r["id"]: r for r in db.rows(f"SELECT {_COLUMNS} FROM sessions WHERE id IN ({marks})", tuple(session_ids))}
+    return {sid: rows[sid] for sid in session_ids if sid in rows}
+
+
+def set_summary(db: Database, session_id: str, summary: str) -> None:
+    """Store the session's summary and mark when it was written."""
+    with db.transaction():
+        db.execute("UPDATE sessions SET summary = ?, ended_at = COALESCE(ended_at, ?) WHERE id = ?",
+                   (summary, clock.now(), session_id))
+
+
+def end(db: Database, session_id: str) -> bool:
+    """Mark a session ended; False when it was unknown or already ended."""
+    with db.transaction():
+        db.execute("UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL", (clock.now(), session_id))
+        return db.changes() > 0
+
+
+def recent(db: Database, project_id: int, *, limit: int = 5, with_summary: bool = False) -> list[dict[str, Any]]:
+    """The project's latest sessions, newest first."""
+    extra = "AND summary IS NOT NULL" if with_summary else ""
+    return db.rows(
+        f"SELECT {_COLUMNS} FROM sessions WHERE project_id = ? {extra} ORDER BY started_at DESC LIMIT ?",
+        (project_id, limit),
+    )
