@@ -141,19 +141,24 @@ CREATE TRIGGER chunks_fts_update AFTER UPDATE OF heading, content ON chunks BEGI
 END;
 
 -- Embeddings sit beside the id of the model that made them. The sqlite-vec index
--- (ccmemory.vectors) is derived from these rows and can be rebuilt from them.
+-- (ccmemory.vectors) is derived from these rows and can be rebuilt from them;
+-- `indexed` says whether a row has reached that index yet.
 CREATE TABLE memory_embeddings (
     item_seq   INTEGER PRIMARY KEY REFERENCES memories(seq) ON DELETE CASCADE,
     model_id   TEXT NOT NULL,
     vector     BLOB NOT NULL,
+    indexed    INTEGER NOT NULL DEFAULT 0,
     created_at TEXT NOT NULL
 );
+CREATE INDEX memory_embeddings_unindexed ON memory_embeddings(model_id) WHERE indexed = 0;
 CREATE TABLE chunk_embeddings (
     item_seq   INTEGER PRIMARY KEY REFERENCES chunks(seq) ON DELETE CASCADE,
     model_id   TEXT NOT NULL,
     vector     BLOB NOT NULL,
+    indexed    INTEGER NOT NULL DEFAULT 0,
     created_at TEXT NOT NULL
 );
+CREATE INDEX chunk_embeddings_unindexed ON chunk_embeddings(model_id) WHERE indexed = 0;
 -- Rows whose vector must leave the sqlite-vec index. Hooks cannot touch vec0
 -- tables (no extension), so removals are queued here and drained by a
 -- connection that has the extension.

@@ -1,0 +1,5 @@
+"""``python -m ccmemory``: the command line."""
+
+from .cli import main
+
+main()

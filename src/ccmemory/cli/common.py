@@ -1,0 +1,77 @@
+"""What every command shares: opening the store, the project option, JSON output, exit codes.
+
+Exit codes: 0 success, 1 the operation failed (not found, storage, model),
+2 the input was wrong (click usage errors and validation errors).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from typing import Any, Callable, TypeVar
+
+import click
+
+from .. import db as database
+from .. import projects
+from ..errors import CCMemoryError, NotFoundError, ValidationError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def default_project_dir() -> str:
+    return os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+
+
+project_option = click.option(
+    "--project", "project_dir", type=click.Path(file_okay=False, exists=True), default=None,
+    help="Project directory (default: $CLAUDE_PROJECT_DIR or the current directory).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+
+
+def emit_json(value: Any) -> None:
+    """Print a value as JSON (orjson: fast, and it handles dataclass dicts with non-ASCII text)."""
+    import orjson
+
+    click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
+
+
+def open_db(*, vectors: bool = False) -> database.Database:
+    """The database alone, for commands that address memories by id."""
+    return database.connect(vectors=vectors)
+
+
+def open_store(project_dir: str | None, *, vectors: bool = False) -> tuple[database.Database, int]:
+    """The database and the id of the project the command works on."""
+    db = open_db(vectors=vectors)
+    return db, projects.project_id(db, project_dir or default_project_dir())
+
+
+def fail(message: str, code: int = 1) -> None:
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(code)
+
+
+def handles_errors(command: F) -> F:
+    """Turn ccmemory errors into a message on stderr and the documented exit code."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except ValidationError as exc:
+            fail(str(exc), 2)
+        except NotFoundError as exc:
+            fail(str(exc), 1)
+        except CCMemoryError as exc:
+            fail(f"{exc}\nRun `ccmemory doctor` to check the installation.", 1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def preview(text: str, width: int = 100) -> str:
+    """One line of a text, cut to ``width`` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 3] + "..."

