@@ -1,0 +1,65 @@
+"""Fixtures shared by every test: an isolated data dir, real database files, one loaded model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from ccmemory import db as database
+from ccmemory import embeddings, projects
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh CCMEMORY_HOME for this test (never the user's real memory)."""
+    data = tmp_path / "ccmemory-home"
+    monkeypatch.setenv("CCMEMORY_HOME", str(data))
+    monkeypatch.delenv("CLAUDE_PLUGIN_DATA", raising=False)
+    return data
+
+
+@pytest.fixture
+def project_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    (folder / ".git").mkdir(parents=True)
+    return folder
+
+
+@pytest.fixture
+def db(home: Path) -> Iterator[database.Database]:
+    """The hook-path connection: standard-library sqlite3, no extension."""
+    connection = database.connect(vectors=False)
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def vdb(home: Path) -> Iterator[database.Database]:
+    """The CLI/MCP connection: apsw with sqlite-vec loaded."""
+    connection = database.connect(vectors=True)
+    assert connection.vectors_loaded, connection.vector_error
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def project(db: database.Database, project_dir: Path) -> int:
+    return projects.project_id(db, project_dir)
+
+
+@pytest.fixture(scope="session")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> embeddings.Embedder:
+    """The built-in offline model, loaded once per test run."""
+    import os
+
+    previous = os.environ.get("CCMEMORY_HOME")
+    os.environ["CCMEMORY_HOME"] = str(tmp_path_factory.mktemp("model-home"))
+    try:
+        return embeddings.Embedder(embeddings.ModelSpec())
+    finally:
+        if previous is None:
+            os.environ.pop("CCMEMORY_HOME", None)
+        else:
+            os.environ["CCMEMORY_HOME"] = previous

@@ -1,0 +1,118 @@
+"""The `ccmemory` command line, run as a real process: output formats, JSON, exit codes, help."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run(home: Path, cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CCMEMORY_HOME": str(home)}
+    env.pop("CLAUDE_PROJECT_DIR", None)
+    return subprocess.run([sys.executable, "-m", "ccmemory", *args], cwd=cwd, env=env, input=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_add_search_get_delete_round_trip(home, project_dir):
+    added = run(home, project_dir, "add", "The API uses JWT tokens for auth", "--category", "architecture", "--json")
+    assert added.returncode == 0, added.stderr
+    memory = json.loads(added.stdout)
+    assert memory["category"] == "architecture"
+    run(home, project_dir, "add", "Run make test before pushing")
+
+    found = run(home, project_dir, "search", "JWT authentication", "--limit", "1")
+    assert found.returncode == 0, found.stderr
+    lines = found.stdout.splitlines()
+    assert lines[0].startswith("1. [") and memory["id"][:8] in lines[0]
+    assert lines[1].startswith("   The API uses JWT")
+
+    as_json = json.loads(run(home, project_dir, "search", "JWT", "--json", "--mode", "keyword").stdout)
+    assert as_json[0]["memory"]["id"] == memory["id"] and 0 <= as_json[0]["score"] <= 1
+
+    shown = run(home, project_dir, "get", memory["id"][:8])
+    assert shown.returncode == 0 and "The API uses JWT tokens for auth" in shown.stdout
+
+    deleted = run(home, project_dir, "delete", memory["id"])
+    assert deleted.returncode == 0 and "soft-deleted" in deleted.stdout
+    assert "No results found for: JWT" in run(home, project_dir, "search", "JWT", "--mode", "keyword").stdout
+    assert run(home, project_dir, "restore", memory["id"]).returncode == 0
+    listed = json.loads(run(home, project_dir, "list", "--json").stdout)
+    assert [item["content"] for item in listed] == ["Run make test before pushing", "The API uses JWT tokens for auth"]
+
+
+def test_content_from_stdin_and_validation_exit_codes(home, project_dir):
+    assert run(home, project_dir, "add", stdin="Piped memory text\n").returncode == 0
+    too_long = run(home, project_dir, "add", "x" * 10_001)
+    assert too_long.returncode == 2 and "Content exceeds maximum length of 10,000 characters" in too_long.stderr
+    empty = run(home, project_dir, "add", stdin="")
+    assert empty.returncode == 2 and "Content is required" in empty.stderr
+    bad_category = run(home, project_dir, "add", "x", "--category", "nonsense")
+    assert bad_category.returncode == 2 and "architecture" in bad_category.stderr
+    assert run(home, project_dir, "search", "   ").returncode == 2
+
+
+def test_unknown_ids_exit_1_with_a_hint(home, project_dir):
+    for args in (("get", "abc12345"), ("delete", "abc12345"), ("reinforce", "abc12345")):
+        result = run(home, project_dir, *args)
+        assert result.returncode == 1, args
+        assert "abc12345" in result.stderr and ("ccmemory list" in result.stderr or "memory_search" in result.stderr)
+
+
+def test_lifecycle_commands(home, project_dir):
+    old = json.loads(run(home, project_dir, "add", "Cache TTL is 5 minutes", "--json").stdout)["id"]
+    new = json.loads(run(home, project_dir, "add", "Cache TTL is 1 hour", "--json").stdout)["id"]
+    assert "reinforced" in run(home, project_dir, "reinforce", old, "--amount", "0.2").stdout
+    assert "de-emphasized" in run(home, project_dir, "deemphasize", old).stdout
+    assert "superseded" in run(home, project_dir, "supersede", old, new).stdout
+    hits = run(home, project_dir, "search", "cache TTL", "--mode", "keyword", "--json").stdout
+    assert [hit["memory"]["id"] for hit in json.loads(hits)] == [new]
+    hits = run(home, project_dir, "search", "cache TTL", "--mode", "keyword", "--include-superseded").stdout
+    assert "[SUPERSEDED]" in hits and "superseded by" in hits
+
+
+def test_stats_docs_and_embed(home, project_dir, tmp_path):
+    guide = tmp_path / "guide.md"
+    guide.write_text("# Guide\n\n## Release\nTag the commit and push the tag.\n")
+    assert "Document ingested" in run(home, project_dir, "docs", "ingest", str(guide)).stdout
+    assert "Document unchanged" in run(home, project_dir, "docs", "ingest", str(guide)).stdout
+    run(home, project_dir, "add", "Releases are cut on Thursdays")
+    stats = json.loads(run(home, project_dir, "stats", "--json").stdout)
+    assert stats["memories"] == 1 and stats["documents"] == 1 and stats["pending_embeddings"] == 3
+    embedded = run(home, project_dir, "embed")
+    assert embedded.returncode == 0 and "Embedded 3 item(s)" in embedded.stdout
+    assert json.loads(run(home, project_dir, "stats", "--json").stdout)["pending_embeddings"] == 0
+    found = run(home, project_dir, "docs", "search", "how do I publish a release")
+    assert found.returncode == 0 and "Guide#Guide > Release" in found.stdout
+
+
+def test_doctor_passes_on_a_working_install(home, project_dir):
+    result = run(home, project_dir, "doctor", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert all(check["ok"] for check in json.loads(result.stdout))
+
+
+def _commands() -> list[tuple[str, ...]]:
+    from ccmemory.cli import cli
+
+    found: list[tuple[str, ...]] = [()]
+    for name, command in cli.commands.items():
+        found.append((name,))
+        for sub in getattr(command, "commands", {}):
+            found.append((name, sub))
+    return found
+
+
+@pytest.mark.parametrize("path", _commands(), ids=lambda path: " ".join(path) or "ccmemory")
+def test_every_command_has_help(home, project_dir, path):
+    result = run(home, project_dir, *path, "--help")
+    assert result.returncode == 0 and "Usage:" in result.stdout
+
+
+def test_unknown_command_is_a_usage_error(home, project_dir):
+    result = run(home, project_dir, "frobnicate")
+    assert result.returncode == 2 and "No such command" in result.stderr

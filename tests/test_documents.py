@@ -1,0 +1,127 @@
+"""Documents: chunking, re-ingest, errors, and search over chunks."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+
+import pytest
+
+from ccmemory import documents, embeddings, projects
+from ccmemory.errors import ValidationError
+
+GUIDE = """# Service guide
+
+Intro paragraph.
+
+## Setup
+
+Run `make install`. Then run `make test`.
+
+```sh
+# not a heading inside a fence
+```
+
+## Deploy
+
+Push to main; CI deploys to staging, then production after approval.
+
+### Rollback
+
+Use `kubectl rollout undo`.
+"""
+
+
+def test_markdown_is_chunked_by_heading_with_heading_paths():
+    chunks = documents.chunk_markdown(GUIDE)
+    headings = [heading for heading, _ in chunks]
+    assert headings == ["Service guide", "Service guide > Setup", "Service guide > Deploy",
+                        "Service guide > Deploy > Rollback"]
+    assert "# not a heading inside a fence" in chunks[1][1]
+
+
+def test_long_sections_split_at_sentences_under_2000_chars():
+    body = " ".join(f"Sentence number {n} says something useful about the system." for n in range(200))
+    chunks = documents.chunk_markdown(f"## Long\n{body}")
+    assert len(chunks) > 1
+    assert all(len(text) < documents.MAX_CHUNK_CHARS for _, text in chunks)
+    assert all(text.rstrip().endswith(".") for _, text in chunks)
+    assert documents.split_sentences("x" * 5000) and all(len(p) < 2000 for p in documents.split_sentences("x" * 5000))
+
+
+def test_ingest_by_path_then_unchanged_then_changed(db, project, tmp_path):
+    file = tmp_path / "guide.md"
+    file.write_text(GUIDE)
+    first = documents.ingest(db, project_id=project, path=str(file))
+    assert first.title == "Service guide" and first.chunk_count == 4 and not first.unchanged
+    again = documents.ingest(db, project_id=project, path=str(file))
+    assert again.id == first.id and again.unchanged
+    file.write_text(GUIDE + "\n## Monitoring\nDashboards are in Grafana.\n")
+    changed = documents.ingest(db, project_id=project, path=str(file))
+    assert changed.id == first.id and changed.chunk_count == 5
+    assert db.scalar("SELECT COUNT(*) FROM chunks") == 5
+    assert len(documents.list_documents(db, project)) == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({}, "exactly one of path, url or content"),
+        ({"content": "x", "path": "y"}, "exactly one of path, url or content"),
+        ({"content": "   "}, "empty"),
+        ({"path": "/no/such/file.md"}, "No file at"),
+        ({"url": "ftp://example.invalid/x"}, "Only http"),
+    ],
+)
+def test_ingest_errors_are_clear(db, project, kwargs, message):
+    with pytest.raises(ValidationError, match=message):
+        documents.ingest(db, project_id=project, **kwargs)
+
+
+def test_binary_files_and_directories_are_refused(db, project, tmp_path):
+    binary = tmp_path / "image.md"
+    binary.write_bytes(b"\x89PNG\0\0\0binary")
+    with pytest.raises(ValidationError, match="binary"):
+        documents.ingest(db, project_id=project, path=str(binary))
+    with pytest.raises(ValidationError, match="directory"):
+        documents.ingest(db, project_id=project, path=str(tmp_path))
+
+
+def test_ingest_from_a_local_url(db, project):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            body = b"# Runbook\n\nRestart the worker with systemctl restart worker."
+            self.send_response(200)
+            self.send_header("Content-Type", "text/markdown; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.handle_request, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/runbook.md"
+        document = documents.ingest(db, project_id=project, url=url)
+    finally:
+        thread.join(10)
+        server.server_close()
+    assert document.title == "Runbook" and document.source_url == url
+
+
+def test_document_search_finds_sections(vdb, project_dir, embedder):
+    project = projects.project_id(vdb, project_dir)
+    documents.ingest(vdb, project_id=project, content=GUIDE)
+    documents.ingest(vdb, project_id=project, content="# Style\n\nUse black and ruff for Python formatting.",
+                     title="Style guide")
+    assert embeddings.embed_pending(vdb, embedder) == 5
+    hits = documents.search(vdb, "how do I undo a bad release", project_id=project, embedder=embedder)
+    assert hits[0].chunk.heading == "Service guide > Deploy > Rollback"
+    keyword = documents.search(vdb, "ruff", project_id=project, mode="keyword")
+    assert [hit.document.title for hit in keyword] == ["Style guide"]
+    assert documents.search(vdb, "qqqzzz", project_id=project, mode="keyword") == []
+    with pytest.raises(ValidationError, match="Query cannot be empty"):
+        documents.search(vdb, "", project_id=project)

@@ -1,0 +1,102 @@
+"""The offline model, its checks, and switching to a second configured model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy
+import pytest
+
+from ccmemory import embeddings, memories, projects, search
+from ccmemory.embeddings import ModelSpec
+
+
+def test_builtin_model_files_verify_and_nothing_is_downloaded(home, embedder):
+    assert embeddings.check_builtin_files() == []
+    assert embedder.model_id == embeddings.BUILTIN_MODEL_ID
+    assert embedder.dims == 384
+    vector = numpy.frombuffer(embedder.embed_query("hello world"), dtype=numpy.float32)
+    assert vector.shape == (384,)
+    assert float(numpy.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_a_tampered_tokenizer_is_refused(home, monkeypatch, tmp_path):
+    fake_package = tmp_path / "pkg"
+    (fake_package / "model_files").mkdir(parents=True)
+    for name in embeddings.BUNDLED_FILES:
+        (fake_package / "model_files" / name).write_text("{}")
+    monkeypatch.setattr(embeddings, "__file__", str(fake_package / "embeddings.py"))
+    problems = embeddings.check_builtin_files()
+    assert len(problems) == len(embeddings.BUNDLED_FILES)
+    assert all("sha256" in problem for problem in problems)
+    with pytest.raises(embeddings.ModelError, match="failed verification"):
+        embeddings.builtin_model_dir()
+
+
+def test_the_configured_model_comes_from_config_json(home):
+    assert embeddings.configured_spec().is_builtin
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.json").write_text(json.dumps({"embedding": {"model": "BAAI/bge-small-en-v1.5"}}))
+    spec = embeddings.configured_spec()
+    assert spec == ModelSpec(name="BAAI/bge-small-en-v1.5") and spec.model_id == "BAAI/bge-small-en-v1.5"
+
+
+def _tiny_model(folder: Path, dims: int) -> Path:
+    """A real (tiny) ONNX text model: a token-embedding table, mean-pooled by fastembed."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    table = numpy.random.default_rng(7).standard_normal((30522, dims)).astype(numpy.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "input_ids"], ["last_hidden_state"], axis=0)],
+        "tiny",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"])],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", dims])],
+        [numpy_helper.from_array(table, "table")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    folder.mkdir(parents=True)
+    onnx.save(model, folder / "model.onnx")
+    bundled = Path(embeddings.__file__).parent / "model_files"
+    for name in embeddings.BUNDLED_FILES:
+        (folder / name).write_bytes((bundled / name).read_bytes())
+    return folder
+
+
+def test_a_second_configured_model_re_embeds_everything_and_never_mixes(vdb, project_dir, embedder, tmp_path):
+    pytest.importorskip("onnx")
+    project = projects.project_id(vdb, project_dir)
+    texts = ["Builds run on GitHub Actions", "Secrets live in Vault", "The API is versioned under /v2"]
+    made = [memories.add(vdb, project_id=project, content=text) for text in texts]
+    assert embeddings.embed_pending(vdb, embedder) == 3
+    assert search.search(vdb, "where are secrets kept", project_id=project, mode="semantic",
+                         embedder=embedder, limit=1)[0].memory.id == made[1].id
+
+    second = embeddings.Embedder(ModelSpec(name=embeddings.DEFAULT_MODEL, path=str(_tiny_model(tmp_path / "tiny", 32))))
+    assert second.model_id != embedder.model_id and second.dims == 32
+    assert embeddings.pending_count(vdb, second.model_id) == 3
+    assert embeddings.embed_pending(vdb, second) == 3
+    stored = vdb.rows("SELECT model_id, length(vector) AS size FROM memory_embeddings")
+    assert stored == [{"model_id": second.model_id, "size": 32 * 4}] * 3
+    assert vdb.scalar("SELECT value FROM meta WHERE key = 'vector_index:memory'") == f"{second.model_id}|32"
+    assert vdb.scalar("SELECT COUNT(*) FROM memory_vec") == 3
+    hits = search.search(vdb, "Vault", project_id=project, mode="semantic", embedder=second, limit=3)
+    assert {hit.memory.id for hit in hits} <= {memory.id for memory in made}
+
+    assert embeddings.pending_count(vdb, embedder.model_id) == 3
+    assert embeddings.embed_pending(vdb, embedder) == 3
+    assert {row["model_id"] for row in vdb.rows("SELECT model_id FROM memory_embeddings")} == {embedder.model_id}
+
+
+def test_content_change_makes_a_memory_pending_again(vdb, project_dir, embedder):
+    project = projects.project_id(vdb, project_dir)
+    memory = memories.add(vdb, project_id=project, content="first wording")
+    embeddings.embed_pending(vdb, embedder)
+    assert embeddings.pending_count(vdb, embedder.model_id) == 0
+    with vdb.transaction():
+        vdb.execute("UPDATE memories SET content = 'second wording' WHERE id = ?", (memory.id,))
+    assert embeddings.pending_count(vdb, embedder.model_id) == 1
+    assert embeddings.embed_pending(vdb, embedder) == 1
+    assert vdb.scalar("SELECT COUNT(*) FROM memory_vec") == 1

@@ -1,0 +1,153 @@
+"""Hybrid search with the real offline model and sqlite-vec, and its keyword-only fallback."""
+
+from __future__ import annotations
+
+import pytest
+
+from ccmemory import db as database
+from ccmemory import embeddings, memories, projects, search
+from ccmemory.errors import ValidationError
+
+CORPUS = [
+    "Login is handled by JWT bearer tokens that the auth middleware validates on every request",
+    "The nightly build broke with ERR_CONN_4471 after the proxy upgrade",
+    "Network timeouts from the proxy are retried three times with exponential backoff",
+    "Connection errors to the upstream service are logged and surfaced as 502 responses",
+    "Flaky network calls in CI are wrapped in a retry helper",
+    "Database migrations run with alembic upgrade head before each deploy",
+    "The cache layer is Redis with a five minute TTL",
+    "Frontend state lives in a Zustand store",
+    "Error budgets are tracked on the reliability dashboard",
+    "Socket errors from the load balancer show up as connection resets",
+    "Connection error codes ERR_CONN_4417 and ERR_CONN_4711 come from the proxy",
+]
+
+
+@pytest.fixture
+def corpus(vdb, project_dir, embedder):
+    project = projects.project_id(vdb, project_dir)
+    made = {text: memories.add(vdb, project_id=project, content=text) for text in CORPUS}
+    assert embeddings.embed_pending(vdb, embedder) == len(CORPUS)
+    return vdb, project, made
+
+
+def _contents(hits):
+    return [hit.memory.content for hit in hits]
+
+
+def test_hybrid_finds_a_paraphrase_that_keyword_search_misses(corpus, embedder):
+    db, project, _ = corpus
+    query = "how do users prove who they are when signing in"
+    keyword = search.search(db, query, project_id=project, mode="keyword", embedder=embedder)
+    hybrid = search.search(db, query, project_id=project, mode="hybrid", embedder=embedder, limit=3)
+    assert CORPUS[0] not in _contents(keyword)
+    assert _contents(hybrid)[0] == CORPUS[0]
+
+
+def test_hybrid_finds_an_exact_identifier_that_vector_search_misses(corpus, embedder):
+    db, project, _ = corpus
+    query = "ERR_CONN_4471"
+    semantic = search.search(db, query, project_id=project, mode="semantic", embedder=embedder, limit=1)
+    hybrid = search.search(db, query, project_id=project, mode="hybrid", embedder=embedder, limit=1)
+    assert CORPUS[1] not in _contents(semantic)
+    assert _contents(hybrid)[0] == CORPUS[1]
+
+
+def test_results_are_sorted_limited_and_scored_from_zero_to_one(corpus, embedder):
+    db, project, _ = corpus
+    hits = search.search(db, "network errors and retries", project_id=project, embedder=embedder, limit=3)
+    assert len(hits) == 3
+    scores = [hit.score for hit in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 <= score <= 1.0 for score in scores)
+    assert len(search.search(db, "network errors and retries", project_id=project, embedder=embedder)) <= 5
+
+
+def test_empty_query_is_an_error_and_no_match_is_an_empty_list(corpus, embedder):
+    db, project, _ = corpus
+    for query in ("", "   "):
+        with pytest.raises(ValidationError, match="Query cannot be empty"):
+            search.search(db, query, project_id=project, embedder=embedder)
+    assert search.search(db, "zzzqqq xylophone", project_id=project, mode="keyword") == []
+    with pytest.raises(ValidationError, match="mode"):
+        search.search(db, "x", project_id=project, mode="fuzzy")
+    with pytest.raises(ValidationError, match="Limit"):
+        search.search(db, "x", project_id=project, limit=0)
+    with pytest.raises(ValidationError, match="sector"):
+        search.search(db, "x", project_id=project, sector="dreamy")
+
+
+@pytest.mark.parametrize("query", ['"unbalanced', "a OR", "NEAR(", "col:umn", "*", "-x", "())(("])
+def test_fts_syntax_in_queries_never_breaks_search(corpus, embedder, query):
+    db, project, _ = corpus
+    search.search(db, query, project_id=project, mode="keyword")
+    search.search(db, query, project_id=project, embedder=embedder)
+
+
+def test_superseded_hidden_by_default_and_marked_on_request(corpus, embedder):
+    db, project, made = corpus
+    old = made[CORPUS[6]]
+    new = memories.add(db, project_id=project, content="The cache layer is Redis with a one hour TTL")
+    embeddings.embed_pending(db, embedder)
+    memories.supersede(db, old.id, new.id)
+    default = search.search(db, "Redis cache TTL", project_id=project, embedder=embedder)
+    assert old.id not in {hit.memory.id for hit in default}
+    assert new.id in {hit.memory.id for hit in default}
+    everything = search.search(db, "Redis cache TTL", project_id=project, embedder=embedder, include_superseded=True)
+    marked = {hit.memory.id: hit for hit in everything}
+    assert marked[old.id].superseded_by == new.id
+
+
+def test_deleted_memories_never_appear(corpus, embedder):
+    db, project, made = corpus
+    memories.delete(db, made[CORPUS[7]].id)
+    for mode in search.MODES:
+        hits = search.search(db, "Zustand frontend store", project_id=project, mode=mode, embedder=embedder)
+        assert CORPUS[7] not in _contents(hits)
+
+
+def test_hard_deleted_memories_leave_the_vector_index(corpus, embedder):
+    db, project, made = corpus
+    memories.delete(db, made[CORPUS[7]].id, hard=True)
+    embeddings.embed_pending(db, embedder)
+    assert db.scalar("SELECT COUNT(*) FROM memory_vec") == len(CORPUS) - 1
+
+
+def test_sector_filter_and_reference_counting(corpus, embedder):
+    db, project, made = corpus
+    preference = memories.add(db, project_id=project, content="The team prefers Redis over Memcached", sector="emotional")
+    embeddings.embed_pending(db, embedder)
+    hits = search.search(db, "Redis", project_id=project, sector="emotional", embedder=embedder)
+    assert [hit.memory.id for hit in hits] == [preference.id]
+    assert memories.get(db, preference.id).reference_count == 1
+    search.search(db, "Redis", project_id=project, sector="emotional", embedder=embedder, track=False)
+    assert memories.get(db, preference.id).reference_count == 1
+
+
+def test_other_projects_are_never_searched(corpus, embedder, tmp_path):
+    db, project, _ = corpus
+    other = projects.project_id(db, tmp_path)
+    memories.add(db, project_id=other, content="Kubernetes manifests live in deploy/k8s")
+    embeddings.embed_pending(db, embedder)
+    for mode in search.MODES:
+        assert search.search(db, "Kubernetes manifests", project_id=project, mode=mode, embedder=embedder) == [] or \
+            "Kubernetes" not in " ".join(_contents(search.search(db, "Kubernetes manifests", project_id=project,
+                                                                  mode=mode, embedder=embedder)))
+
+
+def test_keyword_only_fallback_when_vectors_cannot_load(home, project_dir):
+    db = database.connect(vectors=False)
+    project = projects.project_id(db, project_dir)
+    memories.add(db, project_id=project, content="Deploys go through the release train on Thursdays")
+    result = search.search_with_info(db, "release train", project_id=project, mode="hybrid")
+    assert result.mode_used == "keyword"
+    assert result.warnings and "keyword matches only" in result.warnings[0]
+    assert [hit.memory.content for hit in result.hits] == ["Deploys go through the release train on Thursdays"]
+    db.close()
+
+
+def test_pending_memories_are_found_by_keywords_before_they_are_embedded(corpus, embedder):
+    db, project, _ = corpus
+    fresh = memories.add(db, project_id=project, content="Feature flags are served by Unleash")
+    hits = search.search(db, "Unleash feature flags", project_id=project, embedder=embedder)
+    assert hits[0].memory.id == fresh.id
