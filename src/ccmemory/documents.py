@@ -249,7 +249,7 @@ def search_with_info(
     warnings: list[str] = []
 
     def keyword() -> list[tuple[int, float]]:
-        expression = fts_query(query)
+        expression = fts_query(query, db, "chunks_vocab", db.scalar("SELECT MAX(seq) FROM chunks") or 0)
         if expression is None:
             return []
         return keyword_ranking(

@@ -91,6 +91,8 @@ CREATE INDEX memory_relationships_target ON memory_relationships(target_id);
 CREATE VIRTUAL TABLE memories_fts USING fts5(
     content, tags, files, content='memories', content_rowid='seq', tokenize='unicode61 remove_diacritics 2'
 );
+-- Document frequencies of indexed words: search skips words that most memories contain.
+CREATE VIRTUAL TABLE memories_vocab USING fts5vocab(memories_fts, 'row');
 CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
     INSERT INTO memories_fts(rowid, content, tags, files) VALUES (new.seq, new.content, new.tags, new.files);
 END;
@@ -129,6 +131,7 @@ CREATE TABLE chunks (
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     heading, content, content='chunks', content_rowid='seq', tokenize='unicode61 remove_diacritics 2'
 );
+CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab(chunks_fts, 'row');
 CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
     INSERT INTO chunks_fts(rowid, heading, content) VALUES (new.seq, new.heading, new.content);
 END;
@@ -192,7 +195,46 @@ def _m001_initial(db: Database) -> None:
     _run_script(db, _M001)
 
 
-MIGRATIONS: List[Callable[[Database], None]] = [_m001_initial]
+_M002 = """
+-- Hierarchical docmem trees. parent_id has no foreign key: a node may hang under a
+-- virtual node (a session, memory or document shown as a tree by ccmemory.docmem.virtual).
+CREATE TABLE docmem_nodes (
+    id            TEXT PRIMARY KEY,
+    project_id    INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    parent_id     TEXT,
+    order_value   REAL NOT NULL,
+    content       TEXT NOT NULL DEFAULT '',
+    token_count   INTEGER NOT NULL DEFAULT 0,
+    context_type  TEXT NOT NULL DEFAULT '' CHECK (length(context_type) <= 24),
+    context_name  TEXT NOT NULL DEFAULT '' CHECK (length(context_name) <= 24),
+    context_value TEXT NOT NULL DEFAULT '' CHECK (length(context_value) <= 24),
+    readonly      INTEGER NOT NULL DEFAULT 0 CHECK (readonly IN (0, 1)),
+    hash          TEXT NOT NULL,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL
+);
+CREATE INDEX docmem_nodes_children ON docmem_nodes(parent_id, order_value);
+CREATE INDEX docmem_nodes_roots ON docmem_nodes(project_id, created_at) WHERE parent_id IS NULL;
+
+-- Where a summary filed a virtual node: its parent and order in the docmem view,
+-- leaving the captured row untouched.
+CREATE TABLE docmem_placements (
+    node_id     TEXT PRIMARY KEY,
+    project_id  INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    parent_id   TEXT NOT NULL REFERENCES docmem_nodes(id) ON DELETE CASCADE,
+    order_value REAL NOT NULL,
+    updated_at  TEXT NOT NULL
+);
+CREATE INDEX docmem_placements_parent ON docmem_placements(parent_id, order_value);
+"""
+
+
+def _m002_docmem(db: Database) -> None:
+    """docmem trees and the placements of virtual nodes under docmem summaries."""
+    _run_script(db, _M002)
+
+
+MIGRATIONS: List[Callable[[Database], None]] = [_m001_initial, _m002_docmem]
 _BACKUPS_KEPT = 3
 
 

@@ -26,6 +26,8 @@ MAX_LIMIT = 100
 RRF_K = 60
 #: Cosine similarity under which a vector neighbour is noise, not a match (MiniLM puts unrelated texts near 0-0.1).
 MIN_SIMILARITY = 0.15
+COMMON_WORD_SHARE = 0.03
+_COMMON_WORD_MIN_ROWS = 1000
 _KEYWORD_CANDIDATES = 50
 _STOPWORDS = frozenset(
     "a an and are as at be by do does did for from how i in is it its of on or so that the this to was we were "
@@ -75,12 +77,19 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(kept))
 
 
-def fts_query(query: str) -> str | None:
+def fts_query(query: str, db: Database | None = None, vocabulary: str | None = None, rows: int = 0) -> str | None:
     """A safe FTS5 expression: each word quoted (so `parse_config_v2` is a phrase), ORed.
 
     User syntax (quotes, operators, colons) can never cause an FTS5 syntax error.
+    Given the fts5vocab table and the row count, words found in more than
+    :data:`COMMON_WORD_SHARE` of the rows are left out (unless nothing would be
+    left): they barely change the ranking but make FTS5 score most of the table.
     """
     terms = query_terms(query)
+    if db is not None and vocabulary and rows > _COMMON_WORD_MIN_ROWS:
+        frequency = {term: db.scalar(f"SELECT doc FROM {vocabulary} WHERE term = ?", (term,)) or 0 for term in terms}
+        rare = [term for term in terms if frequency[term] <= rows * COMMON_WORD_SHARE]
+        terms = rare or sorted(terms, key=lambda term: frequency[term])[:1]
     return " OR ".join(f'"{term}"' for term in terms) if terms else None
 
 
@@ -194,7 +203,7 @@ def search_with_info(
     warnings: list[str] = []
 
     def keyword() -> list[tuple[int, float]]:
-        expression = fts_query(query)
+        expression = fts_query(query, db, "memories_vocab", db.scalar("SELECT MAX(seq) FROM memories") or 0)
         if expression is None:
             return []
         filters = "" if include_superseded else " AND m.valid_until IS NULL"
