@@ -49,6 +49,25 @@ def open_store(project_dir: str | None, *, vectors: bool = False) -> tuple[datab
     return db, projects.project_id(db, project_dir or default_project_dir())
 
 
+def caught_up_embedder(db: database.Database, mode: str) -> Any:
+    """For a search in ``mode``: the loaded model after embedding what is pending, or None.
+
+    None means keyword search (asked for, or vectors unavailable, which the
+    search itself reports as a warning); a model that fails to load is a warning too.
+    """
+    if mode == "keyword" or not db.vectors_loaded:
+        return None
+    from .. import embeddings
+
+    try:
+        embedder = embeddings.get_embedder()
+        embeddings.embed_pending(db, embedder)
+    except embeddings.ModelError as exc:
+        click.echo(f"Warning: {exc}", err=True)
+        return None
+    return embedder
+
+
 def fail(message: str, code: int = 1) -> None:
     click.echo(f"Error: {message}", err=True)
     sys.exit(code)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from .. import documents, embeddings
+from .. import documents
 from ..search import DEFAULT_LIMIT, MAX_LIMIT, MODES
-from .common import emit_json, handles_errors, json_option, open_store, preview, project_option
+from .common import caught_up_embedder, emit_json, handles_errors, json_option, open_store, preview, project_option
 
 
 @click.group()
@@ -45,10 +45,7 @@ def ingest(path: str | None, text: str | None, url: str | None, title: str | Non
 def search_docs(query: str, limit: int, mode: str, project_dir: str | None, as_json: bool) -> None:
     """Search ingested documents."""
     db, project = open_store(project_dir, vectors=mode != "keyword")
-    embedder = None
-    if mode != "keyword" and db.vectors_loaded:
-        embedder = embeddings.get_embedder()
-        embeddings.embed_pending(db, embedder)
+    embedder = caught_up_embedder(db, mode)
     result = documents.search_with_info(db, query, project_id=project, limit=limit, mode=mode, embedder=embedder)
     for warning in result.warnings:
         click.echo(f"Warning: {warning}", err=True)

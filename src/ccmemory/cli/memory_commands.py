@@ -6,10 +6,10 @@ import sys
 
 import click
 
-from .. import embeddings, memories, search as searching
+from .. import memories, search as searching
 from ..memories import CATEGORIES, Memory
 from ..migrations import SECTORS
-from .common import emit_json, fail, handles_errors, json_option, open_db, open_store, preview, project_option
+from .common import caught_up_embedder, emit_json, fail, handles_errors, json_option, open_db, open_store, preview, project_option
 
 
 def _describe(memory: Memory) -> str:
@@ -61,13 +61,7 @@ def search(query: str, limit: int, mode: str, sector: str | None, include_supers
            project_dir: str | None, as_json: bool) -> None:
     """Search this project's memories (hybrid keyword + semantic by default)."""
     db, project = open_store(project_dir, vectors=mode != "keyword")
-    embedder = None
-    if mode != "keyword" and db.vectors_loaded:
-        try:
-            embedder = embeddings.get_embedder()
-            embeddings.embed_pending(db, embedder)
-        except embeddings.ModelError as exc:
-            click.echo(f"Warning: {exc}", err=True)
+    embedder = caught_up_embedder(db, mode)
     result = searching.search_with_info(db, query, project_id=project, mode=mode, sector=sector, limit=limit,
                                         include_superseded=include_superseded, embedder=embedder)
     for warning in result.warnings:
