@@ -1,0 +1,6 @@
+"""Claude Code hook logic: capture, Stop summary, SessionEnd promotion, SessionStart context.
+
+The entry scripts in the plugin's top-level ``hooks/`` directory call
+:func:`ccmemory.hooks.runner.main`. Everything on this path is standard library
+plus ccmemory's own stdlib-only core; heavy packages are never imported here.
+"""

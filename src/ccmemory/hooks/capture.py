@@ -1,0 +1,420 @@
+"""PostToolUse capture: one episodic observation per tool call.
+
+Each observation is a few readable lines (what the tool did, on which files,
+with a capped excerpt of its input and result), stored as a memory with
+sector ``episodic``, tier ``session``, source ``capture`` and the tool call's
+``tool_use_id`` as dedupe key, so a re-delivered payload is stored once.
+
+Salience says how much an observation matters; SessionEnd promotes session
+memories above 0.7 (``promotion.min_salience``) to the project tier:
+
+========================================  ========  ==========
+observation                               salience  category
+========================================  ========  ==========
+a failed call (PostToolUseFailure, MCP    0.75      gotcha
+``isError``, ``success: false``,
+interrupted)
+Write, Edit, MultiEdit, NotebookEdit      0.6       general
+Task / Agent (subagent work)              0.55      general
+WebFetch, WebSearch                       0.5       general
+Bash                                      0.45      general
+MCP tools and any other tool              0.4       general
+Read, Grep, Glob, LS (routine look-ups)   0.3       general
+========================================  ========  ==========
+
+So failures outlive their session, edits stay findable, and routine reads fade.
+Skipped: tools in ``capture.skip_tools``, ccmemory's own MCP tools, and results
+larger than ``capture.max_result_bytes``. For file-changing tools the size is
+measured without the fields that only echo the file back (``originalFile``,
+``structuredPatch``, Write's ``content``), or every edit of a large file would be lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+TYPE_CHECKING = False  # typing costs the capture hook milliseconds; annotations are strings
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+from ..config import Config
+from . import log, payload as payloads
+from .privacy import sanitize
+
+MAX_OBSERVATION_CHARS = 8000
+MAX_FILES = 20
+MAX_LISTED_NAMES = 10
+
+SALIENCE_FAILURE = 0.75
+SALIENCE = {
+    "Write": 0.6, "Edit": 0.6, "MultiEdit": 0.6, "NotebookEdit": 0.6,
+    "Task": 0.55, "Agent": 0.55,
+    "WebFetch": 0.5, "WebSearch": 0.5,
+    "Bash": 0.45,
+    "Read": 0.3, "Grep": 0.3, "Glob": 0.3, "LS": 0.3,
+}
+SALIENCE_OTHER = 0.4
+
+_ECHO_FIELDS = ("originalFile", "structuredPatch", "content", "oldString", "newString", "edits")
+_FILE_CHANGING = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+
+
+class Observation:
+    """What capture stores for one tool call."""
+
+    __slots__ = ("tool", "content", "files", "category", "salience", "metadata")
+
+    def __init__(self, tool: str, content: str, files: list[str], category: str, salience: float,
+                 metadata: dict[str, Any]) -> None:
+        self.tool = tool
+        self.content = content
+        self.files = files
+        self.category = category
+        self.salience = salience
+        self.metadata = metadata
+
+
+def is_own_tool(tool_name: str) -> bool:
+    """ccmemory's MCP tools: recording them would feed memory searches back into memory."""
+    return "plugin_ccmemory_" in tool_name or tool_name.startswith("mcp__ccmemory")
+
+
+def skip_reason(data: dict[str, Any], config: Config) -> str | None:
+    """Why this tool call is not recorded, or None to record it."""
+    tool = payloads.text(data, "tool_name")
+    if tool is None:
+        return "the payload has no tool_name"
+    if is_own_tool(tool):
+        return f"{tool} is one of ccmemory's own tools"
+    for pattern in config.get("capture", "skip_tools"):
+        if tool == pattern or (pattern.endswith("*") and tool.startswith(pattern[:-1])):
+            return f"{tool} is in capture.skip_tools"
+    limit = config.get("capture", "max_result_bytes")
+    size = result_size(tool, tool_response(data))
+    if size > limit:
+        return f"the {tool} result is {size} bytes, over capture.max_result_bytes={limit}"
+    return None
+
+
+def tool_response(data: dict[str, Any]) -> Any:
+    """The tool's result; older payloads and the seeds call it ``tool_result``."""
+    return data["tool_response"] if "tool_response" in data else data.get("tool_result")
+
+
+def result_size(tool: str, response: Any) -> int:
+    if response is None:
+        return 0
+    if tool in _FILE_CHANGING and isinstance(response, dict):
+        response = {k: v for k, v in response.items() if k not in _ECHO_FIELDS}
+    if isinstance(response, str):
+        return len(response.encode("utf-8", "replace"))
+    return len(_dumps(response).encode("utf-8", "replace"))
+
+
+def cut(text: str, limit: int) -> str:
+    """Keep the head (60 %) and tail (30 %) of a long text with a note of what was elided."""
+    if len(text) <= limit:
+        return text
+    head = int(limit * 0.6)
+    tail = int(limit * 0.3)
+    return f"{text[:head]}\n[… {len(text) - head - tail} characters elided …]\n{text[len(text) - tail:]}"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _clean(value: Any, limit: int) -> str:
+    """Any value as stored text: stringified, private spans and secrets removed, then cut."""
+    text = value if isinstance(value, str) else _dumps(value)
+    return cut(sanitize(text).strip(), limit)
+
+
+def response_text(response: Any) -> str:
+    """The readable text of a tool result: MCP content arrays and ``content`` blocks are joined."""
+    if response is None:
+        return ""
+    if isinstance(response, str):
+        return response
+    blocks = response.get("content") if isinstance(response, dict) else response
+    if isinstance(blocks, list) and blocks and all(isinstance(b, dict) and "type" in b for b in blocks):
+        parts = [b.get("text", "") if b.get("type") == "text" else f"[{b.get('type')}]" for b in blocks]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    if isinstance(response, dict):
+        for key in ("result", "output", "text", "stdout"):
+            if isinstance(response.get(key), str):
+                return response[key]
+    return _dumps(response)
+
+
+class _Builder:
+    """Formats one payload; each ``_tool_*`` method appends lines and files."""
+
+    def __init__(self, data: dict[str, Any], config: Config, root: str, cwd: str) -> None:
+        self.data = data
+        self.tool = payloads.text(data, "tool_name") or "unknown"
+        raw_input = data.get("tool_input")
+        self.input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
+        self.response = tool_response(data)
+        self.limit: int = config.get("capture", "max_field_chars")
+        self.root = root
+        self.cwd = cwd
+        self.lines: list[str] = []
+        self.files: list[str] = []
+
+    # -- helpers -----------------------------------------------------------------------------------
+    def arg(self, key: str) -> str:
+        value = self.input.get(key)
+        return value if isinstance(value, str) else ""
+
+    def field(self, value: Any, limit: int | None = None) -> str:
+        return _clean(value, limit or self.limit)
+
+    def add_file(self, path: Any) -> str:
+        """Record a path (made absolute against the cwd) and return it as shown: relative to the project."""
+        if not isinstance(path, str) or not path.strip():
+            return ""
+        path = sanitize(path.strip())
+        full = path if os.path.isabs(path) else os.path.normpath(os.path.join(self.cwd, path))
+        if full not in self.files and len(self.files) < MAX_FILES:
+            self.files.append(full)
+        if full == self.root:
+            return "."
+        if full.startswith(self.root.rstrip(os.sep) + os.sep):
+            return full[len(self.root.rstrip(os.sep)) + 1:]
+        return full
+
+    def response_dict(self) -> dict[str, Any]:
+        return self.response if isinstance(self.response, dict) else {}
+
+    def filenames(self) -> list[str]:
+        names = self.response_dict().get("filenames")
+        return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+
+    def failure(self) -> str | None:
+        """The error text when the call failed, else None."""
+        if self.data.get("hook_event_name") == "PostToolUseFailure" or "error" in self.data:
+            error = self.data.get("error")
+            return error if isinstance(error, str) and error.strip() else "the tool call failed"
+        response = self.response_dict()
+        if response.get("isError") is True or response.get("is_error") is True:
+            return response_text(response) or "the tool reported an error"
+        if response.get("success") is False:
+            return response_text(response) or "the tool reported success: false"
+        if response.get("interrupted") is True:
+            return "interrupted before it finished"
+        return None
+
+    # -- per tool ----------------------------------------------------------------------------------
+    def _tool_Read(self) -> None:
+        shown = self.add_file(self.arg("file_path"))
+        info = self.response_dict().get("file")
+        extent = ""
+        if isinstance(info, dict) and isinstance(info.get("numLines"), int):
+            total = info.get("totalLines")
+            extent = f" ({info['numLines']} of {total} lines)" if isinstance(total, int) else \
+                f" ({info['numLines']} lines)"
+        elif isinstance(self.input.get("offset"), int):
+            extent = f" (from line {self.input['offset']})"
+        self.lines.append(f"Read {shown}{extent}")
+
+    def _tool_Write(self) -> None:
+        shown = self.add_file(self.arg("file_path"))
+        content = self.arg("content")
+        self.lines.append(f"Wrote {shown} ({content.count(chr(10)) + 1 if content else 0} lines)")
+        if content:
+            self.lines.append(self.field(content))
+
+    def _tool_Edit(self) -> None:
+        shown = self.add_file(self.arg("file_path"))
+        everywhere = " (all occurrences)" if self.input.get("replace_all") else ""
+        self.lines.append(f"Edited {shown}{everywhere}")
+        self._edit_lines(self.input, self.limit // 2)
+
+    def _edit_lines(self, edit: dict[str, Any], limit: int) -> None:
+        old, new = edit.get("old_string"), edit.get("new_string")
+        if isinstance(old, str) and old:
+            self.lines.append("- " + self.field(old, limit).replace("\n", "\n- "))
+        if isinstance(new, str) and new:
+            self.lines.append("+ " + self.field(new, limit).replace("\n", "\n+ "))
+
+    def _tool_MultiEdit(self) -> None:
+        shown = self.add_file(self.arg("file_path"))
+        edits = [e for e in self.input.get("edits") or [] if isinstance(e, dict)]
+        self.lines.append(f"Edited {shown} ({len(edits)} edits)")
+        limit = max(self.limit // (2 * max(len(edits[:5]), 1)), 150)
+        for edit in edits[:5]:
+            self._edit_lines(edit, limit)
+        if len(edits) > 5:
+            self.lines.append(f"[… {len(edits) - 5} more edits]")
+
+    def _tool_NotebookEdit(self) -> None:
+        shown = self.add_file(self.arg("notebook_path"))
+        mode = self.arg("edit_mode") or "replace"
+        cell = f" cell {self.arg('cell_id')}" if self.arg("cell_id") else ""
+        self.lines.append(f"Edited notebook {shown}{cell} ({mode})")
+        if self.arg("new_source"):
+            self.lines.append(self.field(self.arg("new_source")))
+
+    def _tool_Bash(self) -> None:
+        description = f" ({self.field(self.arg('description'), 200)})" if self.arg("description") else ""
+        background = " in the background" if self.input.get("run_in_background") else ""
+        self.lines.append(f"Ran{background}: {self.field(self.arg('command'), self.limit)}{description}")
+        response = self.response_dict()
+        stdout = response.get("stdout") if response else self.response
+        stderr = response.get("stderr")
+        if isinstance(stdout, str) and stdout.strip():
+            self.lines.append("Output:\n" + self.field(stdout))
+        if isinstance(stderr, str) and stderr.strip():
+            self.lines.append("Stderr:\n" + self.field(stderr, self.limit // 2))
+
+    def _tool_Grep(self) -> None:
+        where = self.add_file(self.arg("path")) if self.arg("path") else "the project"
+        filters = [f"{k}={self.arg(k)}" for k in ("glob", "type", "output_mode") if self.arg(k)]
+        extra = f" [{', '.join(filters)}]" if filters else ""
+        self.lines.append(f"Searched code for /{self.field(self.arg('pattern'), 300)}/ in {where}{extra}")
+        self._found_files()
+        content = self.response_dict().get("content")
+        if isinstance(content, str) and content.strip():
+            self.lines.append(self.field(content, self.limit // 2))
+
+    def _tool_Glob(self) -> None:
+        where = self.add_file(self.arg("path")) if self.arg("path") else "the project"
+        self.lines.append(f"Listed files matching {self.field(self.arg('pattern'), 300)} in {where}")
+        self._found_files()
+
+    def _tool_LS(self) -> None:
+        self.lines.append(f"Listed directory {self.add_file(self.arg('path'))}")
+
+    def _found_files(self) -> None:
+        names = self.filenames()
+        count = self.response_dict().get("numFiles")
+        count = count if isinstance(count, int) else len(names)
+        if not names:
+            self.lines.append(f"Found {count} files" if count else "Found nothing")
+            return
+        shown = [self.add_file(name) for name in names[:MAX_LISTED_NAMES]]
+        more = f" (+{count - len(shown)} more)" if count > len(shown) else ""
+        self.lines.append(f"Found {count} files: {', '.join(shown)}{more}")
+
+    def _tool_WebFetch(self) -> None:
+        self.lines.append(f"Fetched {self.field(self.arg('url'), 500)}")
+        if self.arg("prompt"):
+            self.lines.append("Asked: " + self.field(self.arg("prompt"), 500))
+        text = response_text(self.response)
+        if text.strip():
+            self.lines.append("Result:\n" + self.field(text))
+
+    def _tool_WebSearch(self) -> None:
+        self.lines.append(f'Searched the web for "{self.field(self.arg("query"), 300)}"')
+        hits = _titled_links(self.response)
+        if hits:
+            self.lines.extend(f"- {self.field(title, 200)} <{self.field(url, 300)}>" for title, url in hits[:8])
+        elif response_text(self.response).strip():
+            self.lines.append("Result:\n" + self.field(response_text(self.response)))
+
+    def _tool_Task(self) -> None:
+        agent = self.arg("subagent_type") or "general-purpose"
+        self.lines.append(f"Delegated to the {agent} agent: {self.field(self.arg('description'), 300)}")
+        if self.arg("prompt"):
+            self.lines.append("Prompt: " + self.field(self.arg("prompt"), self.limit // 2))
+        text = response_text(self.response)
+        if text.strip():
+            self.lines.append("Result:\n" + self.field(text))
+
+    _tool_Agent = _tool_Task
+
+    def _tool_mcp(self) -> None:
+        server, _, name = self.tool[len("mcp__"):].rpartition("__")
+        self.lines.append(f"Called MCP tool {name or self.tool} on server {server or '?'}")
+        self._generic_body()
+
+    def _tool_other(self) -> None:
+        self.lines.append(f"Used tool {self.tool}")
+        for key in ("file_path", "notebook_path"):
+            self.add_file(self.input.get(key))
+        self._generic_body()
+
+    def _generic_body(self) -> None:
+        if self.input:
+            self.lines.append("Input: " + self.field(self.input, self.limit // 2))
+        text = response_text(self.response)
+        if text.strip():
+            self.lines.append("Result:\n" + self.field(text))
+
+    def _response_files(self) -> None:
+        response = self.response_dict()
+        self.add_file(response.get("filePath"))
+        info = response.get("file")
+        if isinstance(info, dict):
+            self.add_file(info.get("filePath"))
+
+    def build(self) -> Observation:
+        if self.tool.startswith("mcp__"):
+            formatter: Callable[[], None] = self._tool_mcp
+        else:
+            formatter = getattr(self, f"_tool_{self.tool}", self._tool_other)
+        formatter()
+        self._response_files()
+        error = self.failure()
+        salience = SALIENCE.get(self.tool, SALIENCE_OTHER)
+        category = "general"
+        if error is not None:
+            self.lines[0] += " (failed)"
+            if not (self.tool == "Bash" and error == response_text(self.response)):
+                self.lines.append("Error:\n" + self.field(error))
+            salience, category = SALIENCE_FAILURE, "gotcha"
+        content = cut("\n".join(line for line in self.lines if line), MAX_OBSERVATION_CHARS)
+        metadata: dict[str, Any] = {"tool": self.tool}
+        for key in ("tool_use_id", "hook_event_name", "duration_ms"):
+            if isinstance(self.data.get(key), (str, int)) and not isinstance(self.data.get(key), bool):
+                metadata[key] = self.data[key]
+        return Observation(self.tool, content, self.files, category, salience, metadata)
+
+
+def _titled_links(response: Any) -> list[tuple[str, str]]:
+    """(title, url) pairs anywhere in a WebSearch result, in order, without repeats."""
+    found: list[tuple[str, str]] = []
+    stack = [response]
+    while stack and len(found) < 20:
+        item = stack.pop(0)
+        if isinstance(item, dict):
+            if isinstance(item.get("title"), str) and isinstance(item.get("url"), str):
+                pair = (item["title"], item["url"])
+                if pair not in found:
+                    found.append(pair)
+            stack.extend(v for v in item.values() if isinstance(v, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend(v for v in item if isinstance(v, (dict, list)))
+    return found
+
+
+def build_observation(data: dict[str, Any], config: Config, *, cwd: str, root: str) -> Observation:
+    """Format a PostToolUse (or PostToolUseFailure) payload; private spans and secrets already removed."""
+    return _Builder(data, config, root, cwd).build()
+
+
+def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
+    """Store the observation for one tool call, unless it is skipped."""
+    from .. import db as database, memories, projects
+
+    session_id = payloads.text(data, "session_id")
+    if session_id is None:
+        log.error("capture", "payload has no session_id; observation not stored")
+        return
+    reason = skip_reason(data, config)
+    if reason:
+        log.debug("capture", f"skipped: {reason}")
+        return
+    observation = build_observation(data, config, cwd=cwd, root=str(projects.project_root(cwd)))
+    db = database.connect(vectors=False)
+    try:
+        project = projects.project_id(db, cwd)
+        memories.add(
+            db, project_id=project, content=observation.content, sector="episodic", tier="session",
+            category=observation.category, tags=[observation.tool], files=observation.files,
+            importance=observation.salience, salience=observation.salience, session_id=session_id,
+            source="capture", metadata=observation.metadata, dedupe_key=payloads.text(data, "tool_use_id"),
+        )
+    finally:
+        db.close()

@@ -1,0 +1,144 @@
+"""SessionStart: a budgeted index of the project's memory, injected as ``additionalContext``.
+
+The context is an index, not the memories themselves: the latest session
+summaries, then the most salient project-tier memories, one line each with its
+id and an estimate of what reading it in full costs, so Claude fetches only
+what it needs through the MCP tools. It fits ``context.max_tokens`` (about 4
+characters a token; 2,000 tokens by default) and never exceeds the 10,000
+characters Claude Code accepts. It is wrapped in ``<ccmemory-context>``, which
+capture strips, so the index is never recorded back as a memory.
+``ccmemory context --preview`` prints exactly this text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from ..config import Config
+from . import log, payload as payloads
+from .privacy import CONTEXT_TAG
+
+CHARS_PER_TOKEN = 4
+#: Claude Code saves longer additionalContext to a file and shows only a preview.
+CLAUDE_CODE_LIMIT_CHARS = 10_000
+SESSION_SHARE = 0.45
+SESSION_ENTRY_CHARS = 600
+MEMORY_LINE_CHARS = 220
+CANDIDATE_MEMORIES = 500
+
+
+def estimate_tokens(text: str) -> int:
+    return max(1, -(-len(text) // CHARS_PER_TOKEN))
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _session_entry(session: dict[str, Any]) -> str:
+    """A session summary condensed into one bullet: request, outcome, decisions, files changed."""
+    lines = [line.strip() for line in (session.get("summary") or "").splitlines() if line.strip()]
+    keep: list[str] = []
+    in_decisions = False
+    for line in lines[1:]:
+        if line.startswith(("Request:", "Outcome:", "Files changed:")):
+            keep.append(line)
+        elif line == "Decisions:":
+            keep.append("Decisions:")
+        elif line.startswith("- ") and in_decisions:
+            keep.append(line[2:] + ";")
+        in_decisions = line == "Decisions:" or (in_decisions and line.startswith("- "))
+    body = " ".join(keep or lines[1:] or lines)
+    date = (session.get("ended_at") or session.get("started_at") or "")[:10]
+    return f"- {date} (session {session['id'][:8]}): {_one_line(body, SESSION_ENTRY_CHARS)}"
+
+
+def _memory_line(memory: Any) -> str:
+    kind = memory.sector if memory.category == "general" else f"{memory.sector}/{memory.category}"
+    text = _one_line(memory.content, MEMORY_LINE_CHARS)
+    return f"- [{memory.id[:8]}] {memory.created_at[:10]} {kind}: {text} (~{estimate_tokens(memory.content)} tok)"
+
+
+def rank_memories(candidates: Sequence[Any]) -> list[Any]:
+    """Most salient first; among equals, the most recently created first (sorts are stable)."""
+    newest_first = sorted(candidates, key=lambda m: m.created_at, reverse=True)
+    return sorted(newest_first, key=lambda m: -m.salience)
+
+
+def build(db: Any, project_id: int, *, project_name: str, config: Config, exclude_session: str | None = None) -> str:
+    """The text SessionStart injects for a project, or "" when there is nothing to recall."""
+    from .. import memories, sessions
+
+    settings = config.section("context")
+    budget = min(int(settings["max_tokens"]) * CHARS_PER_TOKEN, CLAUDE_CODE_LIMIT_CHARS - 200)
+    header = (
+        f"<{CONTEXT_TAG}>\n"
+        f"Memory from earlier Claude Code sessions in this project ({project_name}), kept by ccmemory. "
+        "This is an index: read entries in full with the ccmemory MCP tool memory_get (ids=[...]), see what "
+        "happened around one with memory_timeline (anchor_id), and look for anything else with memory_search. "
+        "Older entries may be outdated; check before relying on them.\n"
+    )
+    footer = f"</{CONTEXT_TAG}>"
+    room = budget - len(header) - len(footer)
+    parts: list[str] = []
+
+    recent = [s for s in sessions.recent(db, project_id, limit=int(settings["sessions"]) + 1, with_summary=True)
+              if s["id"] != exclude_session][: int(settings["sessions"])]
+    session_room = int(room * SESSION_SHARE)
+    entries: list[str] = []
+    for session in recent:
+        entry = _session_entry(session) + "\n"
+        if len(entry) > session_room:
+            break
+        entries.append(entry)
+        session_room -= len(entry)
+    if entries:
+        parts.append("\nRecent sessions (newest first):\n" + "".join(entries))
+    room -= sum(len(p) for p in parts)
+
+    candidates = [m for m in memories.list_memories(db, project_id=project_id, tier="project",
+                                                    include_superseded=False, limit=CANDIDATE_MEMORIES)
+                  if m.source != "summary"]
+    lines: list[str] = []
+    title = "\nProject memories (most salient first):\n"
+    room -= len(title)
+    for memory in rank_memories(candidates)[: int(settings["memories"])]:
+        line = _memory_line(memory) + "\n"
+        if len(line) > room:
+            break
+        lines.append(line)
+        room -= len(line)
+    if lines:
+        parts.append(title + "".join(lines))
+    if not parts:
+        return ""
+    return header + "".join(parts) + footer
+
+
+def hook_output(context: str) -> str:
+    """The JSON a SessionStart hook prints to inject ``context``."""
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}})
+
+
+def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
+    """Register the session and print the context JSON (nothing at all when there is nothing to recall)."""
+    import sys
+
+    from .. import db as database, projects, sessions
+
+    for problem in config.problems:
+        log.error("config", problem)
+    session_id = payloads.text(data, "session_id")
+    db = database.connect(vectors=False)
+    try:
+        project = projects.project_id(db, cwd)
+        if session_id:
+            sessions.ensure(db, session_id, project, transcript_path=payloads.text(data, "transcript_path"))
+        root = projects.project_root(cwd)
+        context = build(db, project, project_name=root.name or str(root), config=config, exclude_session=session_id)
+    finally:
+        db.close()
+    if context:
+        sys.stdout.write(hook_output(context))

@@ -1,0 +1,66 @@
+"""The hooks' rotating log file, ``<data dir>/logs/hooks.log``.
+
+Hooks must never write to stdout (Claude Code parses it) and their stderr is
+hidden in Claude Code's debug log, so this file is where hook failures show
+up. It is a plain append with size-based rotation rather than
+:mod:`logging`, whose import alone costs the capture hook several milliseconds.
+Logging never raises.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+LOG_FILENAME = "hooks.log"
+DEFAULT_MAX_BYTES = 1_000_000
+DEFAULT_BACKUPS = 3
+
+
+def log_path() -> Path:
+    from .. import paths
+
+    return paths.data_dir() / "logs" / LOG_FILENAME
+
+
+def write(level: str, event: str, message: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
+          backups: int = DEFAULT_BACKUPS) -> None:
+    """Append one line ``<UTC time> <LEVEL> <event> [pid] message``; rotate when the file is too big."""
+    try:
+        path = log_path()
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        line = f"{stamp} {level.upper()} {event} [{os.getpid()}] {' '.join(message.split())}\n"
+        fd = os.open(str(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode("utf-8", "replace"))
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        if size > max_bytes:
+            _rotate(path, max(backups, 1))
+    except Exception:
+        pass
+
+
+def _rotate(path: Path, backups: int) -> None:
+    for index in range(backups - 1, 0, -1):
+        older = path.with_name(f"{path.name}.{index}")
+        if older.exists():
+            os.replace(older, path.with_name(f"{path.name}.{index + 1}"))
+    os.replace(path, path.with_name(f"{path.name}.1"))
+
+
+def error(event: str, message: str) -> None:
+    write("error", event, message)
+
+
+def info(event: str, message: str) -> None:
+    write("info", event, message)
+
+
+def debug(event: str, message: str) -> None:
+    """Only written when ``CCMEMORY_DEBUG`` is set, so the hot path stays quiet."""
+    if os.environ.get("CCMEMORY_DEBUG"):
+        write("debug", event, message)

@@ -1,0 +1,79 @@
+"""The one way every hook entry point runs: guard, read, dispatch, never fail.
+
+A hook must not slow or break Claude Code: whatever happens here (bad input,
+locked or broken database, a bug) is logged to the hook log and the process
+exits 0 without a word on stdout. Only SessionStart prints, and only its JSON.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+TYPE_CHECKING = False  # typing costs the capture hook milliseconds; annotations are strings
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+from . import log
+
+#: Hook name (the entry script's name) -> "module:function" of its handler.
+HANDLERS = {
+    "post_tool_use": "capture:handle",
+    "stop": "summary:handle",
+    "session_end": "session_end:handle",
+    "session_start": "context:handle",
+}
+
+
+def _handler(name: str) -> Callable[[dict[str, Any], Any, str], None]:
+    from importlib import import_module
+
+    module, _, function = HANDLERS[name].partition(":")
+    return getattr(import_module(f"{__package__}.{module}"), function)
+
+
+def run(name: str) -> None:
+    """Run the hook ``name`` on the payload from stdin; returns normally whatever happens."""
+    from . import payload as payloads, privacy
+
+    try:
+        switched_off = privacy.disabled_by_env()
+        if switched_off:
+            log.debug(name, f"hook skipped: {switched_off}")
+            return
+        data = payloads.read()
+        cwd = payloads.text(data, "cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+        opted_out = privacy.opted_out(cwd)
+        if opted_out:
+            log.debug(name, f"hook skipped: {opted_out}")
+            return
+        from ..config import load
+
+        config = load()
+        _handler(name)(data, config, cwd)
+    except payloads.PayloadError as exc:
+        log.error(name, str(exc))
+    except Exception as exc:
+        log.error(name, f"{type(exc).__name__}: {exc} ({_where(exc)})")
+
+
+def _where(exc: BaseException) -> str:
+    """File and line where an exception was raised, for the log."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return "unknown location"
+    return f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+
+
+def main(name: str) -> None:
+    """Entry-point body: run the hook, flush stdout, exit 0 without interpreter teardown."""
+    try:
+        run(name)
+    except BaseException:  # KeyboardInterrupt, SystemExit: still exit 0
+        pass
+    try:
+        sys.stdout.flush()
+    except Exception:
+        pass
+    os._exit(0)

@@ -1,0 +1,63 @@
+"""SessionEnd: end the session, keep what matters, close the database, within 1.5 s.
+
+Claude Code gives all SessionEnd hooks 1.5 s together and cancels what runs
+longer, so this does only short SQLite writes (a few milliseconds):
+
+1. if the session has observations but no summary yet (no turn reached Stop),
+   write the extractive summary;
+2. mark the session ended;
+3. promote the session-tier memories whose salience is above
+   ``promotion.min_salience`` (0.7: failures, reinforced memories) to the project tier.
+
+The only slow work, an opt-in model-written summary, runs detached
+(:mod:`ccmemory.hooks.model_summary`) and ends by itself after its timeout.
+Vectors for new memories are computed by the MCP server or ``ccmemory embed``, never here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..config import Config
+from . import log, payload as payloads
+
+
+def promote(db: Any, session_id: str, min_salience: float) -> int:
+    """Move the session's salient session-tier memories to the project tier; returns how many."""
+    from .. import clock
+
+    with db.transaction():
+        db.execute(
+            "UPDATE memories SET tier = 'project', updated_at = ? "
+            "WHERE session_id = ? AND tier = 'session' AND salience > ? AND is_deleted = 0",
+            (clock.now(), session_id, min_salience),
+        )
+        return db.changes()
+
+
+def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
+    from .. import db as database, projects, sessions
+    from .summary import start_model_summary, summarize, summary_memory_id
+
+    session_id = payloads.text(data, "session_id")
+    if session_id is None:
+        log.error("session_end", "payload has no session_id; nothing to end")
+        return
+    new_summary = None
+    db = database.connect(vectors=False)
+    try:
+        known = db.scalar("SELECT project_id FROM sessions WHERE id = ?", (session_id,))
+        if known is None:
+            log.debug("session_end", f"session {session_id} recorded nothing; nothing to end")
+            return
+        if summary_memory_id(db, session_id) is None:
+            new_summary = summarize(db, project_id=known, session_id=session_id,
+                                    root=str(projects.project_root(cwd)),
+                                    transcript_path=payloads.text(data, "transcript_path"), last_message=None)
+        sessions.end(db, session_id)
+        promoted = promote(db, session_id, float(config.get("promotion", "min_salience")))
+    finally:
+        db.close()
+    log.debug("session_end", f"session {session_id} ended ({data.get('reason')}); promoted {promoted}")
+    if new_summary is not None:
+        start_model_summary(config, session_id, new_summary)

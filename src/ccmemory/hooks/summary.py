@@ -1,0 +1,242 @@
+"""Stop: the session summary, a reflective project-tier memory kept current turn by turn.
+
+Stop fires at the end of every turn, so each session has one summary memory
+(source ``summary``) that every Stop rewrites in place, and
+``sessions.summary`` mirrors it. The default summary is extractive and
+deterministic: the user's requests (from the transcript), Claude's last reply
+(``last_assistant_message``), decisions found in them, the files changed and
+read, the commands run and the errors met, all taken from the session's
+captured observations. With ``summary.mode = "claude"`` a detached worker
+(:mod:`ccmemory.hooks.model_summary`) later replaces it with a model-written
+one; if that fails for any reason, the extractive summary simply stays.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any, Sequence
+
+from ..config import Config
+from . import log, payload as payloads
+from .capture import cut
+from .privacy import sanitize
+
+SUMMARY_SOURCE = "summary"
+SUMMARY_SALIENCE = 0.65
+MAX_OBSERVATIONS = 500
+MAX_TRANSCRIPT_BYTES = 20 * 1024 * 1024
+_CHANGING_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+_DECISION_CUES = re.compile(
+    r"\b(decided|decision|chose|chosen|opted|instead of|going with|went with|switched to|we will|we'll use|"
+    r"I'll use|prefer|trade-?off|because|so that|rather than)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def user_prompts(transcript_path: str | None) -> list[str]:
+    """The prompts the user typed, in order, from the transcript JSONL (unknown lines are skipped)."""
+    if not transcript_path:
+        return []
+    prompts: list[str] = []
+    try:
+        with open(transcript_path, "rb") as handle:
+            read = 0
+            for raw in handle:
+                read += len(raw)
+                if read > MAX_TRANSCRIPT_BYTES:
+                    break
+                if b'"user"' not in raw:
+                    continue
+                try:
+                    entry = json.loads(raw)
+                except ValueError:
+                    continue
+                prompt = _typed_prompt(entry)
+                if prompt:
+                    prompts.append(prompt)
+    except OSError:
+        return []
+    return prompts
+
+
+def _typed_prompt(entry: Any) -> str | None:
+    if not isinstance(entry, dict) or entry.get("type") != "user":
+        return None
+    if entry.get("isMeta") or entry.get("isSidechain") or entry.get("isCompactSummary"):
+        return None
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, str) or not content.strip():
+        return None
+    if content.lstrip().startswith(("<command-", "<local-command", "Caveat:")):
+        return None
+    return content.strip()
+
+
+def decisions(texts: Sequence[str], limit: int = 5) -> list[str]:
+    """Sentences that state a choice or a reason, in order, without repeats."""
+    found: list[str] = []
+    for text in texts:
+        for sentence in _SENTENCE_END.split(text):
+            sentence = sentence.strip(" -*•\t")
+            if 20 <= len(sentence) <= 300 and _DECISION_CUES.search(sentence) and sentence not in found:
+                found.append(sentence)
+                if len(found) == limit:
+                    return found
+    return found
+
+
+def _relative(path: str, root: str) -> str:
+    prefix = root.rstrip(os.sep) + os.sep
+    return path[len(prefix):] if path.startswith(prefix) else path
+
+
+def _first_line(content: str) -> str:
+    return content.split("\n", 1)[0]
+
+
+def extractive_summary(observations: Sequence[Any], *, prompts: Sequence[str], last_message: str | None,
+                       root: str, date: str) -> str:
+    """The deterministic summary text; ``observations`` are captured memories, oldest first."""
+    counts: dict[str, int] = {}
+    changed: list[str] = []
+    read: list[str] = []
+    commands: list[str] = []
+    errors: list[str] = []
+    for memory in observations:
+        tool = memory.metadata.get("tool") or (memory.tags[0] if memory.tags else "tool")
+        counts[tool] = counts.get(tool, 0) + 1
+        files = [_relative(f, root) for f in memory.files]
+        target = changed if tool in _CHANGING_TOOLS else read if tool == "Read" else None
+        if target is not None:
+            target.extend(f for f in files if f not in target)
+        if tool == "Bash":
+            command = _first_line(memory.content).split(": ", 1)[-1]
+            if command not in commands:
+                commands.append(cut(command, 160))
+        if memory.category == "gotcha":
+            errors.append(cut(_first_line(memory.content), 200))
+    read = [f for f in read if f not in changed]
+    tally = ", ".join(f"{n} {tool}" for tool, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    calls = sum(counts.values())
+    lines = [f"Session summary ({date}; {calls} tool call{'s' if calls != 1 else ''}"
+             + (f": {tally})" if tally else ")")]
+    prompts = [sanitize(p) for p in prompts]
+    if prompts:
+        lines.append("Request: " + cut(" ".join(prompts[0].split()), 400))
+        if len(prompts) > 1:
+            lines.append(f"Last request ({len(prompts)} in all): " + cut(" ".join(prompts[-1].split()), 300))
+    outcome = sanitize(last_message or "").strip()
+    if outcome:
+        lines.append("Outcome: " + cut(outcome, 900))
+    shown = "\n".join(lines)
+    chosen = [d for d in decisions([outcome, *prompts], limit=10) if d not in shown][:5]
+    if chosen:
+        lines.append("Decisions:\n" + "\n".join(f"- {cut(d, 240)}" for d in chosen))
+    for label, items, limit in (("Files changed", changed, 15), ("Files read", read, 10)):
+        if items:
+            more = f" (+{len(items) - limit} more)" if len(items) > limit else ""
+            lines.append(f"{label}: {', '.join(items[:limit])}{more}")
+    if commands:
+        more = f" (+{len(commands) - 8} more)" if len(commands) > 8 else ""
+        lines.append("Commands: " + "; ".join(commands[-8:]) + more)
+    if errors:
+        lines.append("Errors:\n" + "\n".join(f"- {e}" for e in errors[-5:]))
+    return cut("\n".join(lines), 8000)
+
+
+def session_observations(db: Any, session_id: str) -> list[Any]:
+    """The session's captured observations, oldest first."""
+    from .. import memories
+
+    recent = memories.list_memories(db, session_id=session_id, limit=MAX_OBSERVATIONS)
+    return [m for m in reversed(recent) if m.source == "capture"]
+
+
+def summary_memory_id(db: Any, session_id: str) -> str | None:
+    return db.scalar(
+        "SELECT id FROM memories WHERE session_id = ? AND source = ? AND is_deleted = 0 ORDER BY seq DESC LIMIT 1",
+        (session_id, SUMMARY_SOURCE),
+    )
+
+
+def store_summary(db: Any, *, project_id: int, session_id: str, text: str, files: Sequence[str],
+                  method: str) -> str:
+    """Create or rewrite the session's summary memory and mirror it into the session row; returns its id."""
+    from .. import clock, memories, sessions
+
+    with db.transaction():
+        existing = summary_memory_id(db, session_id)
+        if existing is None:
+            existing = memories.add(
+                db, project_id=project_id, content=text, sector="reflective", tier="project", category="general",
+                tags=["session-summary"], files=list(files), importance=SUMMARY_SALIENCE,
+                salience=SUMMARY_SALIENCE, session_id=session_id, source=SUMMARY_SOURCE,
+                metadata={"method": method},
+            ).id
+        else:
+            # Rewrites in place (FTS follows by trigger, the stale vector is dropped by trigger).
+            db.execute(
+                "UPDATE memories SET content = ?, files = ?, metadata = ?, updated_at = ? "
+                "WHERE id = ? AND content != ?",
+                (text, json.dumps(list(files)), json.dumps({"method": method}), clock.now(), existing, text),
+            )
+        sessions.set_summary(db, session_id, text)
+    return existing
+
+
+def summarize(db: Any, *, project_id: int, session_id: str, root: str, transcript_path: str | None,
+              last_message: str | None) -> str | None:
+    """Write the session's extractive summary; returns the summary memory id, or None with nothing to say."""
+    from .. import clock
+
+    observations = session_observations(db, session_id)
+    prompts = user_prompts(transcript_path)
+    if not observations and not last_message and not prompts:
+        return None
+    text = extractive_summary(observations, prompts=prompts, last_message=last_message, root=root,
+                              date=clock.now()[:10])
+    changed: list[str] = []
+    for memory in observations:
+        if memory.metadata.get("tool") in _CHANGING_TOOLS:
+            changed.extend(f for f in memory.files if f not in changed)
+    return store_summary(db, project_id=project_id, session_id=session_id, text=text, files=changed[:20],
+                         method="extractive")
+
+
+def start_model_summary(config: Config, session_id: str, memory_id: str) -> None:
+    """With ``summary.mode = "claude"``, start the detached model-written summary; never waits for it."""
+    mode = config.get("summary", "mode")
+    if mode == "claude":
+        from .model_summary import start_detached
+
+        start_detached(session_id, memory_id)
+    elif mode != "extractive":
+        log.error("summary", f"unknown summary.mode {mode!r}; use \"extractive\" or \"claude\". "
+                  "Kept the extractive summary")
+
+
+def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
+    """Write the extractive summary now; start the model-written one detached when configured."""
+    from .. import db as database, projects, sessions
+
+    session_id = payloads.text(data, "session_id")
+    if session_id is None:
+        log.error("stop", "payload has no session_id; no summary written")
+        return
+    transcript = payloads.text(data, "transcript_path")
+    db = database.connect(vectors=False)
+    try:
+        project = projects.project_id(db, cwd)
+        sessions.ensure(db, session_id, project, transcript_path=transcript)
+        memory_id = summarize(db, project_id=project, session_id=session_id, root=str(projects.project_root(cwd)),
+                              transcript_path=transcript, last_message=payloads.text(data, "last_assistant_message"))
+    finally:
+        db.close()
+    if memory_id is None:
+        log.debug("stop", f"session {session_id}: nothing to summarize yet")
+        return
+    start_model_summary(config, session_id, memory_id)

@@ -1,0 +1,112 @@
+"""Running the real hook entry scripts as subprocesses, with the payloads Claude Code sends.
+
+Payload shapes follow ``/work/shared/specs/claude-code.md`` §2.1 (captured from
+Claude Code 2.1.330). Hooks run under the system ``python3`` when there is one,
+as Claude Code would start them, with a fresh ``CCMEMORY_HOME``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+HOOKS = REPO / "hooks"
+HOOK_PYTHON = os.environ.get("CCMEMORY_TEST_HOOK_PYTHON") or (
+    "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+)
+OLDEST_PYTHON = Path("/root/.pyenv/versions/3.9.18/bin/python3")
+_CLEARED = ("CLAUDE_PLUGIN_DATA", "CLAUDE_PROJECT_DIR", "CCMEMORY_DISABLE", "CCMEMORY_SUMMARY_CHILD",
+            "PYTHONPATH", "CCMEMORY_DEBUG")
+
+
+def hook_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
+    env["CCMEMORY_HOME"] = str(home)
+    env.update(extra)
+    return env
+
+
+def run_hook(name: str, payload: Any, home: Path, *, raw: bytes | None = None, python: str | None = None,
+             cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess:
+    """Run ``hooks/<name>.py`` with ``payload`` (JSON-encoded unless ``raw`` bytes are given) on stdin."""
+    data = raw if raw is not None else json.dumps(payload).encode()
+    return subprocess.run(
+        [python or HOOK_PYTHON, str(HOOKS / f"{name}.py")], input=data, capture_output=True,
+        env=hook_env(home, **env), cwd=str(cwd) if cwd else None, timeout=60,
+    )
+
+
+def common(session_id: str, project: Path, event: str, **fields: Any) -> dict[str, Any]:
+    payload = {
+        "session_id": session_id,
+        "transcript_path": str(project / f"{session_id}.jsonl"),
+        "cwd": str(project),
+        "permission_mode": "default",
+        "hook_event_name": event,
+    }
+    payload.update(fields)
+    return payload
+
+
+def tool_call(session_id: str, project: Path, tool: str, tool_input: dict[str, Any], response: Any,
+              tool_use_id: str, *, event: str = "PostToolUse", **fields: Any) -> dict[str, Any]:
+    return common(session_id, project, event, prompt_id="prompt-1", effort={"level": "medium"}, tool_name=tool,
+                  tool_input=tool_input, tool_response=response, tool_use_id=tool_use_id, duration_ms=12, **fields)
+
+
+def bash_call(session_id: str, project: Path, command: str, stdout: str, tool_use_id: str,
+              stderr: str = "") -> dict[str, Any]:
+    return tool_call(session_id, project, "Bash", {"command": command, "description": "Run it"},
+                     {"stdout": stdout, "stderr": stderr, "interrupted": False, "isImage": False,
+                      "noOutputExpected": False}, tool_use_id)
+
+
+def rows(home: Path, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
+    """Query the hooks' database directly with the standard library."""
+    path = home / "ccmemory.db"
+    if not path.exists():
+        return []
+    conn = sqlite3.connect(str(path))
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in conn.execute(sql, params).fetchall()]
+    finally:
+        conn.close()
+
+
+def memories_of(home: Path, session_id: str) -> list[dict[str, Any]]:
+    return rows(home, "SELECT * FROM memories WHERE session_id = ? ORDER BY seq", (session_id,))
+
+
+def log_text(home: Path) -> str:
+    path = home / "logs" / "hooks.log"
+    return path.read_text() if path.exists() else ""
+
+
+def assert_quiet_success(result: subprocess.CompletedProcess) -> None:
+    """What every hook (except SessionStart with context) must do: exit 0, print nothing on stdout."""
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout == b"", result.stdout.decode()
+
+
+def write_config(home: Path, config: dict[str, Any]) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.json").write_text(json.dumps(config))
+
+
+def write_transcript(path: Path, prompts: list[str]) -> None:
+    """A transcript JSONL like Claude Code's: user and assistant lines plus lines of other types."""
+    lines = [{"type": "queue-operation", "operation": "enqueue"}]
+    for index, prompt in enumerate(prompts):
+        lines.append({"parentUuid": None, "isSidechain": False, "type": "user", "uuid": f"u{index}",
+                      "message": {"role": "user", "content": prompt}, "timestamp": "2026-11-22T01:55:45.147Z"})
+        lines.append({"type": "user", "isMeta": True, "message": {"role": "user", "content": "meta noise"}})
+        lines.append({"type": "assistant", "uuid": f"a{index}",
+                      "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}})
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\nnot json at all\n")

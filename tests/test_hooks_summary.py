@@ -1,0 +1,213 @@
+"""Stop: the session summary, extractive by default, model-written through `claude -p` when asked."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from hook_helpers import (
+    HOOK_PYTHON, assert_quiet_success, bash_call, common, log_text, memories_of, rows, run_hook, tool_call,
+    write_config, write_transcript,
+)
+
+from ccmemory.hooks import model_summary, summary
+
+
+def stop_payload(session_id: str, project: Path, message: str | None = "Done.") -> dict:
+    payload = common(session_id, project, "Stop", prompt_id="p1", effort={"level": "medium"},
+                     stop_hook_active=False, background_tasks=[], session_crons=[])
+    if message is not None:
+        payload["last_assistant_message"] = message
+    return payload
+
+
+def record_session(home: Path, project: Path, session_id: str) -> None:
+    """A short session: a read, an edit, a passing and a failing command."""
+    calls = [
+        tool_call(session_id, project, "Read", {"file_path": str(project / "auth.py")}, "def login(): ...", "t1"),
+        tool_call(session_id, project, "Edit", {"file_path": str(project / "auth.py"), "old_string": "md5",
+                                                "new_string": "bcrypt"}, {"filePath": str(project / "auth.py")}, "t2"),
+        bash_call(session_id, project, "pytest -q tests/test_auth.py", "3 passed", "t3"),
+    ]
+    failing = tool_call(session_id, project, "Bash", {"command": "mypy ."}, None, "t4", event="PostToolUseFailure",
+                        error="Exit code 1\nauth.py:3: error: missing return")
+    for payload in [*calls, failing]:
+        assert_quiet_success(run_hook("post_tool_use", payload, home))
+
+
+def summaries(home: Path, session_id: str) -> list[dict]:
+    return [m for m in memories_of(home, session_id) if m["source"] == "summary"]
+
+
+def test_stop_writes_an_extractive_reflective_summary(home: Path, project_dir: Path) -> None:
+    record_session(home, project_dir, "s1")
+    write_transcript(project_dir / "s1.jsonl", ["Switch password hashing to bcrypt, please.", "Now fix mypy."])
+    message = ("Switched hashing to bcrypt and fixed the tests. I chose bcrypt rather than argon2 because it is "
+               "already a dependency. mypy still reports one error.")
+    assert_quiet_success(run_hook("stop", stop_payload("s1", project_dir, message), home))
+    [memory] = summaries(home, "s1")
+    assert (memory["sector"], memory["tier"], memory["salience"]) == ("reflective", "project", pytest.approx(0.65))
+    text = memory["content"]
+    assert text.startswith("Session summary (") and "4 tool calls: 2 Bash, 1 Edit, 1 Read)" in text
+    assert "Request: Switch password hashing to bcrypt, please." in text
+    assert "Last request (2 in all): Now fix mypy." in text
+    assert "Outcome: Switched hashing to bcrypt" in text
+    assert "Files changed: auth.py" in text and "Files read:" not in text
+    assert "Commands: pytest -q tests/test_auth.py (Run it); mypy . (failed)" in text
+    assert "Errors:\n- Ran: mypy . (failed)" in text
+    assert json.loads(memory["files"]) == [str(project_dir / "auth.py")]
+    [session] = rows(home, "SELECT summary, ended_at, transcript_path FROM sessions WHERE id = 's1'")
+    assert session["summary"] == text and session["ended_at"] is not None
+    assert session["transcript_path"] == str(project_dir / "s1.jsonl")
+
+
+def test_each_stop_rewrites_the_one_summary_of_the_session(home: Path, project_dir: Path) -> None:
+    record_session(home, project_dir, "s2")
+    assert_quiet_success(run_hook("stop", stop_payload("s2", project_dir, "First turn done."), home))
+    [first] = summaries(home, "s2")
+    assert_quiet_success(run_hook("post_tool_use", bash_call("s2", project_dir, "git commit -m x", "ok", "t9"), home))
+    assert_quiet_success(run_hook("stop", stop_payload("s2", project_dir, "Committed."), home))
+    [second] = summaries(home, "s2")
+    assert second["id"] == first["id"]
+    assert "Outcome: Committed." in second["content"] and "git commit -m x" in second["content"]
+    hits = rows(home, "SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'Committed'")
+    assert [h["rowid"] for h in hits] == [second["seq"]]
+
+
+def test_stop_with_nothing_to_say_stores_nothing(home: Path, project_dir: Path) -> None:
+    assert_quiet_success(run_hook("stop", stop_payload("s3", project_dir, message=None), home))
+    assert summaries(home, "s3") == []
+
+
+@pytest.mark.parametrize("raw", [b"", b"{", b'{"session_id": null}', b'{"hook_event_name": "Stop"}', b"42"])
+def test_stop_never_fails_on_bad_input(home: Path, raw: bytes) -> None:
+    result = run_hook("stop", None, home, raw=raw)
+    assert_quiet_success(result)
+
+
+def test_recursion_guard_silences_stop(home: Path, project_dir: Path) -> None:
+    record_session(home, project_dir, "s4")
+    assert_quiet_success(run_hook("stop", stop_payload("s4", project_dir), home, CCMEMORY_SUMMARY_CHILD="1"))
+    assert summaries(home, "s4") == []
+
+
+def test_decisions_are_sentences_with_a_choice_or_reason() -> None:
+    found = summary.decisions(["We went with SQLite. It is small.\n- Chose WAL mode because readers never block."])
+    assert found == ["We went with SQLite.", "Chose WAL mode because readers never block."]
+
+
+def test_user_prompts_skips_meta_and_unknown_lines(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    write_transcript(path, ["first", "<command-name>/clear</command-name>", "second"])
+    assert summary.user_prompts(str(path)) == ["first", "second"]
+    assert summary.user_prompts(str(tmp_path / "missing.jsonl")) == []
+
+
+# -- the opt-in model-written summary, against a stand-in `claude` executable ----------------------------
+
+FAKE_CLAUDE = """#!{python}
+import json, os, subprocess, sys, time
+record = {{"argv": sys.argv[1:], "guard": os.environ.get("CCMEMORY_SUMMARY_CHILD"), "pid": os.getpid(),
+          "prompt": sys.stdin.read()}}
+mode = {mode!r}
+if mode == "hang":
+    record["grandchild"] = subprocess.Popen(["sleep", "300"]).pid
+open({record!r}, "w").write(json.dumps(record))
+if mode == "hang":
+    time.sleep(300)
+if mode == "fail":
+    sys.stderr.write("Invalid API key\\n")
+    sys.exit(1)
+print(json.dumps({{"type": "result", "subtype": "success", "is_error": False,
+                  "result": "- Moved hashing to bcrypt\\n- mypy error left in auth.py", "num_turns": 1}}))
+"""
+
+
+def fake_claude(tmp_path: Path, mode: str) -> tuple[Path, Path]:
+    record = tmp_path / f"claude-{mode}.json"
+    script = tmp_path / f"claude-{mode}"
+    script.write_text(FAKE_CLAUDE.format(python=HOOK_PYTHON, mode=mode, record=str(record)))
+    script.chmod(0o755)
+    return script, record
+
+
+def wait_for(condition, seconds: float = 60.0) -> bool:
+    """Poll until ``condition()`` holds; a generous bound, never an assertion about speed."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_model_summary_replaces_the_extractive_one(home: Path, project_dir: Path, tmp_path: Path) -> None:
+    script, record = fake_claude(tmp_path, "ok")
+    write_config(home, {"summary": {"mode": "claude", "claude_command": str(script), "model": "haiku"}})
+    record_session(home, project_dir, "s5")
+    assert_quiet_success(run_hook("stop", stop_payload("s5", project_dir, "Done with bcrypt."), home))
+    assert wait_for(lambda: summaries(home, "s5")[0]["content"].startswith("Session summary (model-written)"))
+    [memory] = summaries(home, "s5")
+    assert "- Moved hashing to bcrypt" in memory["content"]
+    assert json.loads(memory["metadata"]) == {"method": "claude"}
+    sent = json.loads(record.read_text())
+    assert sent["argv"] == ["-p", "--setting-sources=", "--tools", "", "--no-session-persistence", "--max-turns",
+                            "1", "--output-format", "json", "--model", "haiku"]
+    assert sent["guard"] == "1"
+    assert "Extractive summary:" in sent["prompt"] and "Ran: mypy . (failed)" in sent["prompt"]
+
+
+def test_failing_model_keeps_the_extractive_summary(home: Path, project_dir: Path, tmp_path: Path) -> None:
+    script, _ = fake_claude(tmp_path, "fail")
+    write_config(home, {"summary": {"mode": "claude", "claude_command": str(script)}})
+    record_session(home, project_dir, "s6")
+    assert_quiet_success(run_hook("stop", stop_payload("s6", project_dir), home))
+    assert wait_for(lambda: "model summary failed" in log_text(home))
+    assert "exited with 1: Invalid API key" in log_text(home)
+    assert summaries(home, "s6")[0]["content"].startswith("Session summary (")
+    assert "model-written" not in summaries(home, "s6")[0]["content"]
+
+
+def test_missing_claude_binary_keeps_the_extractive_summary(home: Path, project_dir: Path, tmp_path: Path) -> None:
+    write_config(home, {"summary": {"mode": "claude", "claude_command": str(tmp_path / "no-such-claude")}})
+    record_session(home, project_dir, "s7")
+    assert_quiet_success(run_hook("stop", stop_payload("s7", project_dir), home))
+    assert wait_for(lambda: "could not start" in log_text(home))
+    assert "model-written" not in summaries(home, "s7")[0]["content"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split(")")[-1].split()[0] == "Z")
+
+
+def test_hanging_model_is_killed_with_everything_it_started(home: Path, project_dir: Path, tmp_path: Path) -> None:
+    script, record = fake_claude(tmp_path, "hang")
+    write_config(home, {"summary": {"mode": "claude", "claude_command": str(script), "timeout_seconds": 1}})
+    record_session(home, project_dir, "s8")
+    assert_quiet_success(run_hook("stop", stop_payload("s8", project_dir), home))
+    assert wait_for(lambda: "gave no summary within 1 s" in log_text(home))
+    started = json.loads(record.read_text())
+    assert wait_for(lambda: not _alive(started["pid"]) and not _alive(started["grandchild"]))
+    assert "model-written" not in summaries(home, "s8")[0]["content"]
+
+
+def test_unknown_summary_mode_is_logged_and_extractive_used(home: Path, project_dir: Path) -> None:
+    write_config(home, {"summary": {"mode": "gpt"}})
+    record_session(home, project_dir, "s9")
+    assert_quiet_success(run_hook("stop", stop_payload("s9", project_dir), home))
+    assert "unknown summary.mode 'gpt'" in log_text(home)
+    assert len(summaries(home, "s9")) == 1
+
+
+def test_claude_command_line() -> None:
+    assert model_summary.claude_command("claude", None) == [
+        "claude", "-p", "--setting-sources=", "--tools", "", "--no-session-persistence", "--max-turns", "1",
+        "--output-format", "json"]
