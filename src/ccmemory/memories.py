@@ -7,17 +7,18 @@ transaction each.
 
 from __future__ import annotations
 
-import hashlib
 import json
+import os
 import re
-import uuid
-from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Sequence
 
 from . import clock, sessions
 from .db import Database
 from .errors import NotFoundError, ValidationError
 from .migrations import SECTORS, TIERS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the capture hook imports this module: typing would cost it ~8 ms
+    from typing import Any, Iterable, Sequence
 
 CATEGORIES = ("architecture", "component", "domain", "pattern", "gotcha", "discovery", "general")
 USAGE_TYPES = ("created", "recalled", "reinforced", "updated")
@@ -33,9 +34,17 @@ _MEMORY_COLUMNS = (
 )
 
 
-@dataclass
 class Memory:
-    """One memory as stored; ``tags``, ``files`` and ``metadata`` are decoded."""
+    """One memory as stored; ``tags``, ``files`` and ``metadata`` are decoded.
+
+    A plain class rather than a dataclass: importing :mod:`dataclasses` costs the
+    capture hook more than the rest of its work.
+    """
+
+    FIELDS = ("seq", "id", "project_id", "session_id", "content", "sector", "tier", "category", "tags", "files",
+              "importance", "salience", "reference_count", "last_accessed", "created_at", "updated_at",
+              "valid_until", "is_deleted", "deleted_at", "source", "metadata")
+    __slots__ = FIELDS
 
     seq: int
     id: str
@@ -57,7 +66,7 @@ class Memory:
     is_deleted: bool
     deleted_at: str | None
     source: str
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any]
 
     @property
     def is_superseded(self) -> bool:
@@ -65,18 +74,34 @@ class Memory:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "Memory":
-        values = dict(row)
-        for key in ("tags", "files"):
-            values[key] = json.loads(values[key] or "[]")
-        values["metadata"] = json.loads(values["metadata"] or "{}")
-        values["is_deleted"] = bool(values["is_deleted"])
-        return cls(**values)
+        memory = cls.__new__(cls)
+        for name in cls.FIELDS:
+            setattr(memory, name, row[name])
+        memory.tags = json.loads(row["tags"] or "[]")
+        memory.files = json.loads(row["files"] or "[]")
+        memory.metadata = json.loads(row["metadata"] or "{}")
+        memory.is_deleted = bool(row["is_deleted"])
+        return memory
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.pop("seq")
+        data = {name: getattr(self, name) for name in self.FIELDS if name != "seq"}
         data["is_superseded"] = self.is_superseded
         return data
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Memory) and all(getattr(self, n) == getattr(other, n) for n in self.FIELDS)
+
+    def __repr__(self) -> str:
+        return f"Memory(id={self.id!r}, sector={self.sector!r}, content={self.content[:40]!r})"
+
+
+def new_id() -> str:
+    """A random (version 4) UUID string, made without importing :mod:`uuid` (which imports platform)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 _SECTOR_CUES = (
@@ -175,26 +200,25 @@ def add(
     salience = importance if salience is None else _validate_unit(salience, "Salience")
     if metadata is not None and not isinstance(metadata, dict):
         raise ValidationError(f"Metadata must be an object, got {type(metadata).__name__}")
-    content_hash = hashlib.sha256(f"{dedupe_key}\0{content}".encode()).hexdigest() if dedupe_key else None
     now = clock.now()
-    memory_id = str(uuid.uuid4())
+    memory_id = new_id()
     with db.transaction():
         if session_id:
             sessions.ensure(db, session_id, project_id)
         db.execute(
             "INSERT OR IGNORE INTO memories(id, project_id, session_id, content, sector, tier, category, tags, files, "
-            "importance, salience, created_at, updated_at, source, content_hash, metadata) "
+            "importance, salience, created_at, updated_at, source, dedupe_key, metadata) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 memory_id, project_id, session_id, content, sector, tier, normalize_category(category),
                 json.dumps(_string_list(tags, "Tags")), json.dumps(_string_list(files, "Files")),
-                importance, min(salience, MAX_SALIENCE), now, now, source, content_hash,
+                importance, min(salience, MAX_SALIENCE), now, now, source, dedupe_key if session_id else None,
                 json.dumps(metadata or {}),
             ),
         )
-        if content_hash and db.changes() == 0:
+        if dedupe_key and session_id and db.changes() == 0:
             memory_id = db.scalar(
-                "SELECT id FROM memories WHERE session_id = ? AND content_hash = ?", (session_id, content_hash)
+                "SELECT id FROM memories WHERE session_id = ? AND dedupe_key = ?", (session_id, dedupe_key)
             )
         elif session_id:
             record_usage(db, session_id, [memory_id], "created")
@@ -347,6 +371,36 @@ def deemphasize(db: Database, memory_id: str, amount: float = 0.2) -> Memory:
         db.execute("UPDATE memories SET salience = ?, updated_at = ? WHERE id = ?",
                    (memory.salience * (1.0 - amount), clock.now(), memory.id))
     return get(db, memory.id)
+
+
+def rewrite(db: Database, memory_id: str, content: str, *, files: Iterable[str] | None = None,
+            metadata: dict[str, Any] | None = None) -> bool:
+    """Replace a memory's text (and optionally files and metadata) in place; False when nothing changed.
+
+    FTS follows by trigger and the memory's vector is dropped by trigger, so it
+    is embedded again with its new text.
+    """
+    content = _validate_content(content)
+    memory = get(db, memory_id)
+    new_files = memory.files if files is None else _string_list(files, "Files")
+    new_metadata = memory.metadata if metadata is None else metadata
+    if (content, new_files, new_metadata) == (memory.content, memory.files, memory.metadata):
+        return False
+    with db.transaction():
+        db.execute("UPDATE memories SET content = ?, files = ?, metadata = ?, updated_at = ? WHERE id = ?",
+                   (content, json.dumps(new_files), json.dumps(new_metadata), clock.now(), memory.id))
+    return True
+
+
+def promote(db: Database, session_id: str, min_salience: float) -> int:
+    """Move a session's session-tier memories with salience above ``min_salience`` to the project tier."""
+    with db.transaction():
+        db.execute(
+            "UPDATE memories SET tier = 'project', updated_at = ? "
+            "WHERE session_id = ? AND tier = 'session' AND salience > ? AND is_deleted = 0",
+            (clock.now(), session_id, min_salience),
+        )
+        return db.changes()
 
 
 def supersede(db: Database, old_memory_id: str, new_memory_id: str) -> tuple[Memory, Memory]:

@@ -11,10 +11,13 @@ created only by connections that could load sqlite-vec.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, List
 
 from . import clock, paths
 from .db import Database
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, List
 
 SECTORS = ("episodic", "semantic", "procedural", "emotional", "reflective")
 TIERS = ("session", "project")
@@ -59,14 +62,14 @@ CREATE TABLE memories (
     is_deleted      INTEGER NOT NULL DEFAULT 0,
     deleted_at      TEXT,
     source          TEXT NOT NULL DEFAULT 'manual',
-    content_hash    TEXT,
+    dedupe_key      TEXT,
     metadata        TEXT NOT NULL DEFAULT '{{}}'
 );
 CREATE INDEX memories_project_created ON memories(project_id, created_at);
 CREATE INDEX memories_session ON memories(session_id, created_at);
 CREATE INDEX memories_category ON memories(project_id, category, created_at);
-CREATE UNIQUE INDEX memories_dedupe ON memories(session_id, content_hash)
-    WHERE session_id IS NOT NULL AND content_hash IS NOT NULL;
+CREATE UNIQUE INDEX memories_dedupe ON memories(session_id, dedupe_key)
+    WHERE session_id IS NOT NULL AND dedupe_key IS NOT NULL;
 
 CREATE TABLE session_memories (
     session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
-
 from . import clock
 from .db import Database
 from .errors import NotFoundError, ValidationError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 _COLUMNS = "id, project_id, started_at, ended_at, summary, transcript_path"
 
@@ -42,16 +44,15 @@ def get_sessions(db: Database, session_ids: Sequence[str]) -> dict[str, dict[str
 
 
 def set_summary(db: Database, session_id: str, summary: str) -> None:
-    """Store the session's summary and mark when it was written."""
+    """Store the session's summary; its end time becomes now (the last Stop so far)."""
     with db.transaction():
-        db.execute("UPDATE sessions SET summary = ?, ended_at = COALESCE(ended_at, ?) WHERE id = ?",
-                   (summary, clock.now(), session_id))
+        db.execute("UPDATE sessions SET summary = ?, ended_at = ? WHERE id = ?", (summary, clock.now(), session_id))
 
 
 def end(db: Database, session_id: str) -> bool:
-    """Mark a session ended; False when it was unknown or already ended."""
+    """Mark a session ended now (a resumed session ends again later); False when it is unknown."""
     with db.transaction():
-        db.execute("UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL", (clock.now(), session_id))
+        db.execute("UPDATE sessions SET ended_at = ? WHERE id = ?", (clock.now(), session_id))
         return db.changes() > 0
 
 

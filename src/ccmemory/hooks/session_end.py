@@ -22,21 +22,8 @@ from ..config import Config
 from . import log, payload as payloads
 
 
-def promote(db: Any, session_id: str, min_salience: float) -> int:
-    """Move the session's salient session-tier memories to the project tier; returns how many."""
-    from .. import clock
-
-    with db.transaction():
-        db.execute(
-            "UPDATE memories SET tier = 'project', updated_at = ? "
-            "WHERE session_id = ? AND tier = 'session' AND salience > ? AND is_deleted = 0",
-            (clock.now(), session_id, min_salience),
-        )
-        return db.changes()
-
-
 def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
-    from .. import db as database, projects, sessions
+    from .. import db as database, memories, projects, sessions
     from .summary import start_model_summary, summarize, summary_memory_id
 
     session_id = payloads.text(data, "session_id")
@@ -55,7 +42,7 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
                                     root=str(projects.project_root(cwd)),
                                     transcript_path=payloads.text(data, "transcript_path"), last_message=None)
         sessions.end(db, session_id)
-        promoted = promote(db, session_id, float(config.get("promotion", "min_salience")))
+        promoted = memories.promote(db, session_id, float(config.get("promotion", "min_salience")))
     finally:
         db.close()
     log.debug("session_end", f"session {session_id} ended ({data.get('reason')}); promoted {promoted}")

@@ -166,7 +166,7 @@ def summary_memory_id(db: Any, session_id: str) -> str | None:
 def store_summary(db: Any, *, project_id: int, session_id: str, text: str, files: Sequence[str],
                   method: str) -> str:
     """Create or rewrite the session's summary memory and mirror it into the session row; returns its id."""
-    from .. import clock, memories, sessions
+    from .. import memories, sessions
 
     with db.transaction():
         existing = summary_memory_id(db, session_id)
@@ -178,12 +178,7 @@ def store_summary(db: Any, *, project_id: int, session_id: str, text: str, files
                 metadata={"method": method},
             ).id
         else:
-            # Rewrites in place (FTS follows by trigger, the stale vector is dropped by trigger).
-            db.execute(
-                "UPDATE memories SET content = ?, files = ?, metadata = ?, updated_at = ? "
-                "WHERE id = ? AND content != ?",
-                (text, json.dumps(list(files)), json.dumps({"method": method}), clock.now(), existing, text),
-            )
+            memories.rewrite(db, existing, text, files=files, metadata={"method": method})
         sessions.set_summary(db, session_id, text)
     return existing
 
