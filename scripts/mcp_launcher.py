@@ -83,7 +83,7 @@ def runtime_home() -> Path:
     from ccmemory import paths
 
     plugin_data = os.environ.get("CLAUDE_PLUGIN_DATA")
-    return paths.ensure_private_dir(Path(plugin_data) if plugin_data else paths.data_dir())
+    return Path(paths.ensure_private_dir(plugin_data or paths.data_dir()))
 
 
 def requirements() -> list[str]:

@@ -141,7 +141,7 @@ def test_project_identity_is_the_git_top_level_not_the_basename(db, tmp_path):
         (folder / "src").mkdir()
     assert projects.project_id(db, a / "src") == projects.project_id(db, a)
     assert projects.project_id(db, a) != projects.project_id(db, b)
-    assert projects.project_root(a / "src") == a.resolve()
+    assert projects.project_root(a / "src") == str(a.resolve())
 
 
 def test_dedupe_key_makes_a_retried_write_a_no_op(db, project):
@@ -254,13 +254,13 @@ def test_fts_follows_insert_update_and_delete(db, project):
 def test_data_dir_resolution_order(monkeypatch, tmp_path):
     monkeypatch.setenv("CCMEMORY_HOME", str(tmp_path / "a"))
     monkeypatch.setenv("CLAUDE_PLUGIN_DATA", str(tmp_path / "b"))
-    assert paths.data_dir() == tmp_path / "a"
+    assert paths.data_dir() == str(tmp_path / "a")
     monkeypatch.delenv("CCMEMORY_HOME")
-    assert paths.data_dir() == tmp_path / "b"
+    assert paths.data_dir() == str(tmp_path / "b")
     monkeypatch.delenv("CLAUDE_PLUGIN_DATA")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     if sys.platform.startswith("linux"):
-        assert paths.data_dir() == tmp_path / "xdg" / "ccmemory"
+        assert paths.data_dir() == str(tmp_path / "xdg" / "ccmemory")
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")

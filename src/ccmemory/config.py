@@ -13,7 +13,7 @@ can log it. Example ``config.json``::
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import os
 TYPE_CHECKING = False  # typing costs the capture hook milliseconds; annotations are strings
 if TYPE_CHECKING:
     from typing import Any
@@ -60,7 +60,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 class Config:
     """The effective settings plus the reasons any part of the file was ignored."""
 
-    def __init__(self, data: dict[str, dict[str, Any]], path: Path, problems: list[str]) -> None:
+    def __init__(self, data: dict[str, dict[str, Any]], path: str, problems: list[str]) -> None:
         self.data = data
         self.path = path
         self.problems = problems
@@ -72,18 +72,19 @@ class Config:
         return self.data[name]
 
 
-def config_path() -> Path:
-    return paths.data_dir() / CONFIG_FILENAME
+def config_path() -> str:
+    return os.path.join(paths.data_dir(), CONFIG_FILENAME)
 
 
-def load(path: Path | None = None) -> Config:
+def load(path: str | os.PathLike[str] | None = None) -> Config:
     """Read the config file (if any) over the defaults; never raises for bad content."""
-    path = Path(path) if path is not None else config_path()
+    path = os.fspath(path) if path is not None else config_path()
     data = {name: {k: list(v) if isinstance(v, list) else v for k, v in values.items()}
             for name, values in DEFAULTS.items()}
     problems: list[str] = []
     try:
-        raw = path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:
+            raw = handle.read()
     except FileNotFoundError:
         return Config(data, path, problems)
     except OSError as exc:

@@ -10,10 +10,10 @@ file; :class:`Database` hides the differences the rest of the code would see.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
 from . import paths
 from .errors import StorageError
@@ -31,7 +31,7 @@ _BUSY_RETRIES = 5
 class Database:
     """A connection plus the few operations the store needs from it."""
 
-    def __init__(self, conn: Any, binding: str, path: Path) -> None:
+    def __init__(self, conn: Any, binding: str, path: str) -> None:
         self.conn = conn
         self.binding = binding
         self.path = path
@@ -118,22 +118,22 @@ def _configure(db: Database) -> None:
     db.execute("PRAGMA foreign_keys = ON")
 
 
-def _open_apsw(path: Path) -> Database | None:
+def _open_apsw(path: str) -> Database | None:
     try:
         import apsw
     except ImportError:
         return None
-    conn = apsw.Connection(str(path))
+    conn = apsw.Connection(path)
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     return Database(conn, "apsw", path)
 
 
-def _open_sqlite3(path: Path) -> Database:
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+def _open_sqlite3(path: str) -> Database:
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     return Database(conn, "sqlite3", path)
 
 
-def connect(path: Path | None = None, *, vectors: bool = False, migrate: bool = True) -> Database:
+def connect(path: str | os.PathLike[str] | None = None, *, vectors: bool = False, migrate: bool = True) -> Database:
     """Open (and create and migrate, if needed) the memory database.
 
     ``vectors=False`` is the hook path: standard library only, nothing loaded.
@@ -141,9 +141,9 @@ def connect(path: Path | None = None, *, vectors: bool = False, migrate: bool = 
     connection still works for everything but vector search, and
     ``vector_error`` says why (search then falls back to keywords).
     """
-    path = Path(path) if path is not None else paths.db_path()
-    paths.ensure_private_dir(path.parent)
-    existed = path.exists()
+    path = os.fspath(path) if path is not None else paths.db_path()
+    paths.ensure_private_dir(os.path.dirname(os.path.abspath(path)))
+    existed = os.path.exists(path)
     db = (_open_apsw(path) if vectors else None) or _open_sqlite3(path)
     try:
         if not existed:

@@ -10,7 +10,7 @@ created only by connections that could load sqlite-vec.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from . import clock, paths
 from .db import Database
@@ -295,13 +295,14 @@ def migrate(db: Database) -> int:
     return applied
 
 
-def _backup(db: Database, version: int) -> Path:
+def _backup(db: Database, version: int) -> str:
     """Write a consistent copy of the database before it is migrated."""
     stamp = clock.now().replace(":", "").replace("-", "").replace(".", "")
-    target = db.path.with_name(f"{db.path.name}.v{version}-{stamp}.bak")
-    db.execute("VACUUM INTO ?", (str(target),))
+    folder, name = os.path.split(os.path.abspath(db.path))
+    target = os.path.join(folder, f"{name}.v{version}-{stamp}.bak")
+    db.execute("VACUUM INTO ?", (target,))
     paths.make_private_file(target)
-    backups = sorted(db.path.parent.glob(f"{db.path.name}.v*.bak"))
+    backups = sorted(f for f in os.listdir(folder) if f.startswith(f"{name}.v") and f.endswith(".bak"))
     for old in backups[:-_BACKUPS_KEPT]:
-        old.unlink(missing_ok=True)
+        os.remove(os.path.join(folder, old))
     return target

@@ -3,46 +3,47 @@
 Resolution order for the data directory: ``CCMEMORY_HOME``, then
 ``CLAUDE_PLUGIN_DATA`` (set by Claude Code for plugin hooks and MCP servers),
 then the per-user data directory of the platform.
+
+Paths are plain strings built with :mod:`os.path`: every hook imports this
+module, and importing :mod:`pathlib` would cost each tool call ~10 ms.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 DB_FILENAME = "ccmemory.db"
 
 
-def data_dir() -> Path:
+def data_dir() -> str:
     """The directory holding the database, config, logs and model folder."""
     for var in ("CCMEMORY_HOME", "CLAUDE_PLUGIN_DATA"):
         value = os.environ.get(var)
         if value:
-            return Path(value).expanduser()
+            return os.path.expanduser(value)
+    home = os.path.expanduser("~")
     if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "ccmemory"
+        return os.path.join(os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local"), "ccmemory")
     if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / "ccmemory"
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "ccmemory"
+        return os.path.join(home, "Library", "Application Support", "ccmemory")
+    return os.path.join(os.environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share"), "ccmemory")
 
 
-def ensure_private_dir(path: Path) -> Path:
+def ensure_private_dir(path: str) -> str:
     """Create ``path`` (and parents) readable by the owner only (0700)."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.makedirs(path, mode=0o700, exist_ok=True)
     if sys.platform != "win32":
         os.chmod(path, 0o700)
     return path
 
 
-def make_private_file(path: Path) -> None:
+def make_private_file(path: str) -> None:
     """Restrict an existing file to its owner (0600)."""
-    if sys.platform != "win32" and path.exists():
+    if sys.platform != "win32" and os.path.exists(path):
         os.chmod(path, 0o600)
 
 
-def db_path() -> Path:
+def db_path() -> str:
     """The one SQLite database of this user."""
-    return data_dir() / DB_FILENAME
+    return os.path.join(data_dir(), DB_FILENAME)

@@ -8,30 +8,33 @@ submodule has), which costs no subprocess on the hook path.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from . import clock
 from .db import Database
 
 
-def project_root(cwd: str | os.PathLike[str]) -> Path:
+def project_root(cwd: str | os.PathLike[str]) -> str:
     """The identity path of the project that contains ``cwd``."""
-    start = Path(os.path.realpath(cwd))
-    for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
+    start = os.path.realpath(cwd)
+    candidate = start
+    while True:
+        if os.path.exists(os.path.join(candidate, ".git")):
             return candidate
-    return start
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            return start
+        candidate = parent
 
 
 def project_id(db: Database, cwd: str | os.PathLike[str], *, create: bool = True) -> int | None:
     """The row id of the project containing ``cwd``, created on first sight."""
-    root = str(project_root(cwd))
+    root = project_root(cwd)
     found = db.scalar("SELECT id FROM projects WHERE path = ?", (root,))
     if found is not None or not create:
         return found
     with db.transaction():
         db.execute(
             "INSERT OR IGNORE INTO projects(path, name, created_at) VALUES (?, ?, ?)",
-            (root, Path(root).name or root, clock.now()),
+            (root, os.path.basename(root) or root, clock.now()),
         )
         return db.scalar("SELECT id FROM projects WHERE path = ?", (root,))

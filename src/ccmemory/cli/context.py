@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from .. import config as settings, projects
@@ -29,7 +31,7 @@ def context(preview: bool, project_dir: str | None, as_json: bool) -> None:
         project = projects.project_id(db, folder, create=False)
         root = projects.project_root(folder)
         text = "" if project is None else session_context.build(
-            db, project, project_name=root.name or str(root), config=settings.load())
+            db, project, project_name=os.path.basename(root) or root, config=settings.load())
     finally:
         db.close()
     if not text:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 from typing import Any
@@ -24,7 +25,7 @@ def stats(all_projects: bool, project_dir: str | None, as_json: bool) -> None:
     result = memories.stats(db, None if all_projects else project)
     result["pending_embeddings"] = embeddings.pending_count(db, embeddings.configured_spec().model_id)
     result["database"] = str(db.path)
-    result["database_bytes"] = db.path.stat().st_size
+    result["database_bytes"] = os.path.getsize(db.path)
     if as_json:
         emit_json(result)
         return
@@ -125,9 +126,9 @@ def doctor(as_json: bool) -> None:
 def vacuum() -> None:
     """Reclaim the space of deleted rows (rewrites the database file)."""
     db = open_db(vectors=True)
-    before = db.path.stat().st_size
+    before = os.path.getsize(db.path)
     db.execute("VACUUM")
-    click.echo(f"Vacuumed {db.path}: {before / 1e6:.1f} MB -> {db.path.stat().st_size / 1e6:.1f} MB")
+    click.echo(f"Vacuumed {db.path}: {before / 1e6:.1f} MB -> {os.path.getsize(db.path) / 1e6:.1f} MB")
 
 
 COMMANDS = [stats, embed, doctor, vacuum]

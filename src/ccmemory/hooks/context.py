@@ -13,7 +13,11 @@ capture strips, so the index is never recorded back as a memory.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 from ..config import Config
 from . import log, payload as payloads
@@ -137,7 +141,7 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         if session_id:
             sessions.ensure(db, session_id, project, transcript_path=payloads.text(data, "transcript_path"))
         root = projects.project_root(cwd)
-        context = build(db, project, project_name=root.name or str(root), config=config, exclude_session=session_id)
+        context = build(db, project, project_name=os.path.basename(root) or root, config=config, exclude_session=session_id)
     finally:
         db.close()
     if context:

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 LOG_FILENAME = "hooks.log"
 DEFAULT_MAX_BYTES = 1_000_000
 DEFAULT_BACKUPS = 3
 
 
-def log_path() -> Path:
+def log_path() -> str:
     from .. import paths
 
-    return paths.data_dir() / "logs" / LOG_FILENAME
+    return os.path.join(paths.data_dir(), "logs", LOG_FILENAME)
 
 
 def write(level: str, event: str, message: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
@@ -29,10 +28,10 @@ def write(level: str, event: str, message: str, *, max_bytes: int = DEFAULT_MAX_
     """Append one line ``<UTC time> <LEVEL> <event> [pid] message``; rotate when the file is too big."""
     try:
         path = log_path()
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         line = f"{stamp} {level.upper()} {event} [{os.getpid()}] {' '.join(message.split())}\n"
-        fd = os.open(str(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, line.encode("utf-8", "replace"))
             size = os.fstat(fd).st_size
@@ -44,12 +43,11 @@ def write(level: str, event: str, message: str, *, max_bytes: int = DEFAULT_MAX_
         pass
 
 
-def _rotate(path: Path, backups: int) -> None:
+def _rotate(path: str, backups: int) -> None:
     for index in range(backups - 1, 0, -1):
-        older = path.with_name(f"{path.name}.{index}")
-        if older.exists():
-            os.replace(older, path.with_name(f"{path.name}.{index + 1}"))
-    os.replace(path, path.with_name(f"{path.name}.1"))
+        if os.path.exists(f"{path}.{index}"):
+            os.replace(f"{path}.{index}", f"{path}.{index + 1}")
+    os.replace(path, f"{path}.1")
 
 
 def error(event: str, message: str) -> None:

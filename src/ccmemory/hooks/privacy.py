@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 TYPE_CHECKING = False  # typing costs the capture hook milliseconds; annotations are strings
 if TYPE_CHECKING:
     from typing import Mapping
@@ -146,14 +145,17 @@ def opted_out(cwd: str, environ: Mapping[str, str] | None = None) -> str | None:
     return None
 
 
-def find_opt_out_marker(start: str) -> Path | None:
+def find_opt_out_marker(start: str) -> str | None:
     """The nearest :data:`OPT_OUT_MARKER` in ``start`` or any parent directory."""
     try:
-        directory = Path(os.path.realpath(start))
+        directory = os.path.realpath(start)
     except (OSError, ValueError):
         return None
-    for candidate in (directory, *directory.parents):
-        marker = candidate / OPT_OUT_MARKER
-        if marker.exists():
+    while True:
+        marker = os.path.join(directory, OPT_OUT_MARKER)
+        if os.path.exists(marker):
             return marker
-    return None
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
