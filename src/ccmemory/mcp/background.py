@@ -1,0 +1,130 @@
+"""What the MCP server does off the request path: load the model, embed what hooks captured.
+
+Loading fastembed takes about a second, more than the server may spend before
+answering ``tools/list``, and hooks store memories without vectors. So the
+server runs one background thread that loads the embedder and then keeps
+embedding pending memories and document chunks, on its own connection, while
+the server lives. Both live in ``ToolContext.state`` under :data:`STATE_KEY`.
+
+A search arriving while the model is still loading waits up to
+:data:`MODEL_WAIT_SECONDS`, then runs on keywords alone and says so. A model
+that failed to load is not retried on every search; each keyword-only answer
+carries the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable
+
+from .. import embeddings
+from .registry import ToolContext
+
+STATE_KEY = "background"
+MODEL_WAIT_SECONDS = 20.0
+IDLE_SECONDS = 10.0
+ITEMS_PER_ROUND = 64
+FRESH_ITEMS = 64
+
+log = logging.getLogger(__name__)
+
+
+class Background:
+    """The embedder, loaded once, and the loop that embeds pending items."""
+
+    def __init__(self) -> None:
+        self._loaded = threading.Event()
+        self._load_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.embedder: Any = None
+        self.error: str | None = None
+
+    def load_model(self) -> Any:
+        """Load the configured embedder (only the first call works; others wait); None on failure."""
+        with self._load_lock:
+            if not self._loaded.is_set():
+                try:
+                    self.embedder = embeddings.get_embedder()
+                except Exception as exc:  # a broken model must not take the server down
+                    self.error = str(exc)
+                    log.warning("Semantic search is unavailable: %s", exc)
+                finally:
+                    self._loaded.set()
+        return self.embedder
+
+    def wait_for_model(self, timeout: float = MODEL_WAIT_SECONDS) -> tuple[Any, str | None]:
+        """The embedder, or None and the reason search falls back to keywords."""
+        if not self._loaded.wait(timeout):
+            return None, ("the embedding model is still loading, so these are keyword matches only; "
+                          "search again in a few seconds for semantic matches")
+        if self.embedder is None:
+            return None, f"semantic search is unavailable ({self.error}); these are keyword matches only"
+        return self.embedder, None
+
+    def catch_up_now(self, db: Any) -> None:
+        """Embed up to :data:`FRESH_ITEMS` pending items on the caller's connection.
+
+        A search calls this first, so it finds semantically what was written
+        just before it; larger backlogs are left to the background loop.
+        """
+        if self.embedder is not None:
+            try:
+                embeddings.embed_pending(db, self.embedder, limit=FRESH_ITEMS)
+            except Exception:  # the search still runs; the background loop retries these items
+                log.warning("Could not embed new items before searching", exc_info=True)
+
+    def start(self, open_db: Callable[[], Any], before: Callable[[], None] = lambda: None) -> None:
+        """Start the thread: ``before()``, load the model, then embed pending items until :meth:`stop`."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, args=(open_db, before), name="ccmemory-background",
+                                            daemon=True)
+            self._thread.start()
+
+    def wake(self) -> None:
+        """Embed now rather than at the next idle tick (after a write that added text)."""
+        self._wake.set()
+
+    def stop(self, timeout: float = 0.5) -> None:
+        """Ask the loop to end and wait a little for it; an unfinished batch is simply not committed."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self, open_db: Callable[[], Any], before: Callable[[], None]) -> None:
+        try:
+            before()
+        except Exception:
+            log.exception("Server start-up work failed; tools will retry opening the database")
+        if self._stop.is_set() or self.load_model() is None:
+            return
+        try:
+            db = open_db()
+        except Exception:
+            log.exception("Background embedding could not open the database; semantic search may miss new items")
+            return
+        try:
+            while not self._stop.is_set():
+                self._wake.clear()
+                try:
+                    done = embeddings.embed_pending(db, self.embedder, limit=ITEMS_PER_ROUND)
+                except Exception:
+                    log.exception("Background embedding failed; retrying in %s s", IDLE_SECONDS)
+                    done = 0
+                if done == 0:
+                    self._wake.wait(IDLE_SECONDS)
+        finally:
+            db.close()
+
+
+def of(context: ToolContext) -> Background:
+    """The server's background worker; a context without one (no server) gets a model-only worker."""
+    state = context.state if context.state is not None else {}
+    worker = state.get(STATE_KEY)
+    if worker is None:
+        worker = state[STATE_KEY] = Background()
+        threading.Thread(target=worker.load_model, name="ccmemory-model", daemon=True).start()
+    return worker

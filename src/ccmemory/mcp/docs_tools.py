@@ -1,0 +1,74 @@
+"""The document tools: ingest reference text and search it, apart from memories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .. import documents
+from . import arguments, background, format
+from .registry import Tool, ToolContext
+
+DEFAULT_LIMIT = 5
+MAX_LIMIT = 20
+
+
+def docs_search(ctx: ToolContext, args: dict[str, Any]) -> str:
+    query = args.get("query")
+    worker = background.of(ctx)
+    embedder, problem = worker.wait_for_model()
+    worker.catch_up_now(ctx.db)
+    result = documents.search_with_info(
+        ctx.db, query, project_id=ctx.project_id,
+        limit=arguments.integer(args, "limit", DEFAULT_LIMIT, low=1, high=MAX_LIMIT),
+        mode="keyword" if embedder is None else "hybrid", embedder=embedder,
+    )
+    return format.document_hits(str(query), result.hits, ([problem] if problem else []) + result.warnings)
+
+
+def docs_ingest(ctx: ToolContext, args: dict[str, Any]) -> str:
+    path = arguments.text(args, "path")
+    if path:
+        path = str(Path(ctx.project_dir, Path(path).expanduser()))
+    document = documents.ingest(
+        ctx.db, project_id=ctx.project_id, path=path, url=arguments.text(args, "url"),
+        content=arguments.text(args, "content"), title=arguments.text(args, "title"),
+    )
+    if document.unchanged:
+        return f"Document already ingested and unchanged: {document.title} ({document.chunk_count} chunks)"
+    background.of(ctx).wake()
+    return (f"Document ingested: {document.title} ({document.chunk_count} chunks, id {document.id}). "
+            "Search it with docs_search.")
+
+
+TOOLS = [
+    Tool(
+        "docs_search",
+        "Search ingested reference documents (notes, specs, READMEs) of this project, kept apart from "
+        "memories. Returns the best-matching sections.",
+        {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string"},
+                "limit": {"type": "integer", "description": "Max sections (default 5)"},
+            },
+            "required": ["query"],
+        },
+        docs_search,
+    ),
+    Tool(
+        "docs_ingest",
+        "Add a text or markdown document for docs_search: give exactly one of path (relative to the project), "
+        "url or content. It is split at headings; re-ingesting an unchanged file does nothing.",
+        {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "url": {"type": "string"},
+                "content": {"type": "string"},
+                "title": {"type": "string"},
+            },
+        },
+        docs_ingest,
+    ),
+]

@@ -1,0 +1,183 @@
+"""The text the MCP tools return: a compact index first, full records on request.
+
+Progressive disclosure: a search or list hit costs about 50-100 tokens (id,
+date, sector, score, salience, superseded mark, session, related count, a
+snippet and the token cost of the full text); ``memory_get`` returns the full
+records; ``memory_timeline`` shows the neighbourhood of one memory.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..memories import Memory
+
+SNIPPET_CHARS = 160
+SESSION_SNIPPET_CHARS = 60
+TIMELINE_SNIPPET_CHARS = 200
+CHUNK_SNIPPET_CHARS = 300
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count: characters / 4, rounded up."""
+    return math.ceil(len(text) / 4)
+
+
+def count(number: int, noun: str) -> str:
+    """``1 memory``, ``3 memories``."""
+    if number == 1:
+        return f"1 {noun}"
+    return f"{number} {noun[:-1] + 'ies' if noun.endswith('y') else noun + 's'}"
+
+
+def snippet(text: str | None, limit: int) -> str:
+    """``text`` on one line, cut at ``limit`` characters with an ellipsis."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def stamp(iso: str | None) -> str:
+    """``2026-11-20T14:02:33.123Z`` as ``2026-11-20 14:02``."""
+    return (iso or "")[:16].replace("T", " ")
+
+
+def index_entry(
+    position: int,
+    memory: Memory,
+    *,
+    score: float | None = None,
+    superseded_by: str | None = None,
+    session: Mapping[str, Any] | None = None,
+    related: int = 0,
+) -> str:
+    """One hit of a search or list: enough to decide whether to fetch it."""
+    head = [f"[{position}] {memory.id}", stamp(memory.created_at), memory.sector]
+    if score is not None:
+        head.append(f"score {score:.2f}")
+    head += [f"salience {memory.salience:.2f}", f"~{estimate_tokens(memory.content)} tok"]
+    lines = ["  ".join(head)]
+    if memory.is_superseded:
+        lines.append(f"    SUPERSEDED by {superseded_by or 'a newer memory'}")
+    context = []
+    if session:
+        summary = snippet(session.get("summary"), SESSION_SNIPPET_CHARS)
+        context.append(f"session {stamp(session.get('started_at'))}" + (f": {summary}" if summary else ""))
+    if related:
+        context.append(f"{related} related")
+    if context:
+        lines.append("    " + " · ".join(context))
+    lines.append("    " + snippet(memory.content, SNIPPET_CHARS))
+    return "\n".join(lines)
+
+
+def search_results(query: str, mode: str, hits: Sequence[Any], warnings: Iterable[str] = ()) -> str:
+    """The index of ``memory_search`` hits (``ccmemory.search.SearchHit``)."""
+    notes = [f"Note: {warning}" for warning in warnings]
+    if not hits:
+        return "\n".join([*notes, f'No memories found for "{snippet(query, 80)}".'])
+    entries = [
+        index_entry(i, hit.memory, score=hit.score, superseded_by=hit.superseded_by, session=hit.session,
+                    related=hit.related_count)
+        for i, hit in enumerate(hits, 1)
+    ]
+    header = (f'{count(len(hits), "memory")} for "{snippet(query, 80)}" ({mode}). '
+              "Full text: memory_get(ids); context: memory_timeline(anchor_id).")
+    return "\n".join([*notes, header, *entries])
+
+
+def memory_list(
+    memories: Sequence[Memory],
+    *,
+    superseded: Mapping[str, str],
+    sessions: Mapping[str, Mapping[str, Any]],
+    related: Mapping[str, int],
+    offset: int,
+    what: str,
+) -> str:
+    """The index of ``memory_list``: newest first."""
+    if not memories:
+        return f"No memories{what}." if offset == 0 else f"No memories{what} after the first {offset}."
+    entries = [
+        index_entry(offset + i, memory, superseded_by=superseded.get(memory.id),
+                    session=sessions.get(memory.session_id or ""), related=related.get(memory.id, 0))
+        for i, memory in enumerate(memories, 1)
+    ]
+    header = f"{count(len(memories), 'memory')}{what}, newest first. Full text: memory_get(ids)."
+    return "\n".join([header, *entries])
+
+
+def memory_record(
+    memory: Memory,
+    *,
+    superseded_by: str | None,
+    session: Mapping[str, Any] | None,
+    related: int,
+) -> str:
+    """One full memory for ``memory_get``."""
+    facts = [
+        f"created {stamp(memory.created_at)}",
+        f"sector {memory.sector}",
+        f"tier {memory.tier}",
+        f"category {memory.category}",
+        f"salience {memory.salience:.2f}",
+        f"importance {memory.importance:.2f}",
+        f"referenced {memory.reference_count}x",
+    ]
+    if related:
+        facts.append(f"{related} related")
+    lines = [f"=== {memory.id} ===", " · ".join(facts)]
+    if memory.tags:
+        lines.append("tags: " + ", ".join(memory.tags))
+    if memory.files:
+        lines.append("files: " + ", ".join(memory.files))
+    if session:
+        summary = snippet(session.get("summary"), 300)
+        lines.append(f"session {session['id']} ({stamp(session.get('started_at'))})" + (f": {summary}" if summary else ""))
+    if memory.is_superseded:
+        lines.append(f"SUPERSEDED on {stamp(memory.valid_until)} by {superseded_by or 'a newer memory'}")
+    if memory.is_deleted:
+        lines.append(f"DELETED on {stamp(memory.deleted_at)} (soft; `ccmemory restore {memory.id}` brings it back)")
+    lines.append(memory.content)
+    return "\n".join(lines)
+
+
+def memory_records(records: Sequence[str], missing: Sequence[str]) -> str:
+    """Full records, then the ids that matched nothing."""
+    parts = list(records)
+    if missing:
+        parts.append(f"Not found: {', '.join(missing)}. Find ids with memory_search or memory_list.")
+    return "\n\n".join(parts)
+
+
+def timeline(result: Mapping[str, Any], superseded: Mapping[str, str]) -> str:
+    """The memories around an anchor, oldest first, then their sessions."""
+    anchor: Memory = result["anchor"]
+    memories = [*result["before"], anchor, *result["after"]]
+    lines = [f"Timeline: {len(result['before'])} before and {len(result['after'])} after {anchor.id}", ""]
+    for memory in memories:
+        marker = ">>>" if memory.id == anchor.id else "   "
+        mark = f" [SUPERSEDED by {superseded.get(memory.id, 'a newer memory')}]" if memory.is_superseded else ""
+        lines.append(f"{marker} [{stamp(memory.created_at)}] {memory.id} ({memory.sector}){mark}")
+        lines.append(f"    {snippet(memory.content, TIMELINE_SNIPPET_CHARS)}")
+    sessions: Mapping[str, Mapping[str, Any]] = result["sessions"]
+    if sessions:
+        lines += ["", "Sessions in timeline:"]
+        for session_id, session in sessions.items():
+            lines.append(f"  - {stamp(session.get('started_at'))} {session_id}: "
+                         f"{snippet(session.get('summary'), 300) or 'No summary yet'}")
+    return "\n".join(lines)
+
+
+def document_hits(query: str, hits: Sequence[Any], warnings: Iterable[str] = ()) -> str:
+    """The sections ``docs_search`` found (``ccmemory.documents.DocumentHit``)."""
+    notes = [f"Note: {warning}" for warning in warnings]
+    if not hits:
+        return "\n".join([*notes, f'No documents found for "{snippet(query, 80)}".'])
+    entries = []
+    for i, hit in enumerate(hits, 1):
+        source = hit.document.source_path or hit.document.source_url or "inline"
+        heading = f" > {hit.chunk.heading}" if hit.chunk.heading else ""
+        entries.append(f"[{i}] {hit.document.title}{heading} (score {hit.score:.2f}, {source})\n"
+                       f"    {snippet(hit.chunk.content, CHUNK_SNIPPET_CHARS)}")
+    return "\n".join([*notes, *entries])

@@ -1,0 +1,104 @@
+"""Run the real ccmemory MCP server under the MCP SDK's stdio client, as Claude Code would.
+
+Usage from a synchronous test::
+
+    with running_server(home, project_dir) as server:
+        answer = server.call("memory_add", {"content": "We deploy with make release"})
+        assert not answer.is_error and "Memory created" in answer.text
+        db = server.connect()          # a real connection to the same SQLite file
+
+``running_server`` spawns ``python -m ccmemory.mcp.server`` with
+``CCMEMORY_HOME=home`` (a private database) and ``CLAUDE_PROJECT_DIR=project_dir``,
+connects the SDK ``Client`` and drives it from a blocking portal, so one server
+can serve a whole test module. The default ``mode="auto"`` negotiates like Claude
+Code 2.1.330: a ``server/discover`` probe, then the 2026-07-28 protocol;
+``mode="legacy"`` is the ``initialize`` handshake of older clients.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from ccmemory import db as database
+from ccmemory import paths, projects
+
+SOURCE = Path(__file__).resolve().parents[1] / "src"
+
+
+def server_command() -> list[str]:
+    """The command line Claude Code's ``.mcp.json`` boils down to."""
+    return [sys.executable, "-m", "ccmemory.mcp.server"]
+
+
+def server_env(home: Path, project_dir: Path | None, **extra: str) -> dict[str, str]:
+    """The environment of a server process: this checkout on the path, a private data dir."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("CLAUDE_PLUGIN_DATA", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SESSION_ID")}
+    env.update({"CCMEMORY_HOME": str(home), "PYTHONPATH": str(SOURCE)})
+    if project_dir is not None:
+        env["CLAUDE_PROJECT_DIR"] = str(project_dir)
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Answer:
+    """A tool result as Claude sees it: the text and whether it is an error."""
+
+    text: str
+    is_error: bool
+
+
+@dataclass
+class RunningServer:
+    """A live server and its connected client, driven synchronously."""
+
+    portal: BlockingPortal
+    client: Client
+    home: Path
+    project_dir: Path
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> Answer:
+        result = self.portal.call(self.client.call_tool, name, arguments or {})
+        return Answer("\n".join(block.text for block in result.content if block.type == "text"), result.is_error)
+
+    def list_tools(self) -> list[Any]:
+        return self.portal.call(self.client.list_tools).tools
+
+    def connect(self) -> database.Database:
+        """A stdlib connection to the server's database file (for setting up and checking data)."""
+        return database.connect(paths.ensure_private_dir(self.home) / paths.DB_FILENAME)
+
+    def project_id(self, db: database.Database) -> int:
+        return projects.project_id(db, self.project_dir)
+
+
+@contextmanager
+def running_server(
+    home: Path,
+    project_dir: Path,
+    *,
+    cwd: Path | None = None,
+    mode: str = "auto",
+    timeout: float = 60.0,
+    **env: str,
+) -> Iterator[RunningServer]:
+    """Spawn the server, connect, yield; the client closes stdin and reaps the process on exit.
+
+    With ``cwd`` the server runs there without ``CLAUDE_PROJECT_DIR`` (the project is then the cwd's).
+    """
+    params = StdioServerParameters(command=server_command()[0], args=server_command()[1:],
+                                   env=server_env(home, None if cwd else project_dir, **env),
+                                   cwd=str(cwd or project_dir))
+    with start_blocking_portal() as portal:
+        with portal.wrap_async_context_manager(Client(params, mode=mode, read_timeout_seconds=timeout)) as client:
+            yield RunningServer(portal, client, home, project_dir)
