@@ -3,7 +3,7 @@
 Run: python bench/bench_hooks.py [--runs 60] [--python /usr/bin/python3] [--no-write]
 
 Every sample is a fresh process started the way Claude Code starts it
-(``python3 hooks/<event>.py`` with the JSON payload on stdin), timed from
+(``python3 hooks/run.py <event>`` with the JSON payload on stdin), timed from
 spawn to exit. Bare ``python -c pass`` runs are interleaved with the capture
 runs in the same loop, so both see the same machine load. Bytecode caching is
 on (as for users); the cache goes to a temporary PYTHONPYCACHEPREFIX so the
@@ -90,7 +90,7 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items()
                if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "CLAUDE_PLUGIN_DATA", "CCMEMORY_DISABLE")}
         env.update(CCMEMORY_HOME=str(base / "home"), PYTHONPYCACHEPREFIX=str(base / "pycache"))
-        capture = [python, str(hooks / "post_tool_use.py")]
+        capture = [python, str(hooks / "run.py"), "post_tool_use"]
         bare = [python, "-c", "pass"]
         for number in range(3):  # warm-up: bytecode cache, database creation
             timed(capture, bash_payload(project, "warmup", number), env)
@@ -108,12 +108,12 @@ def main() -> None:
             session = f"s{number}"
             for call in range(3):
                 timed(capture, bash_payload(project, session, call), env)
-            stop_ms.append(timed([python, str(hooks / "stop.py")], event_payload(
+            stop_ms.append(timed([python, str(hooks / "run.py"), "stop"], event_payload(
                 project, session, "Stop", stop_hook_active=False,
                 last_assistant_message="Fixed the failing tests because the fixture leaked state."), env))
-            end_ms.append(timed([python, str(hooks / "session_end.py")],
+            end_ms.append(timed([python, str(hooks / "run.py"), "session_end"],
                                 event_payload(project, session, "SessionEnd", reason="other"), env))
-            start_ms.append(timed([python, str(hooks / "session_start.py")],
+            start_ms.append(timed([python, str(hooks / "run.py"), "session_start"],
                                   event_payload(project, f"next{number}", "SessionStart", source="startup"), env))
         held.close()
 

@@ -34,10 +34,10 @@ def hook_env(home: Path, **extra: str) -> dict[str, str]:
 
 def run_hook(name: str, payload: Any, home: Path, *, raw: bytes | None = None, python: str | None = None,
              cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess:
-    """Run ``hooks/<name>.py`` with ``payload`` (JSON-encoded unless ``raw`` bytes are given) on stdin."""
+    """Run ``hooks/run.py <name>`` with ``payload`` (JSON-encoded unless ``raw`` bytes are given) on stdin."""
     data = raw if raw is not None else json.dumps(payload).encode()
     return subprocess.run(
-        [python or HOOK_PYTHON, str(HOOKS / f"{name}.py")], input=data, capture_output=True,
+        [python or HOOK_PYTHON, str(HOOKS / "run.py"), name], input=data, capture_output=True,
         env=hook_env(home, **env), cwd=str(cwd) if cwd else None, timeout=60,
     )
 

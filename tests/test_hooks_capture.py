@@ -229,12 +229,20 @@ def test_runs_under_the_oldest_supported_python(home: Path, project_dir: Path) -
     assert len(memories_of(home, "s-py39")) == 1
 
 
+def test_an_unknown_hook_name_is_logged_not_fatal(home: Path, project_dir: Path) -> None:
+    for name in ("no_such_event", ""):
+        result = run_hook(name, bash_call("s-unknown", project_dir, "ls", "a", "t1"), home)
+        assert_quiet_success(result)
+    assert "unknown hook 'no_such_event'" in log_text(home)
+    assert memories_of(home, "s-unknown") == []
+
+
 def test_entry_script_survives_a_missing_package(tmp_path: Path) -> None:
     """A copied hook script without src/ beside it still exits 0 and prints nothing on stdout."""
     lonely = tmp_path / "plugin" / "hooks"
     lonely.mkdir(parents=True)
-    (lonely / "post_tool_use.py").write_text((HOOKS / "post_tool_use.py").read_text())
-    result = subprocess.run([HOOK_PYTHON, str(lonely / "post_tool_use.py")], input=b"{}", capture_output=True,
+    (lonely / "run.py").write_text((HOOKS / "run.py").read_text())
+    result = subprocess.run([HOOK_PYTHON, str(lonely / "run.py"), "post_tool_use"], input=b"{}", capture_output=True,
                             env=hook_env(tmp_path / "home"), timeout=60)
     assert_quiet_success(result)
     assert b"could not start" in result.stderr

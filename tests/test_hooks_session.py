@@ -83,7 +83,7 @@ def test_session_end_leaves_no_process_behind(home: Path, project_dir: Path) -> 
     """In the default (extractive) mode SessionEnd starts nothing: its process tree is empty when it exits."""
     assert_quiet_success(run_hook("post_tool_use", bash_call("e3", project_dir, "ls", "", "t1"), home))
     probe = ("import subprocess, sys, json;"
-             f"p = subprocess.Popen([sys.executable, {str(Path(__file__).parents[1] / 'hooks' / 'session_end.py')!r}],"
+             f"p = subprocess.Popen([sys.executable, {str(Path(__file__).parents[1] / 'hooks' / 'run.py')!r}, 'session_end'],"
              " stdin=subprocess.PIPE, start_new_session=True);"
              f"p.communicate({json.dumps(json.dumps(session_end('e3', project_dir)))}.encode());"
              "import os, signal\n"

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 from . import log
 
-#: Hook name (the entry script's name) -> "module:function" of its handler.
+#: Hook name (the argument of hooks/run.py) -> "module:function" of its handler.
 HANDLERS = {
     "post_tool_use": "capture:handle",
     "stop": "summary:handle",
@@ -35,6 +35,9 @@ def run(name: str) -> None:
     """Run the hook ``name`` on the payload from stdin; returns normally whatever happens."""
     from . import payload as payloads, privacy
 
+    if name not in HANDLERS:
+        log.error(name or "hook", f"unknown hook {name!r}: hooks/run.py takes one of {', '.join(HANDLERS)}")
+        return
     try:
         switched_off = privacy.disabled_by_env()
         if switched_off:

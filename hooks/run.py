@@ -1,0 +1,20 @@
+"""ccmemory's hook entry point: ``python3 hooks/run.py <event>``.
+
+``<event>`` is post_tool_use (PostToolUse and PostToolUseFailure), stop,
+session_end or session_start. Runs under any python3 >= 3.9 with no
+environment: it puts the plugin's src/ directory on sys.path and always exits 0
+(errors go to <data dir>/logs/hooks.log), so a broken install never breaks
+Claude Code.
+"""
+import os
+import sys
+
+if sys.version_info >= (3, 9):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src"))
+    try:
+        from ccmemory.hooks.runner import main
+    except BaseException as exc:
+        sys.stderr.write("ccmemory hook could not start: %s\n" % (exc,))
+    else:
+        main(sys.argv[1] if len(sys.argv) > 1 else "")
+sys.exit(0)
