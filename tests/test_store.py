@@ -267,6 +267,9 @@ def test_data_dir_resolution_order(monkeypatch, tmp_path):
 def test_directory_and_file_are_private(db, home):
     assert stat.S_IMODE(os.stat(home).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(home / paths.DB_FILENAME).st_mode) == 0o600
+    memories.add(db, project_id=projects.project_id(db, home), content="written through the WAL")
+    for suffix in ("-wal", "-shm"):
+        assert stat.S_IMODE(os.stat(home / (paths.DB_FILENAME + suffix)).st_mode) == 0o600
     assert db.scalar("PRAGMA journal_mode") == "wal"
     assert db.scalar("PRAGMA busy_timeout") >= 5000
     assert db.scalar("PRAGMA synchronous") == 1
