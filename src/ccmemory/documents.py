@@ -13,7 +13,7 @@ import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import clock
 from .db import Database
@@ -262,7 +262,7 @@ def search_with_info(
             query_terms(query),
         )
 
-    def semantic() -> list[tuple[int, float]] | None:
+    def semantic() -> Callable[[], list[tuple[int, float]] | None]:
         return vector_ranking(db, "chunk", query, project_id=project_id, limit=limit, embedder=embedder,
                               warnings=warnings)
 

@@ -11,6 +11,7 @@ search keeps working on keywords alone and says so in ``warnings``.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -136,23 +137,46 @@ def fuse(rankings: Sequence[list[tuple[int, float]]]) -> dict[int, float]:
 
 def vector_ranking(
     db: Database, kind: str, query: str, *, project_id: int, limit: int, embedder: Any, warnings: list[str]
-) -> list[tuple[int, float]] | None:
-    """(seq, cosine similarity) nearest first, or None (with a warning) when vectors are unavailable."""
+) -> Callable[[], list[tuple[int, float]] | None]:
+    """Start a vector ranking; calling the result gives (seq, cosine similarity) nearest first.
+
+    The query is embedded in a background thread (onnxruntime releases the
+    GIL), so a hybrid search runs its keyword query meanwhile. The result is
+    None, with a warning, when vectors or the model are unavailable.
+    """
     if not db.vectors_loaded:
         warnings.append(f"Vector search unavailable ({db.vector_error}); showing keyword matches only.")
-        return None
+        return lambda: None
     try:
         if embedder is None:
             from .embeddings import get_embedder
 
             embedder = get_embedder()
         vectors.ensure_index(db, kind, embedder.model_id, embedder.dims)
-        query_vector = embedder.embed_query(query)
     except Exception as exc:  # a model that cannot load must not break search
         warnings.append(f"Vector search unavailable ({exc}); showing keyword matches only.")
-        return None
-    found = vectors.nearest(db, kind, query_vector, project_id=project_id, model_id=embedder.model_id, limit=limit)
-    return [(seq, 1.0 - distance) for seq, distance in found if 1.0 - distance >= MIN_SIMILARITY]
+        return lambda: None
+    outcome: dict[str, Any] = {}
+
+    def embed() -> None:
+        try:
+            outcome["vector"] = embedder.embed_query(query)
+        except Exception as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=embed, name="ccmemory-query-embedding", daemon=True)
+    worker.start()
+
+    def finish() -> list[tuple[int, float]] | None:
+        worker.join()
+        if "error" in outcome:
+            warnings.append(f"Vector search unavailable ({outcome['error']}); showing keyword matches only.")
+            return None
+        found = vectors.nearest(db, kind, outcome["vector"], project_id=project_id, model_id=embedder.model_id,
+                                limit=limit)
+        return [(seq, 1.0 - distance) for seq, distance in found if 1.0 - distance >= MIN_SIMILARITY]
+
+    return finish
 
 
 def _relative(ranking: list[tuple[int, float]]) -> list[tuple[int, float]]:
@@ -163,18 +187,20 @@ def _relative(ranking: list[tuple[int, float]]) -> list[tuple[int, float]]:
 def rank(
     mode: str,
     keyword: Callable[[], list[tuple[int, float]]],
-    semantic: Callable[[], list[tuple[int, float]] | None],
+    semantic: Callable[[], Callable[[], list[tuple[int, float]] | None]],
     warnings: list[str],
 ) -> tuple[list[tuple[int, float]], str]:
     """Run the rankings the mode needs and combine them; falls back to keywords when vectors are missing."""
     if mode == "keyword":
         return keyword(), "keyword"
-    by_vector = semantic()
+    finish_vector = semantic()
+    by_keyword = keyword() if mode == "hybrid" else None
+    by_vector = finish_vector()
     if by_vector is None:
-        return keyword(), "keyword"
-    if mode == "semantic":
+        return (keyword() if by_keyword is None else by_keyword), "keyword"
+    if by_keyword is None:
         return by_vector, "semantic"
-    fused = fuse([keyword(), _relative(by_vector)])
+    fused = fuse([by_keyword, _relative(by_vector)])
     return sorted(fused.items(), key=lambda item: -item[1]), "hybrid"
 
 
@@ -221,7 +247,7 @@ def search_with_info(
             query_terms(query),
         )
 
-    def semantic() -> list[tuple[int, float]] | None:
+    def semantic() -> Callable[[], list[tuple[int, float]] | None]:
         return vector_ranking(db, "memory", query, project_id=project_id, limit=limit, embedder=embedder,
                               warnings=warnings)
 
