@@ -252,16 +252,23 @@ def search_with_info(
                               warnings=warnings)
 
     ranked, mode_used = rank(mode, keyword, semantic, warnings)
-    found = memories.by_seq(db, [seq for seq, _ in ranked])
     hits: list[SearchHit] = []
-    for seq, score in ranked:
-        memory = found.get(seq)
-        if memory is None or memory.is_deleted or (memory.is_superseded and not include_superseded):
-            continue
-        if sector and memory.sector != sector:
-            continue
-        hits.append(SearchHit(memory=memory, score=score * (0.9 + 0.1 * memory.salience)))
-    hits.sort(key=lambda hit: -hit.score)
+    batch = limit * 2
+    for start in range(0, len(ranked), batch):
+        # Salience only lowers a score (x 0.9..1.0), so once the next raw score is below the
+        # limit-th hit's final score, nothing further down can enter the results.
+        if len(hits) >= limit and ranked[start][1] < hits[limit - 1].score:
+            break
+        chunk = ranked[start:start + batch]
+        found = memories.by_seq(db, [seq for seq, _ in chunk])
+        for seq, score in chunk:
+            memory = found.get(seq)
+            if memory is None or memory.is_deleted or (memory.is_superseded and not include_superseded):
+                continue
+            if sector and memory.sector != sector:
+                continue
+            hits.append(SearchHit(memory=memory, score=score * (0.9 + 0.1 * memory.salience)))
+        hits.sort(key=lambda hit: -hit.score)
     hits = hits[:limit]
     _annotate(db, hits)
     if track and hits:
