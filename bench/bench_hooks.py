@@ -3,7 +3,7 @@
 Run: python bench/bench_hooks.py [--runs 60] [--python /usr/bin/python3] [--no-write]
 
 Every sample is a fresh process started the way Claude Code starts it
-(``python3 hooks/run.py <event>`` with the JSON payload on stdin), timed from
+(``python3 -S hooks/run.py <event>``, as hooks.json runs it, with the JSON payload on stdin), timed from
 spawn to exit. Bare ``python -c pass`` runs are interleaved with the capture
 runs in the same loop, so both see the same machine load. Bytecode caching is
 on (as for users); the cache goes to a temporary PYTHONPYCACHEPREFIX so the
@@ -90,17 +90,20 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items()
                if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "CLAUDE_PLUGIN_DATA", "CCMEMORY_DISABLE")}
         env.update(CCMEMORY_HOME=str(base / "home"), PYTHONPYCACHEPREFIX=str(base / "pycache"))
-        capture = [python, str(hooks / "run.py"), "post_tool_use"]
+        capture = [python, "-S", str(hooks / "run.py"), "post_tool_use"]
         bare = [python, "-c", "pass"]
         for number in range(3):  # warm-up: bytecode cache, database creation
             timed(capture, bash_payload(project, "warmup", number), env)
             timed(bare, None, env)
         held = sqlite3.connect(str(base / "home" / "ccmemory.db"))  # stands in for the MCP server's connection
         held.execute("SELECT COUNT(*) FROM memories").fetchall()
+        floor = [python, "-c", "import json, sqlite3"]
         bare_ms: list[float] = []
+        floor_ms: list[float] = []
         capture_ms: list[float] = []
         for number in range(args.runs):
             bare_ms.append(timed(bare, None, env))
+            floor_ms.append(timed(floor, None, env))
             capture_ms.append(timed(capture, bash_payload(project, "main", number), env))
 
         start_ms, stop_ms, end_ms = [], [], []
@@ -108,12 +111,12 @@ def main() -> None:
             session = f"s{number}"
             for call in range(3):
                 timed(capture, bash_payload(project, session, call), env)
-            stop_ms.append(timed([python, str(hooks / "run.py"), "stop"], event_payload(
+            stop_ms.append(timed([python, "-S", str(hooks / "run.py"), "stop"], event_payload(
                 project, session, "Stop", stop_hook_active=False,
                 last_assistant_message="Fixed the failing tests because the fixture leaked state."), env))
-            end_ms.append(timed([python, str(hooks / "run.py"), "session_end"],
+            end_ms.append(timed([python, "-S", str(hooks / "run.py"), "session_end"],
                                 event_payload(project, session, "SessionEnd", reason="other"), env))
-            start_ms.append(timed([python, str(hooks / "run.py"), "session_start"],
+            start_ms.append(timed([python, "-S", str(hooks / "run.py"), "session_start"],
                                   event_payload(project, f"next{number}", "SessionStart", source="startup"), env))
         held.close()
 
@@ -132,13 +135,15 @@ def main() -> None:
         "| process | runs | p50 | p95 | max |",
         "|---|---:|---:|---:|---:|",
         summarize("`python -c pass` (bare start)", bare_ms),
+        summarize("`python -c 'import json, sqlite3'` (the floor of a stdlib hook)", floor_ms),
         summarize("PostToolUse capture (Bash observation)", capture_ms),
         summarize("Stop (extractive summary of 3 calls)", stop_ms),
         summarize("SessionEnd (end + promote)", end_ms),
         summarize(f"SessionStart (context from up to {args.runs + 63} memories)", start_ms),
         "",
-        f"Capture p50 / bare p50 = **{ratio:.2f}×** (goal ≤ 2×). SessionEnd's budget in Claude Code is 1,500 ms "
-        "for all its hooks together.",
+        f"Capture p50 / bare p50 = **{ratio:.2f}×** (goal ≤ 2×); importing json and sqlite3 alone is "
+        f"{statistics.median(floor_ms) / statistics.median(bare_ms):.2f}× bare. SessionEnd's budget in Claude Code "
+        "is 1,500 ms for all its hooks together.",
     ])
     print(body)
     if not args.no_write:

@@ -9,6 +9,9 @@ Claude Code.
 import os
 import sys
 
+# Cache compiled bytecode even where PYTHONDONTWRITEBYTECODE is set: recompiling
+# ccmemory's modules would cost every tool call more than the rest of the hook.
+sys.dont_write_bytecode = False
 if sys.version_info >= (3, 9):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src"))
     try:

@@ -37,7 +37,7 @@ def run_hook(name: str, payload: Any, home: Path, *, raw: bytes | None = None, p
     """Run ``hooks/run.py <name>`` with ``payload`` (JSON-encoded unless ``raw`` bytes are given) on stdin."""
     data = raw if raw is not None else json.dumps(payload).encode()
     return subprocess.run(
-        [python or HOOK_PYTHON, str(HOOKS / "run.py"), name], input=data, capture_output=True,
+        [python or HOOK_PYTHON, "-S", str(HOOKS / "run.py"), name], input=data, capture_output=True,
         env=hook_env(home, **env), cwd=str(cwd) if cwd else None, timeout=60,
     )
 
