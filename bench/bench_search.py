@@ -77,12 +77,13 @@ def build_store(path: Path, texts: list[str], vectors_f32: numpy.ndarray, model_
         db.execute("INSERT INTO projects(path, name, created_at) VALUES ('/bench', 'bench', ?)", (now,))
         for seq, text in enumerate(texts, 1):
             db.execute(
-                "INSERT INTO memories(seq, id, project_id, content, sector, tier, created_at, updated_at, source) "
-                "VALUES (?, ?, 1, ?, 'episodic', 'project', ?, ?, 'bench')",
+                "INSERT INTO memories(seq, id, project_id, content, sector, tier, created_at, updated_at, source, "
+                "needs_embedding) VALUES (?, ?, 1, ?, 'episodic', 'project', ?, ?, 'bench', 0)",
                 (seq, f"bench-{seq:08d}", text, now, now),
             )
             db.execute("INSERT INTO memory_embeddings(item_seq, model_id, vector, created_at) VALUES (?, ?, ?, ?)",
                        (seq, model_id, vectors_f32[seq - 1].tobytes(), now))
+        db.execute("INSERT INTO meta(key, value) VALUES ('embeddings_model:memory', ?)", (model_id,))
     vectors.ensure_index(db, "memory", model_id, vectors_f32.shape[1])
     return db
 

@@ -42,17 +42,22 @@ BUNDLED_FILES = {
 BATCH_SIZE = 64
 _QUERY_CACHE_SIZE = 256
 
-#: kind -> SQL listing items that need a vector of the given model: (seq, text)
-_PENDING_SQL = {
+#: kind -> (table, SQL listing up to ? items flagged ``needs_embedding``: seq, content, text to embed)
+_PENDING = {
     "memory": (
-        "SELECT m.seq, m.content AS text FROM memories m LEFT JOIN memory_embeddings e ON e.item_seq = m.seq "
-        "WHERE m.is_deleted = 0 AND (e.item_seq IS NULL OR e.model_id != ?) ORDER BY m.seq LIMIT ?"
+        "memories",
+        "SELECT seq, content, content AS text FROM memories WHERE needs_embedding = 1 AND is_deleted = 0 "
+        "ORDER BY seq LIMIT ?",
     ),
     "chunk": (
-        "SELECT c.seq, CASE WHEN c.heading = '' THEN c.content ELSE c.heading || char(10) || c.content END AS text "
-        "FROM chunks c LEFT JOIN chunk_embeddings e ON e.item_seq = c.seq "
-        "WHERE e.item_seq IS NULL OR e.model_id != ? ORDER BY c.seq LIMIT ?"
+        "chunks",
+        "SELECT seq, content, CASE WHEN heading = '' THEN content ELSE heading || char(10) || content END AS text "
+        "FROM chunks WHERE needs_embedding = 1 ORDER BY seq LIMIT ?",
     ),
+}
+_COUNT_SQL = {
+    "memory": "SELECT COUNT(*) FROM memories WHERE is_deleted = 0",
+    "chunk": "SELECT COUNT(*) FROM chunks",
 }
 
 
@@ -225,11 +230,35 @@ def get_embedder(spec: ModelSpec | None = None) -> Embedder:
         return _embedders[spec]
 
 
+def _model_key(kind: str) -> str:
+    return f"embeddings_model:{kind}"
+
+
+def _claim_model(db: Database, kind: str, model_id: str) -> None:
+    """Flag every item of ``kind`` for embedding when the vectors were made by another model.
+
+    The ``needs_embedding`` flags (set on insert and by the content-change
+    triggers) then list exactly the pending items, through a partial index, so
+    finding them costs nothing when nothing is pending.
+    """
+    if db.scalar("SELECT value FROM meta WHERE key = ?", (_model_key(kind),)) == model_id:
+        return
+    table, _ = _PENDING[kind]
+    with db.transaction():
+        if db.scalar("SELECT value FROM meta WHERE key = ?", (_model_key(kind),)) != model_id:
+            db.execute(f"UPDATE {table} SET needs_embedding = 1")
+            db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (_model_key(kind), model_id))
+
+
 def pending_count(db: Database, model_id: str) -> int:
     """How many memories and chunks still need a vector of ``model_id``."""
     total = 0
-    for sql in _PENDING_SQL.values():
-        total += db.scalar(f"SELECT COUNT(*) FROM ({sql})", (model_id, -1)) or 0
+    for kind, (table, _) in _PENDING.items():
+        if db.scalar("SELECT value FROM meta WHERE key = ?", (_model_key(kind),)) != model_id:
+            total += db.scalar(_COUNT_SQL[kind]) or 0
+        else:
+            extra = " AND is_deleted = 0" if kind == "memory" else ""
+            total += db.scalar(f"SELECT COUNT(*) FROM {table} WHERE needs_embedding = 1{extra}") or 0
     return total
 
 
@@ -244,22 +273,28 @@ def embed_pending(
     """Embed memories and chunks lacking a vector of the embedder's model; returns how many.
 
     Each batch is embedded outside any transaction and written in one short
-    transaction, so hooks writing at the same time wait milliseconds, not seconds.
+    transaction, so hooks writing at the same time wait milliseconds, not seconds;
+    an item whose text changed meanwhile keeps its flag and is embedded again.
     Vectors of another model are replaced, never mixed. When sqlite-vec is
     loaded the vec0 index is brought up to date too.
     """
     done = 0
-    for kind, sql in _PENDING_SQL.items():
+    for kind, (table, sql) in _PENDING.items():
         _, emb_table, _ = vectors.KINDS[kind]
+        _claim_model(db, kind, embedder.model_id)
         while limit is None or done < limit:
             size = batch_size if limit is None else min(batch_size, limit - done)
-            batch = db.rows(sql, (embedder.model_id, size))
+            batch = db.rows(sql, (size,))
             if not batch:
                 break
             vecs = embedder.embed([row["text"] for row in batch])
             now = clock.now()
             with db.transaction():
                 for row, vector in zip(batch, vecs):
+                    db.execute(f"UPDATE {table} SET needs_embedding = 0 WHERE seq = ? AND content = ?",
+                               (row["seq"], row["content"]))
+                    if db.changes() == 0:
+                        continue
                     db.execute(
                         f"INSERT INTO {emb_table}(item_seq, model_id, vector, indexed, created_at) "
                         f"VALUES (?, ?, ?, 0, ?) ON CONFLICT(item_seq) DO UPDATE SET "

@@ -63,11 +63,13 @@ CREATE TABLE memories (
     deleted_at      TEXT,
     source          TEXT NOT NULL DEFAULT 'manual',
     dedupe_key      TEXT,
+    needs_embedding INTEGER NOT NULL DEFAULT 1,
     metadata        TEXT NOT NULL DEFAULT '{{}}'
 );
 CREATE INDEX memories_project_created ON memories(project_id, created_at);
 CREATE INDEX memories_session ON memories(session_id, created_at);
 CREATE INDEX memories_category ON memories(project_id, category, created_at);
+CREATE INDEX memories_unembedded ON memories(seq) WHERE needs_embedding = 1;
 CREATE UNIQUE INDEX memories_dedupe ON memories(session_id, dedupe_key)
     WHERE session_id IS NOT NULL AND dedupe_key IS NOT NULL;
 
@@ -128,8 +130,10 @@ CREATE TABLE chunks (
     ordinal     INTEGER NOT NULL,
     heading     TEXT NOT NULL DEFAULT '',
     content     TEXT NOT NULL,
+    needs_embedding INTEGER NOT NULL DEFAULT 1,
     UNIQUE (document_id, ordinal)
 );
+CREATE INDEX chunks_unembedded ON chunks(seq) WHERE needs_embedding = 1;
 
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     heading, content, content='chunks', content_rowid='seq', tokenize='unicode61 remove_diacritics 2'
@@ -181,9 +185,11 @@ CREATE TRIGGER chunk_embeddings_gone AFTER DELETE ON chunk_embeddings BEGIN
 END;
 CREATE TRIGGER memories_content_changed AFTER UPDATE OF content ON memories BEGIN
     DELETE FROM memory_embeddings WHERE item_seq = new.seq;
+    UPDATE memories SET needs_embedding = 1 WHERE seq = new.seq;
 END;
 CREATE TRIGGER chunks_content_changed AFTER UPDATE OF content ON chunks BEGIN
     DELETE FROM chunk_embeddings WHERE item_seq = new.seq;
+    UPDATE chunks SET needs_embedding = 1 WHERE seq = new.seq;
 END;
 
 CREATE TABLE meta (
