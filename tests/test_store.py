@@ -6,7 +6,6 @@ import multiprocessing
 import os
 import stat
 import sys
-from pathlib import Path
 
 import pytest
 

@@ -68,6 +68,19 @@ def caught_up_embedder(db: database.Database, mode: str) -> Any:
     return embedder
 
 
+def report_search(result: Any, query: str, as_json: bool) -> bool:
+    """Print a search's warnings, and its JSON or its "no results" line; True when text rows should follow."""
+    for warning in result.warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    if as_json:
+        emit_json([hit.to_dict() for hit in result.hits])
+        return False
+    if not result.hits:
+        click.echo(f"No results found for: {query}")
+        return False
+    return True
+
+
 def fail(message: str, code: int = 1) -> None:
     click.echo(f"Error: {message}", err=True)
     sys.exit(code)

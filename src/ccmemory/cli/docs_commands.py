@@ -6,7 +6,8 @@ import click
 
 from .. import documents
 from ..search import DEFAULT_LIMIT, MAX_LIMIT, MODES
-from .common import caught_up_embedder, emit_json, handles_errors, json_option, open_store, preview, project_option
+from .common import (caught_up_embedder, emit_json, handles_errors, json_option, open_store, preview, project_option,
+                     report_search)
 
 
 @click.group()
@@ -47,13 +48,8 @@ def search_docs(query: str, limit: int, mode: str, project_dir: str | None, as_j
     db, project = open_store(project_dir, vectors=mode != "keyword")
     embedder = caught_up_embedder(db, mode)
     result = documents.search_with_info(db, query, project_id=project, limit=limit, mode=mode, embedder=embedder)
-    for warning in result.warnings:
-        click.echo(f"Warning: {warning}", err=True)
-    if as_json:
-        emit_json([hit.to_dict() for hit in result.hits])
+    if not report_search(result, query, as_json):
         return
-    if not result.hits:
-        click.echo(f"No results found for: {query}")
     for number, hit in enumerate(result.hits, 1):
         source = hit.document.source_path or hit.document.source_url or "inline"
         click.echo(f"{number}. [{hit.score:.2f}] {hit.document.title}#{hit.chunk.heading or 'top'} ({source})")

@@ -9,7 +9,8 @@ import click
 from .. import memories, search as searching
 from ..memories import CATEGORIES, Memory
 from ..migrations import SECTORS
-from .common import caught_up_embedder, emit_json, fail, handles_errors, json_option, open_db, open_store, preview, project_option
+from .common import (caught_up_embedder, emit_json, fail, handles_errors, json_option, open_db, open_store, preview,
+                     project_option, report_search)
 
 
 def _describe(memory: Memory) -> str:
@@ -64,13 +65,7 @@ def search(query: str, limit: int, mode: str, sector: str | None, include_supers
     embedder = caught_up_embedder(db, mode)
     result = searching.search_with_info(db, query, project_id=project, mode=mode, sector=sector, limit=limit,
                                         include_superseded=include_superseded, embedder=embedder)
-    for warning in result.warnings:
-        click.echo(f"Warning: {warning}", err=True)
-    if as_json:
-        emit_json([hit.to_dict() for hit in result.hits])
-        return
-    if not result.hits:
-        click.echo(f"No results found for: {query}")
+    if not report_search(result, query, as_json):
         return
     for number, hit in enumerate(result.hits, 1):
         click.echo(f"{number}. [{hit.score:.2f}] {_describe(hit.memory)}")
