@@ -221,15 +221,19 @@ def add(
                 "SELECT id FROM memories WHERE session_id = ? AND dedupe_key = ?", (session_id, dedupe_key)
             )
         elif session_id:
-            record_usage(db, session_id, [memory_id], "created")
+            _link(db, session_id, [memory_id], "created")
     return get(db, memory_id)
 
 
 def record_usage(db: Database, session_id: str, memory_ids: Sequence[str], usage_type: str) -> None:
     """Note in ``session_memories`` that a session created, recalled or reinforced memories."""
     _validate_choice(usage_type, USAGE_TYPES, "usage type")
-    if not db.scalar("SELECT 1 FROM sessions WHERE id = ?", (session_id,)):
-        return
+    if db.scalar("SELECT 1 FROM sessions WHERE id = ?", (session_id,)):
+        _link(db, session_id, memory_ids, usage_type)
+
+
+def _link(db: Database, session_id: str, memory_ids: Sequence[str], usage_type: str) -> None:
+    """Insert ``session_memories`` rows for a session known to exist."""
     now = clock.now()
     with db.transaction():
         for memory_id in memory_ids:
@@ -259,8 +263,9 @@ def resolve_id(db: Database, memory_id: str) -> str:
 
 def get(db: Database, memory_id: str) -> Memory:
     """One memory by id (or unique id prefix); deleted ones included."""
-    full_id = resolve_id(db, memory_id)
-    row = db.one(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?", (full_id,))
+    row = db.one(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,))
+    if row is None:
+        row = db.one(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?", (resolve_id(db, memory_id),))
     assert row is not None
     return Memory.from_row(row)
 

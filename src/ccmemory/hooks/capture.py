@@ -406,10 +406,11 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     if reason:
         log.debug("capture", f"skipped: {reason}")
         return
-    observation = build_observation(data, config, cwd=cwd, root=str(projects.project_root(cwd)))
+    root = projects.project_root(cwd)
+    observation = build_observation(data, config, cwd=cwd, root=root)
     db = database.connect(vectors=False)
     try:
-        project = projects.project_id(db, cwd)
+        project = projects.project_id(db, root)
         memories.add(
             db, project_id=project, content=observation.content, sector="episodic", tier="session",
             category=observation.category, tags=[observation.tool], files=observation.files,
