@@ -71,6 +71,17 @@ def rank_memories(candidates: Sequence[Any]) -> list[Any]:
     return sorted(newest_first, key=lambda m: -m.salience)
 
 
+def _fitting(entries: list[str], room: int) -> list[str]:
+    """The leading entries whose lengths add up to at most ``room`` characters (stops at the first misfit)."""
+    taken: list[str] = []
+    for entry in entries:
+        if len(entry) > room:
+            break
+        taken.append(entry)
+        room -= len(entry)
+    return taken
+
+
 def build(db: Any, project_id: int, *, project_name: str, config: Config, exclude_session: str | None = None) -> str:
     """The text SessionStart injects for a project, or "" when there is nothing to recall."""
     from .. import memories, sessions
@@ -90,14 +101,7 @@ def build(db: Any, project_id: int, *, project_name: str, config: Config, exclud
 
     recent = [s for s in sessions.recent(db, project_id, limit=int(settings["sessions"]) + 1, with_summary=True)
               if s["id"] != exclude_session][: int(settings["sessions"])]
-    session_room = int(room * SESSION_SHARE)
-    entries: list[str] = []
-    for session in recent:
-        entry = _session_entry(session) + "\n"
-        if len(entry) > session_room:
-            break
-        entries.append(entry)
-        session_room -= len(entry)
+    entries = _fitting([_session_entry(session) + "\n" for session in recent], int(room * SESSION_SHARE))
     if entries:
         parts.append("\nRecent sessions (newest first):\n" + "".join(entries))
     room -= sum(len(p) for p in parts)
@@ -105,15 +109,9 @@ def build(db: Any, project_id: int, *, project_name: str, config: Config, exclud
     candidates = [m for m in memories.list_memories(db, project_id=project_id, tier="project",
                                                     include_superseded=False, limit=CANDIDATE_MEMORIES)
                   if m.source != "summary"]
-    lines: list[str] = []
     title = "\nProject memories (most salient first):\n"
-    room -= len(title)
-    for memory in rank_memories(candidates)[: int(settings["memories"])]:
-        line = _memory_line(memory) + "\n"
-        if len(line) > room:
-            break
-        lines.append(line)
-        room -= len(line)
+    ranked = rank_memories(candidates)[: int(settings["memories"])]
+    lines = _fitting([_memory_line(memory) + "\n" for memory in ranked], room - len(title))
     if lines:
         parts.append(title + "".join(lines))
     if not parts:
