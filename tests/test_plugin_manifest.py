@@ -30,6 +30,14 @@ def test_plugin_marketplace_and_package_agree() -> None:
     assert [(p["name"], p["source"]) for p in marketplace["plugins"]] == [("ccmemory", "./")]
 
 
+def test_mcp_server_env_never_overrides_what_claude_code_exports() -> None:
+    """``"env": {"CLAUDE_PLUGIN_DATA": "${CLAUDE_PLUGIN_DATA}"}`` hands the server the literal placeholder."""
+    for name, server in load(".mcp.json")["mcpServers"].items():
+        for key, value in server.get("env", {}).items():
+            assert not key.startswith("CLAUDE_"), (name, key)
+            assert "${CLAUDE_PLUGIN_DATA}" not in value, (name, key)
+
+
 def test_every_hook_runs_an_existing_script_through_python() -> None:
     hooks = load(load(".claude-plugin/plugin.json")["hooks"])["hooks"]
     assert set(hooks) == EVENTS

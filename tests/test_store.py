@@ -250,16 +250,24 @@ def test_fts_follows_insert_update_and_delete(db, project):
 
 # --- files, permissions, migrations ---------------------------------------------------------------
 
-def test_data_dir_resolution_order(monkeypatch, tmp_path):
-    monkeypatch.setenv("CCMEMORY_HOME", str(tmp_path / "a"))
-    monkeypatch.setenv("CLAUDE_PLUGIN_DATA", str(tmp_path / "b"))
-    assert paths.data_dir() == str(tmp_path / "a")
-    monkeypatch.delenv("CCMEMORY_HOME")
-    assert paths.data_dir() == str(tmp_path / "b")
-    monkeypatch.delenv("CLAUDE_PLUGIN_DATA")
+def test_data_dir_is_ccmemory_home_else_the_user_dir_never_the_plugin_data_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("CLAUDE_PLUGIN_DATA", str(tmp_path / "plugin-data"))
+    monkeypatch.setenv("CCMEMORY_HOME", str(tmp_path / "a"))
+    assert paths.data_dir() == str(tmp_path / "a")
+    assert paths.ignored_settings() == []
+    monkeypatch.delenv("CCMEMORY_HOME")
+    assert paths.data_dir() == paths.default_data_dir()
     if sys.platform.startswith("linux"):
         assert paths.data_dir() == str(tmp_path / "xdg" / "ccmemory")
+
+
+@pytest.mark.parametrize("value", ["relative/dir", "${CLAUDE_PLUGIN_DATA}", "${CCMEMORY_HOME}/x", "."])
+def test_a_data_dir_that_is_not_absolute_is_ignored_never_made_in_the_project(monkeypatch, tmp_path, value):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CCMEMORY_HOME", value)
+    assert paths.data_dir() == paths.default_data_dir()
+    assert value in paths.ignored_settings()[0]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")

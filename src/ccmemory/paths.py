@@ -1,8 +1,17 @@
 """Where ccmemory keeps its data, and how it protects it.
 
-Resolution order for the data directory: ``CCMEMORY_HOME``, then
-``CLAUDE_PLUGIN_DATA`` (set by Claude Code for plugin hooks and MCP servers),
-then the per-user data directory of the platform.
+The data directory is ``CCMEMORY_HOME`` when it is set to an absolute path,
+else the per-user data directory of the platform. It deliberately does not
+follow ``CLAUDE_PLUGIN_DATA``: that directory differs between a marketplace
+install, ``--plugin-dir`` and a second marketplace, is not set in a terminal,
+and is deleted with the plugin. Hooks, the MCP server and the CLI must all find
+the same memory whatever Claude Code exports, so the plugin data directory only
+holds the MCP server's Python runtime (see ``scripts/mcp_launcher.py``).
+
+A value that is not an absolute path (empty, relative, or a placeholder such as
+``${CLAUDE_PLUGIN_DATA}`` that a client failed to substitute) is ignored, so
+nothing is ever created relative to the working directory, which is the
+user's project; :func:`ignored_settings` says what was ignored.
 
 Paths are plain strings built with :mod:`os.path`: every hook imports this
 module, and importing :mod:`pathlib` would cost each tool call ~10 ms.
@@ -16,12 +25,30 @@ import sys
 DB_FILENAME = "ccmemory.db"
 
 
+def usable_dir(value: str | None) -> str | None:
+    """``value`` as a directory path if it is an absolute path after ``~`` expansion, else None."""
+    if not value or "${" in value:
+        return None
+    path = os.path.expanduser(value)
+    return path if os.path.isabs(path) else None
+
+
+def ignored_settings() -> list[str]:
+    """Why a set ``CCMEMORY_HOME`` is not used, for ``ccmemory doctor``; empty when nothing was ignored."""
+    value = os.environ.get("CCMEMORY_HOME")
+    if value and usable_dir(value) is None:
+        return [f"CCMEMORY_HOME={value!r} is not an absolute path, so it is ignored and {default_data_dir()} "
+                "is used; set it to an absolute path or unset it"]
+    return []
+
+
 def data_dir() -> str:
     """The directory holding the database, config, logs and model folder."""
-    for var in ("CCMEMORY_HOME", "CLAUDE_PLUGIN_DATA"):
-        value = os.environ.get(var)
-        if value:
-            return os.path.expanduser(value)
+    return usable_dir(os.environ.get("CCMEMORY_HOME")) or default_data_dir()
+
+
+def default_data_dir() -> str:
+    """The platform's per-user data directory for ccmemory."""
     home = os.path.expanduser("~")
     if sys.platform == "win32":
         return os.path.join(os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local"), "ccmemory")

@@ -8,7 +8,7 @@ server itself stays a thin transport.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 #: Modules whose ``TOOLS`` the server registers, in the order tools are listed.
 TOOL_MODULES = (
@@ -35,6 +35,11 @@ class Tool:
     description: str
     input_schema: dict[str, Any]
     handler: Callable[["ToolContext", dict[str, Any]], str]
+
+
+def tool_listing(tools: Iterable[Tool]) -> list[dict[str, Any]]:
+    """The ``tools/list`` entries, as JSON objects, for the SDK server and the bootstrap server alike."""
+    return [{"name": t.name, "description": t.description, "inputSchema": t.input_schema} for t in tools]
 
 
 @dataclass

@@ -39,7 +39,7 @@ from mcp.shared.exceptions import MCPError
 from .. import __version__, db as database, projects
 from ..errors import CCMemoryError
 from .background import STATE_KEY, Background
-from .registry import TOOL_MODULES, Tool, ToolContext, ToolError
+from .registry import TOOL_MODULES, Tool, ToolContext, ToolError, tool_listing
 
 SERVER_NAME = "ccmemory"
 START_GRACE_SECONDS = 3.0
@@ -142,9 +142,7 @@ class Runtime:
 
 def build_server(runtime: Runtime, tools: dict[str, Tool]) -> Server:
     """The low-level SDK server answering ``tools/list`` and ``tools/call``; other methods get -32601."""
-    listing = types.ListToolsResult(
-        tools=[types.Tool(name=t.name, description=t.description, input_schema=t.input_schema) for t in tools.values()]
-    )
+    listing = types.ListToolsResult(tools=[types.Tool.model_validate(entry) for entry in tool_listing(tools.values())])
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         runtime.start_background()
