@@ -243,7 +243,83 @@ def _m002_docmem(db: Database) -> None:
     _run_script(db, _M002)
 
 
-MIGRATIONS: List[Callable[[Database], None]] = [_m001_initial, _m002_docmem]
+_M003 = """
+-- Claude's memory tool (memory_20250818) as files in the store. project_id NULL is the
+-- user-wide scope (/memories/user/...), shared by every project; path is inside the scope.
+CREATE TABLE memory_files (
+    id         INTEGER PRIMARY KEY,
+    project_id INTEGER REFERENCES projects(id) ON DELETE CASCADE,
+    path       TEXT NOT NULL,
+    content    TEXT NOT NULL,
+    version    INTEGER NOT NULL DEFAULT 1,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE UNIQUE INDEX memory_files_path ON memory_files(ifnull(project_id, 0), path);
+
+-- Every memory-file operation, successful or not: who (source, session), what, where. Never the
+-- content. project_id has no foreign key so the log outlives what it describes.
+CREATE TABLE memory_file_log (
+    id         INTEGER PRIMARY KEY,
+    at         TEXT NOT NULL,
+    project_id INTEGER,
+    session_id TEXT,
+    source     TEXT NOT NULL,
+    command    TEXT NOT NULL,
+    path       TEXT,
+    new_path   TEXT,
+    ok         INTEGER NOT NULL,
+    detail     TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX memory_file_log_project ON memory_file_log(project_id, id);
+"""
+
+
+def _m003_memory_files(db: Database) -> None:
+    """Memory files of Claude's memory tool, project and user scopes, and their audit log."""
+    _run_script(db, _M003)
+
+
+_M004 = """
+-- The rolling local context: one entry per turn that did something, per working directory.
+-- Only the newest 40 entries stay rows; older ones are folded into their theme's counts.
+CREATE TABLE local_context_entries (
+    id         INTEGER PRIMARY KEY,
+    directory  TEXT NOT NULL,
+    session_id TEXT,
+    at         TEXT NOT NULL,
+    title      TEXT NOT NULL,
+    details    TEXT NOT NULL DEFAULT '[]',
+    files      TEXT NOT NULL DEFAULT '[]',
+    theme      TEXT NOT NULL,
+    last_seq   INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX local_context_entries_directory ON local_context_entries(directory, id);
+CREATE TABLE local_context_themes (
+    directory TEXT NOT NULL,
+    theme     TEXT NOT NULL,
+    entries   INTEGER NOT NULL,
+    first_at  TEXT NOT NULL,
+    last_at   TEXT NOT NULL,
+    titles    TEXT NOT NULL DEFAULT '[]',
+    PRIMARY KEY (directory, theme)
+);
+-- Per-directory switch (NULL: the configured default) and where the last clear left off.
+CREATE TABLE local_context_directories (
+    directory   TEXT PRIMARY KEY,
+    enabled     INTEGER CHECK (enabled IN (0, 1)),
+    cleared_at  TEXT,
+    cleared_seq INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+
+def _m004_local_context(db: Database) -> None:
+    """The rolling per-directory activity log, its themes and its per-directory switch."""
+    _run_script(db, _M004)
+
+
+MIGRATIONS: List[Callable[[Database], None]] = [_m001_initial, _m002_docmem, _m003_memory_files, _m004_local_context]
 _BACKUPS_KEPT = 3
 
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 TOOL_MODULES = (
     "ccmemory.mcp.memory_tools",
     "ccmemory.mcp.docs_tools",
+    "ccmemory.mcp.file_tools",
     "ccmemory.docmem.tools",
 )
 
