@@ -39,6 +39,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "sessions": 3,
         "memories": 40,
     },
+    "local_context": {
+        # The rolling per-directory activity log (``ccmemory context show``): on unless switched off here,
+        # or per directory with ``ccmemory context off``.
+        "enabled": True,
+    },
     "summary": {
         # "extractive" (deterministic, no model) or "claude" (the user's own `claude -p`, run detached).
         "mode": "extractive",

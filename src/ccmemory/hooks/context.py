@@ -1,6 +1,11 @@
-"""SessionStart: a budgeted index of the project's memory, injected as ``additionalContext``.
+"""SessionStart: the memory files, the local context and a budgeted index of the project's memory.
 
-The context is an index, not the memories themselves: the latest session
+First come the memory files of Claude's memory tool (this project's and the
+user-wide ones, newest first, each in full while they fit in
+:data:`FILES_SHARE` of the room, then cut with a pointer to ``view``), then the
+newest entries of the directory's rolling local context (up to
+:data:`LOCAL_SHARE`), then the index, which gets the rest. The index is not the
+memories themselves: the latest session
 summaries, then the most salient project-tier memories, one line each with its
 id and an estimate of what reading it in full costs, so Claude fetches only
 what it needs through the MCP tools. It fits ``context.max_tokens`` (about 4
@@ -27,6 +32,9 @@ CHARS_PER_TOKEN = 4
 #: Claude Code saves longer additionalContext to a file and shows only a preview.
 CLAUDE_CODE_LIMIT_CHARS = 10_000
 SESSION_SHARE = 0.45
+FILES_SHARE = 0.5
+LOCAL_SHARE = 0.2
+MIN_FILE_EXCERPT = 200
 SESSION_ENTRY_CHARS = 600
 MEMORY_LINE_CHARS = 220
 CANDIDATE_MEMORIES = 500
@@ -82,29 +90,82 @@ def _fitting(entries: list[str], room: int) -> list[str]:
     return taken
 
 
-def build(db: Any, project_id: int, *, project_name: str, config: Config, exclude_session: str | None = None) -> str:
-    """The text SessionStart injects for a project, or "" when there is nothing to recall."""
-    from .. import memories, sessions
+def _file_block(row: Any, room: int, *, whole_only: bool) -> str:
+    """One memory file, whole if it fits in ``room``, else (unless ``whole_only``) its start and where the rest is."""
+    head = f'<file path="{row.display}" updated="{row.updated_at[:10]}">\n'
+    tail = "</file>\n" if row.content.endswith("\n") else "\n</file>\n"
+    whole = head + row.content + tail
+    if len(whole) <= room:
+        return whole
+    keep = room - len(head) - 120
+    if whole_only or keep < MIN_FILE_EXCERPT:
+        return ""
+    rest = len(row.content) - keep
+    return f"{head}{row.content[:keep]}\n[… {rest} more characters: view {row.display}]\n</file>\n"
+
+
+def files_section(db: Any, project_id: int, room: int) -> str:
+    """This project's and the user-wide memory files within ``room`` characters, newest first.
+
+    Files that fit whole come first; the room left then goes to the start of the others, in order.
+    """
+    from ..files import store
+
+    rows = sorted(store.visible(db, project_id), key=lambda row: row.updated_at, reverse=True)
+    if not rows:
+        return ""
+    title = ("\nMemory files (Claude's memory tool, the ccmemory `memory` tool; /memories is this project, "
+             "/memories/user is shared by all your projects; newest first):\n")
+    room -= len(title) + 200  # keep room for the list of files left out
+    blocks: dict[int, str] = {}
+    for whole_only in (True, False):
+        for index, row in enumerate(rows):
+            if index not in blocks:
+                block = _file_block(row, room, whole_only=whole_only)
+                if block:
+                    blocks[index] = block
+                    room -= len(block)
+    left_out = [row.display for index, row in enumerate(rows) if index not in blocks]
+    more = _one_line("Not shown, view them when needed: " + ", ".join(left_out), 190) + "\n" if left_out else ""
+    return title + "".join(blocks[index] for index in sorted(blocks)) + more
+
+
+def build(db: Any, project_id: int, *, project_name: str, config: Config, exclude_session: str | None = None,
+          directory: str | None = None) -> str:
+    """The text SessionStart injects for a project, or "" when there is nothing to recall.
+
+    ``directory`` is the working directory whose rolling local context is included (when it is on there).
+    """
+    from .. import local_context, memories, sessions
 
     settings = config.section("context")
     budget = min(int(settings["max_tokens"]) * CHARS_PER_TOKEN, CLAUDE_CODE_LIMIT_CHARS - 200)
     header = (
         f"<{CONTEXT_TAG}>\n"
         f"Memory from earlier Claude Code sessions in this project ({project_name}), kept by ccmemory. "
-        "This is an index: read entries in full with the ccmemory MCP tool memory_get (ids=[...]), see what "
-        "happened around one with memory_timeline (anchor_id), and look for anything else with memory_search. "
-        "Older entries may be outdated; check before relying on them.\n"
+        "The index below is not the memories themselves: read entries in full with the ccmemory MCP tool "
+        "memory_get (ids=[...]), see what happened around one with memory_timeline (anchor_id), and look for "
+        "anything else with memory_search. Older entries may be outdated; check before relying on them.\n"
     )
     footer = f"</{CONTEXT_TAG}>"
     room = budget - len(header) - len(footer)
     parts: list[str] = []
+
+    files = files_section(db, project_id, int(room * FILES_SHARE))
+    if files:
+        parts.append(files)
+    if directory and local_context.is_enabled(db, directory, config.get("local_context", "enabled")):
+        recent_activity = local_context.for_session_start(db, directory, int(room * LOCAL_SHARE))
+        if recent_activity:
+            parts.append(recent_activity)
+    room -= sum(len(p) for p in parts)
 
     recent = [s for s in sessions.recent(db, project_id, limit=int(settings["sessions"]) + 1, with_summary=True)
               if s["id"] != exclude_session][: int(settings["sessions"])]
     entries = _fitting([_session_entry(session) + "\n" for session in recent], int(room * SESSION_SHARE))
     if entries:
         parts.append("\nRecent sessions (newest first):\n" + "".join(entries))
-    room -= sum(len(p) for p in parts)
+        room -= len(parts[-1])
 
     candidates = [m for m in memories.list_memories(db, project_id=project_id, tier="project",
                                                     include_superseded=False, limit=CANDIDATE_MEMORIES)
@@ -139,7 +200,8 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         if session_id:
             sessions.ensure(db, session_id, project, transcript_path=payloads.text(data, "transcript_path"))
         root = projects.project_root(cwd)
-        context = build(db, project, project_name=os.path.basename(root) or root, config=config, exclude_session=session_id)
+        context = build(db, project, project_name=os.path.basename(root) or root, config=config,
+                        exclude_session=session_id, directory=cwd)
     finally:
         db.close()
     if context:

@@ -19,7 +19,7 @@ import re
 from typing import Any, Sequence
 
 from ..config import Config
-from . import log, payload as payloads
+from . import activity, log, payload as payloads
 from .capture import cut
 from .privacy import sanitize
 
@@ -186,10 +186,16 @@ def store_summary(db: Any, *, project_id: int, session_id: str, text: str, files
 def summarize(db: Any, *, project_id: int, session_id: str, root: str, transcript_path: str | None,
               last_message: str | None) -> str | None:
     """Write the session's extractive summary; returns the summary memory id, or None with nothing to say."""
+    return summarize_from(db, project_id=project_id, session_id=session_id, root=root,
+                          observations=session_observations(db, session_id), prompts=user_prompts(transcript_path),
+                          last_message=last_message)
+
+
+def summarize_from(db: Any, *, project_id: int, session_id: str, root: str, observations: Sequence[Any],
+                   prompts: Sequence[str], last_message: str | None) -> str | None:
+    """:func:`summarize` from observations and prompts already read."""
     from .. import clock
 
-    observations = session_observations(db, session_id)
-    prompts = user_prompts(transcript_path)
     if not observations and not last_message and not prompts:
         return None
     text = extractive_summary(observations, prompts=prompts, last_message=last_message, root=root,
@@ -223,12 +229,19 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         log.error("stop", "payload has no session_id; no summary written")
         return
     transcript = payloads.text(data, "transcript_path")
+    last_message = payloads.text(data, "last_assistant_message")
     db = database.connect(vectors=False)
     try:
         project = projects.project_id(db, cwd)
         sessions.ensure(db, session_id, project, transcript_path=transcript)
-        memory_id = summarize(db, project_id=project, session_id=session_id, root=str(projects.project_root(cwd)),
-                              transcript_path=transcript, last_message=payloads.text(data, "last_assistant_message"))
+        root = str(projects.project_root(cwd))
+        observations = session_observations(db, session_id)
+        prompts = user_prompts(transcript)
+        memory_id = summarize_from(db, project_id=project, session_id=session_id, root=root,
+                                   observations=observations, prompts=prompts, last_message=last_message)
+        activity.record_turn(db, directory=cwd, session_id=session_id, observations=observations,
+                             prompt=prompts[-1] if prompts else None, last_message=last_message, root=root,
+                             enabled_by_default=config.get("local_context", "enabled"))
     finally:
         db.close()
     if memory_id is None:

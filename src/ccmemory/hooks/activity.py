@@ -1,0 +1,103 @@
+"""Stop: one entry of the rolling local context per turn that did something.
+
+The entry is built from what the capture hook already stored for this session
+since the last entry (so the capture path itself does no extra work), plus the
+turn's request from the transcript and Claude's last reply: the files changed
+and read, the commands run, decisions stated, errors met. Its theme, which
+groups it with others once it is old (see :mod:`ccmemory.local_context`), is
+the area of the project it touched most.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence
+
+from .. import local_context
+from .capture import cut
+from .privacy import sanitize
+
+CHANGING_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+
+
+def _relative(path: str, root: str) -> str:
+    prefix = root.rstrip(os.sep) + os.sep
+    return path[len(prefix):] if path.startswith(prefix) else path
+
+
+def theme_of(files: Sequence[str], root: str, ran_commands: bool) -> str:
+    """The area a turn worked in: the most common folder (two levels at most) of its files."""
+    counts: dict[str, int] = {}
+    for path in files:
+        relative = _relative(path, root)
+        if os.path.isabs(relative):
+            area = "outside the project"
+        else:
+            area = "/".join(relative.split(os.sep)[:-1][:2]) or "top level"
+        counts[area] = counts.get(area, 0) + 1
+    if counts:
+        return max(counts.items(), key=lambda kv: kv[1])[0]
+    return "shell commands" if ran_commands else "conversation"
+
+
+def build_entry(observations: Sequence[Any], *, prompt: str | None, last_message: str | None,
+                root: str) -> dict[str, Any] | None:
+    """The entry for one turn (observations oldest first), or None when the turn did nothing worth a line."""
+    from .summary import decisions
+
+    changed: list[str] = []
+    read: list[str] = []
+    commands: list[str] = []
+    errors: list[str] = []
+    tally: dict[str, int] = {}
+    for memory in observations:
+        tool = memory.metadata.get("tool") or (memory.tags[0] if memory.tags else "tool")
+        tally[tool] = tally.get(tool, 0) + 1
+        target = changed if tool in CHANGING_TOOLS else read
+        target.extend(f for f in memory.files if f not in target)
+        first = memory.content.split("\n", 1)[0]
+        if tool == "Bash":
+            commands.append(cut(first.split(": ", 1)[-1], 120))
+        if memory.category == "gotcha":
+            errors.append(cut(first, 160))
+    read = [f for f in read if f not in changed]
+    outcome = sanitize(last_message or "").strip()
+    request = sanitize(prompt or "").strip()
+    chosen = decisions([outcome, request], limit=3)
+    if not observations and not chosen:
+        return None
+    details: list[str] = []
+    for label, items, most in (("Files changed", changed, 8), ("Files read", read, 5)):
+        if items:
+            more = f" (+{len(items) - most} more)" if len(items) > most else ""
+            details.append(f"{label}: {', '.join(_relative(f, root) for f in items[:most])}{more}")
+    if commands:
+        details.append("Commands: " + "; ".join(commands[-4:]))
+    if chosen:
+        details.append("Decisions: " + "; ".join(chosen))
+    if errors:
+        details.append("Errors: " + "; ".join(errors[-2:]))
+    if outcome:
+        details.append("Outcome: " + cut(" ".join(outcome.split()), 200))
+    title = request or "Tool work: " + ", ".join(f"{n} {tool}" for tool, n in sorted(tally.items()))
+    return {"title": title, "details": details, "files": changed or read,
+            "theme": theme_of(changed or read, root, bool(commands)),
+            "last_seq": max((m.seq for m in observations), default=0)}
+
+
+def record_turn(db: Any, *, directory: str, session_id: str, observations: Sequence[Any], prompt: str | None,
+                last_message: str | None, root: str, enabled_by_default: bool) -> bool:
+    """Add this turn's entry to the directory's log when the log is on there; True if one was added."""
+    if not local_context.is_enabled(db, directory, enabled_by_default):
+        return False
+    mark = local_context.watermark(db, directory, session_id)
+    fresh = [m for m in observations if m.seq > mark]
+    entry = build_entry(fresh, prompt=prompt, last_message=last_message, root=root)
+    if entry is None:
+        return False
+    entry["last_seq"] = max(entry["last_seq"], mark)
+    local_context.record(db, directory, session_id=session_id, **entry)
+    return True

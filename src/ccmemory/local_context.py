@@ -1,0 +1,243 @@
+"""The rolling local context of a working directory (seed 002), kept by ccmemory from what the hooks saw.
+
+An entry is one turn that did something: when it happened, what was asked, and
+the files, commands, decisions and errors of that turn (built by
+:mod:`ccmemory.hooks.activity` at Stop). The log is condensed as it grows, by
+three rules:
+
+1. the newest :data:`DETAILED` (20) entries are shown in full;
+2. entries 21 to :data:`KEPT` (40) are shown one line each;
+3. older entries are folded into their theme (the area of the project they
+   touched), which keeps a count, a date range and the latest few titles.
+
+Folding happens when an entry is recorded, so storage stays bounded too: at most
+:data:`KEPT` entry rows and :data:`MAX_THEMES` theme rows per directory. The
+rendered log is therefore far below :data:`MAX_LINES` (1,000) by construction.
+
+Each directory can be switched on or off (:func:`set_enabled`); a directory
+without its own setting follows its nearest parent that has one, else
+``local_context.enabled`` in the config (on by default: it costs the capture
+path nothing, being built at Stop from observations already stored).
+Standard library only: the Stop and SessionStart hooks import it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+from . import clock
+
+DETAILED = 20
+KEPT = 40
+MAX_THEMES = 30
+MAX_DETAIL_LINES = 6
+THEME_TITLES = 3
+MAX_LINES = 1000
+OTHER_THEME = "other"
+HUMAN_FILE = "local-context.md"
+
+
+def directory_key(directory: str) -> str:
+    """Directories are identified by their real path."""
+    return os.path.realpath(directory)
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+# -- the switch --------------------------------------------------------------------------------------
+def setting(db: Any, directory: str) -> tuple[bool | None, str | None]:
+    """The explicit on/off that applies to ``directory`` (its own or its nearest parent's) and where it is set."""
+    key = directory_key(directory)
+    best: tuple[bool | None, str | None] = (None, None)
+    for row in db.rows("SELECT directory, enabled FROM local_context_directories WHERE enabled IS NOT NULL"):
+        place = row["directory"]
+        if key == place or key.startswith(place.rstrip(os.sep) + os.sep):
+            if best[1] is None or len(place) > len(best[1]):
+                best = (bool(row["enabled"]), place)
+    return best
+
+
+def is_enabled(db: Any, directory: str, default: bool) -> bool:
+    explicit, _ = setting(db, directory)
+    return default if explicit is None else explicit
+
+
+def set_enabled(db: Any, directory: str, enabled: bool | None) -> None:
+    """Switch the local context of a directory (and those below it) on, off, or back to the default (None)."""
+    with db.transaction():
+        db.execute("INSERT INTO local_context_directories(directory, enabled) VALUES (?, ?) "
+                   "ON CONFLICT(directory) DO UPDATE SET enabled = excluded.enabled",
+                   (directory_key(directory), None if enabled is None else int(enabled)))
+
+
+def clear(db: Any, directory: str) -> int:
+    """Forget a directory's log (seed 002's ``/clear``); returns how many entries went. Observations stay."""
+    key = directory_key(directory)
+    with db.transaction():
+        gone = int(db.scalar("SELECT count(*) FROM local_context_entries WHERE directory = ?", (key,)))
+        gone += int(db.scalar("SELECT ifnull(sum(entries), 0) FROM local_context_themes WHERE directory = ?", (key,)))
+        db.execute("DELETE FROM local_context_entries WHERE directory = ?", (key,))
+        db.execute("DELETE FROM local_context_themes WHERE directory = ?", (key,))
+        newest = db.scalar("SELECT ifnull(max(seq), 0) FROM memories")
+        db.execute("INSERT INTO local_context_directories(directory, cleared_at, cleared_seq) VALUES (?, ?, ?) "
+                   "ON CONFLICT(directory) DO UPDATE SET cleared_at = excluded.cleared_at, "
+                   "cleared_seq = excluded.cleared_seq", (key, clock.now(), newest))
+    return gone
+
+
+# -- recording ---------------------------------------------------------------------------------------
+def watermark(db: Any, directory: str, session_id: str) -> int:
+    """The newest observation seq already in the log for this session here (or cleared away)."""
+    key = directory_key(directory)
+    covered = db.scalar("SELECT ifnull(max(last_seq), 0) FROM local_context_entries WHERE directory = ? "
+                        "AND session_id = ?", (key, session_id)) or 0
+    cleared = db.scalar("SELECT cleared_seq FROM local_context_directories WHERE directory = ?", (key,)) or 0
+    return max(int(covered), int(cleared))
+
+
+def record(db: Any, directory: str, *, session_id: str | None, title: str, details: list[str],
+           files: list[str], theme: str, last_seq: int, at: str | None = None) -> None:
+    """Append one entry, then fold whatever falls beyond the newest :data:`KEPT` into its theme."""
+    key = directory_key(directory)
+    with db.transaction():
+        db.execute(
+            "INSERT INTO local_context_entries(directory, session_id, at, title, details, files, theme, last_seq) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (key, session_id, at or clock.now(), _one_line(title, 200),
+             json.dumps([_one_line(d, 300) for d in details[:MAX_DETAIL_LINES]]), json.dumps(files[:20]),
+             _one_line(theme, 80) or OTHER_THEME, last_seq),
+        )
+        for old in db.rows("SELECT id, at, title, theme FROM local_context_entries WHERE directory = ? "
+                           "ORDER BY id DESC LIMIT -1 OFFSET ?", (key, KEPT)):
+            _fold(db, key, old["theme"], 1, old["at"], old["at"], [old["title"]])
+            db.execute("DELETE FROM local_context_entries WHERE id = ?", (old["id"],))
+        _merge_small_themes(db, key)
+
+
+def _fold(db: Any, key: str, theme: str, count: int, first_at: str, last_at: str, titles: list[str]) -> None:
+    row = db.one("SELECT entries, first_at, last_at, titles FROM local_context_themes WHERE directory = ? "
+                 "AND theme = ?", (key, theme))
+    if row is None:
+        db.execute("INSERT INTO local_context_themes(directory, theme, entries, first_at, last_at, titles) "
+                   "VALUES (?, ?, ?, ?, ?, ?)", (key, theme, count, first_at, last_at,
+                                                 json.dumps(titles[-THEME_TITLES:])))
+        return
+    merged = [*json.loads(row["titles"]), *titles] if row["last_at"] <= last_at else \
+        [*titles, *json.loads(row["titles"])]
+    db.execute("UPDATE local_context_themes SET entries = ?, first_at = ?, last_at = ?, titles = ? "
+               "WHERE directory = ? AND theme = ?",
+               (row["entries"] + count, min(row["first_at"], first_at), max(row["last_at"], last_at),
+                json.dumps(merged[-THEME_TITLES:]), key, theme))
+
+
+def _merge_small_themes(db: Any, key: str) -> None:
+    """Keep at most MAX_THEMES themes: the smallest ones join the theme "other"."""
+    themes = db.rows("SELECT theme, entries, first_at, last_at, titles FROM local_context_themes "
+                     "WHERE directory = ? AND theme != ? ORDER BY entries DESC, last_at DESC", (key, OTHER_THEME))
+    has_other = db.scalar("SELECT 1 FROM local_context_themes WHERE directory = ? AND theme = ?",
+                          (key, OTHER_THEME)) is not None
+    room = MAX_THEMES - 1 if has_other or len(themes) > MAX_THEMES else MAX_THEMES
+    for small in themes[room:]:
+        db.execute("DELETE FROM local_context_themes WHERE directory = ? AND theme = ?", (key, small["theme"]))
+        _fold(db, key, OTHER_THEME, small["entries"], small["first_at"], small["last_at"],
+              json.loads(small["titles"]))
+
+
+# -- reading -----------------------------------------------------------------------------------------
+def entries(db: Any, directory: str) -> list[dict[str, Any]]:
+    """The kept entries, oldest first, with details and files decoded."""
+    rows = db.rows("SELECT at, session_id, title, details, files, theme FROM local_context_entries "
+                   "WHERE directory = ? ORDER BY id", (directory_key(directory),))
+    for row in rows:
+        row["details"] = json.loads(row["details"])
+        row["files"] = json.loads(row["files"])
+    return rows
+
+
+def themes(db: Any, directory: str) -> list[dict[str, Any]]:
+    rows = db.rows("SELECT theme, entries, first_at, last_at, titles FROM local_context_themes "
+                   "WHERE directory = ? ORDER BY first_at", (directory_key(directory),))
+    for row in rows:
+        row["titles"] = json.loads(row["titles"])
+    return rows
+
+
+def _entry_line(entry: dict[str, Any]) -> str:
+    return f"[{entry['at'][:16].replace('T', ' ')}] {entry['title']}"
+
+
+def _one_line_entry(entry: dict[str, Any], *, bracketed: bool = True) -> str:
+    files = f" (files: {', '.join(os.path.basename(f) for f in entry['files'][:4])})" if entry["files"] else ""
+    line = _entry_line(entry) if bracketed else f"{entry['at'][:16].replace('T', ' ')}: {entry['title']}"
+    return _one_line(line + files, 240)
+
+
+def render(db: Any, directory: str) -> str:
+    """The whole log as Markdown, oldest first, condensed by the three rules; empty when there is nothing."""
+    key = directory_key(directory)
+    kept, grouped = entries(db, key), themes(db, key)
+    cleared = db.scalar("SELECT cleared_at FROM local_context_directories WHERE directory = ?", (key,))
+    if not kept and not grouped and not cleared:
+        return ""
+    lines = [f"# Local context: {key}",
+             "Kept by ccmemory from what Claude Code's hooks saw, oldest first (`ccmemory context show`)."]
+    if cleared:
+        lines.append(f"Context cleared at {cleared}.")
+    if grouped:
+        lines += ["", "## Earlier work by theme"]
+        for theme in grouped:
+            latest = "; ".join(_one_line(t, 80) for t in reversed(theme["titles"]))
+            lines.append(_one_line(f"- {theme['theme']}: {theme['entries']} entries, {theme['first_at'][:10]} to "
+                                   f"{theme['last_at'][:10]}; latest: {latest}", 400))
+    older, recent = kept[:-DETAILED] if len(kept) > DETAILED else [], kept[-DETAILED:]
+    if older:
+        lines += ["", f"## Entries {len(kept)} to {DETAILED + 1} back, one line each"]
+        lines += [_one_line_entry(entry) for entry in older]
+    if recent:
+        lines += ["", f"## The last {len(recent)} entries"]
+        for entry in recent:
+            lines.append(_entry_line(entry))
+            lines += [f"  - {detail}" for detail in entry["details"]]
+    return "\n".join(lines) + "\n"
+
+
+def for_session_start(db: Any, directory: str, room: int) -> str:
+    """The newest entries that fit in ``room`` characters, newest first (the first three with details).
+
+    Lines start with the time, not ``[``: SessionStart's memory lines start ``- [id]``.
+    """
+    kept = entries(db, directory)
+    if room <= 0 or not kept:
+        return ""
+    title = "\nRecent activity in this directory (newest first; `ccmemory context show` has the whole log):\n"
+    room -= len(title)
+    taken: list[str] = []
+    for index, entry in enumerate(reversed(kept)):
+        detailed = index < 3
+        text = "- " + _one_line_entry(entry, bracketed=False) + "\n"
+        if detailed:
+            text += "".join(f"  - {detail}\n" for detail in entry["details"])
+        if len(text) > room:
+            break
+        taken.append(text)
+        room -= len(text)
+    return title + "".join(taken) if taken else ""
+
+
+def write_human_file(text: str, path: str) -> str:
+    """Write the rendered log for people to read; never through a symlink, only over a regular file."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    if os.path.lexists(path) and not os.path.isfile(path) or os.path.islink(path):
+        raise OSError(f"{path} is not a regular file; not overwritten")
+    handle = os.open(path, flags, 0o644)
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(text)
+    return path
