@@ -70,6 +70,23 @@ def event_payload(project: Path, session: str, event: str, **fields: object) -> 
                        "cwd": str(project), "hook_event_name": event, **fields}).encode()
 
 
+def seed_memory_files(home: Path, project: Path, count: int = 5) -> None:
+    """Memory files of Claude's memory tool (2 KB each, one user-wide) for SessionStart to inject."""
+    sys.path.insert(0, str(REPO / "src"))
+    from ccmemory import db as database, projects
+    from ccmemory.files import commands
+
+    db = database.connect(home / "ccmemory.db")
+    try:
+        call = commands.Call(projects.project_id(db, project), None, "bench")
+        for number in range(count):
+            where = "/memories/user" if number == 0 else "/memories"
+            commands.execute(db, {"command": "create", "path": f"{where}/notes{number}.md",
+                                  "file_text": f"# Notes {number}\n" + "- a line of notes\n" * 110}, call)
+    finally:
+        db.close()
+
+
 def summarize(label: str, samples: list[float]) -> str:
     return (f"| {label} | {len(samples)} | {statistics.median(samples):.1f} | {percentile(samples, 95):.1f} | "
             f"{max(samples):.1f} |")
@@ -106,6 +123,7 @@ def main() -> None:
             floor_ms.append(timed(floor, None, env))
             capture_ms.append(timed(capture, bash_payload(project, "main", number), env))
 
+        seed_memory_files(base / "home", project)
         start_ms, stop_ms, end_ms = [], [], []
         for number in range(20):
             session = f"s{number}"
@@ -137,9 +155,9 @@ def main() -> None:
         summarize("`python -c pass` (bare start)", bare_ms),
         summarize("`python -c 'import json, sqlite3'` (the floor of a stdlib hook)", floor_ms),
         summarize("PostToolUse capture (Bash observation)", capture_ms),
-        summarize("Stop (extractive summary of 3 calls)", stop_ms),
+        summarize("Stop (extractive summary of 3 calls + a local-context entry)", stop_ms),
         summarize("SessionEnd (end + promote)", end_ms),
-        summarize(f"SessionStart (context from up to {args.runs + 63} memories)", start_ms),
+        summarize(f"SessionStart (5 memory files, local context, up to {args.runs + 63} memories)", start_ms),
         "",
         f"Capture p50 / bare p50 = **{ratio:.2f}×** (goal ≤ 2×); importing json and sqlite3 alone is "
         f"{statistics.median(floor_ms) / statistics.median(bare_ms):.2f}× bare. SessionEnd's budget in Claude Code "

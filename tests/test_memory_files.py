@@ -69,6 +69,10 @@ def test_create_is_markdown_only(db, call) -> None:
      "Error: Parameter `insert_text` is required for command: insert"),
     ({"command": "rename", "old_path": "/memories/x.md"}, "Error: Parameter `new_path` is required for command: rename"),
     ({"command": "delete"}, "Error: Parameter `path` is required for command: delete"),
+    ({"command": "create", "path": "/memories/x.md", "file_text": 5},
+     "Error: Parameter `file_text` of create must be a string, got int"),
+    ({"command": "str_replace", "path": "/memories/x.md", "old_str": "a", "new_str": ["b"]},
+     "Error: Parameter `new_str` of str_replace must be a string, got list"),
     ({"command": "format_disk"}, "Error: Unknown command 'format_disk'. The memory tool's commands are: view, "
                                  "create, str_replace, insert, delete, rename."),
     ({}, "Error: Unknown command 'None'."),

@@ -81,10 +81,14 @@ def _required(arguments: dict[str, Any], name: str, command: str) -> Any:
     return value
 
 
-def _text(arguments: dict[str, Any], name: str, command: str, *, default: str | None = None) -> str:
-    value = arguments.get(name, default) if default is not None else _required(arguments, name, command)
+def _text(arguments: dict[str, Any], name: str, command: str, *, alias: str | None = None,
+          default: str | None = None) -> str:
+    """A string argument (or its seed-003 ``alias``); missing is an error unless there is a ``default``."""
+    value = arguments.get(name)
+    if value is None and alias is not None:
+        value = arguments.get(alias)
     if value is None:
-        value = default
+        value = default if default is not None else _required(arguments, name, command)
     if not isinstance(value, str):
         raise MemoryFileError(f"Error: Parameter `{name}` of {command} must be a string, "
                               f"got {type(value).__name__}")
@@ -267,11 +271,7 @@ def _view_directory(path: str, files: list[store.FileRow]) -> str:
 
 def create(db: Any, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
     location = paths.parse_file(_required(arguments, "path", "create"))
-    text = arguments.get("file_text") if arguments.get("file_text") is not None else arguments.get("content")
-    if text is None:
-        raise MemoryFileError("Error: Parameter `file_text` is required for command: create")
-    if not isinstance(text, str):
-        raise MemoryFileError(f"Error: Parameter `file_text` of create must be a string, got {type(text).__name__}")
+    text = _text(arguments, "file_text", "create", alias="content")
     if store.get(db, store.scope_of(location, call.project_id), location.rel) is not None:
         raise MemoryFileError(f"Error: File {location.path} already exists", failed=True)
     content, note = _checked(location, text)
@@ -308,12 +308,7 @@ def str_replace(db: Any, arguments: dict[str, Any], call: Call) -> tuple[str, st
 
 def insert(db: Any, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
     location = paths.parse(_required(arguments, "path", "insert"))
-    text = arguments.get("insert_text") if arguments.get("insert_text") is not None else arguments.get("content")
-    if text is None:
-        raise MemoryFileError("Error: Parameter `insert_text` is required for command: insert")
-    if not isinstance(text, str):
-        raise MemoryFileError(f"Error: Parameter `insert_text` of insert must be a string, "
-                              f"got {type(text).__name__}")
+    text = _text(arguments, "insert_text", "insert", alias="content")
     row = _existing_file(db, location, call)
     lines = split_lines(row.content)
     position = arguments.get("position")
