@@ -9,19 +9,24 @@ about the database schema. Only the third-party dependencies live in a virtual
 environment, ``<runtime home>/venv-<key>``, where the key hashes the dependency list
 of ``pyproject.toml`` and the Python version: a plugin update that changes no
 dependency reuses the environment, one that does builds a fresh one beside it.
-``<runtime home>`` is ``$CLAUDE_PLUGIN_DATA``, else ccmemory's data directory.
+``<runtime home>`` is ``$CLAUDE_PLUGIN_DATA`` (removed with the plugin), else
+``<ccmemory data dir>/runtime``. The memory itself is never there: see ``ccmemory.paths``.
 
-The first run builds that environment (``uv`` when it is on PATH, else
-``venv`` + ``pip`` from PyPI) in a detached process, and waits for it only as
-long as Claude Code waits for an MCP server to start (measured on a 2-core
-machine: 5 to 7 s with uv, 40 to 75 s with pip; see BENCHMARKS.md). If the
-build is not done by then, this start fails with a message saying so, the
-build goes on, and the next session (or a ``/mcp`` reconnect) finds it ready.
-``--install`` runs the build in the foreground instead.
+When the environment is ready, this process becomes the SDK server (``exec``).
+When it is not (the first start after an install or a dependency change), a
+detached process builds it, and this process serves the session at once with
+the standard-library server of ``ccmemory.mcp.bootstrap``: the same tools, search
+on keywords, and a hand-over to the SDK server as soon as the build is done. So
+the memory tools are there in the first session, whatever the build takes, and
+Claude Code never caches a failed start. The build creates the venv, installs
+``uv`` into it from PyPI and lets uv install the rest (about 2.5x faster than
+pip, see BENCHMARKS.md); if uv fails, pip installs them. ``--install`` runs the
+build in the foreground instead.
 
 ``CCMEMORY_PYTHON`` names an interpreter that already has the dependencies
 (a development venv, CI): no environment is built then.
 """
+
 
 from __future__ import annotations
 
@@ -33,6 +38,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 
 PLUGIN_ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIR = PLUGIN_ROOT / "src"
@@ -60,8 +66,12 @@ def main(argv: list[str]) -> int:
         if argv:
             raise LauncherError(f"unknown arguments {argv}; use no argument (start the server) or --install")
         override = os.environ.get("CCMEMORY_PYTHON")
-        python = Path(override) if override else wait_for_runtime(install_wait_seconds())
-        return run_server(python)
+        if override:
+            return run_server(Path(override))
+        venv = runtime_dir(requirements())
+        if is_ready(venv):
+            return run_server(venv_python(venv))
+        return serve_while_building(venv)
     except LauncherError as exc:
         print(f"ccmemory: {exc}", file=sys.stderr)
         return 1
@@ -75,15 +85,24 @@ def say(text: str) -> None:
 def runtime_home() -> Path:
     """Where environments live: the plugin's own data dir, which Claude Code removes with the plugin.
 
-    Outside Claude Code (no ``CLAUDE_PLUGIN_DATA``) it is ccmemory's data directory, resolved
-    by the plugin's own stdlib-only ``ccmemory.paths``.
+    Outside Claude Code (no usable ``CLAUDE_PLUGIN_DATA``) it is ``runtime/`` in ccmemory's data
+    directory, resolved by the plugin's own stdlib-only ``ccmemory.paths``, which also refuses
+    anything but an absolute path, so nothing is ever built in the user's project.
     """
+    paths = ccmemory_paths()
+    plugin_data = paths.usable_dir(os.environ.get("CLAUDE_PLUGIN_DATA"))
+    if plugin_data:
+        return Path(paths.ensure_private_dir(plugin_data))
+    return Path(paths.ensure_private_dir(os.path.join(paths.ensure_private_dir(paths.data_dir()), "runtime")))
+
+
+def ccmemory_paths() -> ModuleType:
+    """``ccmemory.paths`` from the plugin's own source."""
     if str(SOURCE_DIR) not in sys.path:
         sys.path.insert(0, str(SOURCE_DIR))
     from ccmemory import paths
 
-    plugin_data = os.environ.get("CLAUDE_PLUGIN_DATA")
-    return Path(paths.ensure_private_dir(plugin_data or paths.data_dir()))
+    return paths
 
 
 def requirements() -> list[str]:
@@ -111,55 +130,52 @@ def is_ready(venv: Path) -> bool:
 
 
 def install_log() -> Path:
-    logs = runtime_home() / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    return logs / "runtime-install.log"
+    paths = ccmemory_paths()
+    log = Path(paths.ensure_private_dir(str(runtime_home() / "logs"))) / "runtime-install.log"
+    fd = os.open(log, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600)
+    os.close(fd)
+    paths.make_private_file(str(log))
+    return log
 
 
-def install_wait_seconds() -> float:
-    """How long one server start may wait for a first-run build.
-
-    Claude Code gives a server ``MCP_TIMEOUT`` (30 s) to connect and, when it exits early,
-    starts it once more within that budget: two waits must fit, leaving time to start the server.
-    """
-    explicit = os.environ.get("CCMEMORY_INSTALL_WAIT")
-    if explicit:
-        return float(explicit)
-    mcp_timeout_ms = os.environ.get("MCP_TIMEOUT", "")
-    timeout = int(mcp_timeout_ms) / 1000 if mcp_timeout_ms.isdigit() else 30.0
-    return max((timeout - 6.0) / 2, 0.0)
+def failure_marker(venv: Path) -> Path:
+    """Written when a build fails, with the reason; removed when a build starts."""
+    return venv.with_name(venv.name + ".failed")
 
 
-def wait_for_runtime(budget: float) -> Path:
-    """Return the runtime's python, starting a detached build and waiting up to ``budget`` seconds if needed."""
-    venv = runtime_dir(requirements())
-    if is_ready(venv):
-        return venv_python(venv)
+def serve_while_building(venv: Path) -> int:
+    """Build the environment in a detached process; serve this session with the bootstrap server meanwhile."""
+    lock = venv.with_name(venv.name + ".lock")
+    builder = None if lock.exists() and not lock_is_stale(lock) else start_detached_build()
     log = install_log()
-    with open(log, "ab") as out:
-        builder = subprocess.Popen(
+
+    def status() -> str:
+        failed = failure_marker(venv)
+        if builder is not None and builder.poll() not in (None, 0) or failed.exists():
+            reason = failed.read_text(errors="replace").strip() if failed.exists() else f"see {log}"
+            return (f"installing the plugin's search runtime failed: {reason}; the next session retries, or run "
+                    f"`python3 \"{Path(__file__).resolve()}\" --install` to see why")
+        return ("the plugin's search runtime is still being installed, about a minute after an install or a "
+                f"dependency update; semantic search starts by itself when it is ready; progress: {log}")
+
+    def full_server() -> list[str] | None:
+        return [str(venv_python(venv)), "-m", SERVER_MODULE] if is_ready(venv) else None
+
+    from ccmemory.mcp import bootstrap
+
+    bootstrap.serve(full_server, status, server_env())
+
+
+def start_detached_build() -> subprocess.Popen:
+    """Run ``--build-detached`` in its own session, logging to the install log."""
+    with open(install_log(), "ab") as out:
+        return subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--build-detached"],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             **detached_process_options(),
         )
-    deadline = time.monotonic() + budget
-    while True:
-        code = builder.poll()
-        if code is not None:
-            if code == 0 and is_ready(venv):
-                return venv_python(venv)
-            raise LauncherError(
-                f"installing the Python dependencies into {venv} failed. The end of {log}:\n{tail(log)}\n"
-                f"Fix the cause, then run: python3 \"{Path(__file__).resolve()}\" --install"
-            )
-        if time.monotonic() >= deadline:
-            raise LauncherError(
-                f"first run: still installing the Python dependencies into {venv} (about a minute; "
-                f"progress in {log}). The memory tools will be there in the next session, or reconnect now with /mcp."
-            )
-        time.sleep(0.25)
 
 
 def detached_process_options() -> dict:
@@ -181,7 +197,12 @@ def build_runtime() -> Path:
             continue
         try:
             if not is_ready(venv):
-                create_environment(venv, reqs)
+                failure_marker(venv).unlink(missing_ok=True)
+                try:
+                    create_environment(venv, reqs)
+                except LauncherError as exc:
+                    failure_marker(venv).write_text(f"{exc}\n")
+                    raise
                 remove_other_runtimes(venv)
         finally:
             lock.unlink(missing_ok=True)
@@ -221,40 +242,62 @@ def lock_is_stale(lock: Path) -> bool:
 
 
 def create_environment(venv: Path, reqs: list[str]) -> None:
+    """A fresh venv with ``reqs``: uv when on PATH, else uv installed into the venv from PyPI, else pip."""
     started = time.monotonic()
     shutil.rmtree(venv, ignore_errors=True)
-    uv = shutil.which("uv")
     python = venv_python(venv)
+    uv = shutil.which("uv")
     if uv:
         say(f"creating {venv} with uv")
         run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], "uv venv")
-        if reqs:
-            say(f"installing {len(reqs)} dependencies with uv")
-            run([uv, "pip", "install", "--python", str(python), *reqs], "uv pip install")
     else:
         say(f"creating {venv} with {sys.executable} -m venv")
-        run(
-            [sys.executable, "-m", "venv", str(venv)],
-            "python3 -m venv (on Debian/Ubuntu install the python3-venv package, or install uv)",
-        )
-        if reqs:
-            say(f"installing {len(reqs)} dependencies from PyPI with pip (first run: about a minute)")
-            run(
-                [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", *reqs],
-                "pip install",
-            )
+        run([sys.executable, "-m", "venv", str(venv)],
+            "python3 -m venv (on Debian/Ubuntu install the python3-venv package, or install uv)")
+    if sys.platform != "win32":
+        os.chmod(venv, 0o700)
+    installer = install_requirements(python, reqs, uv) if reqs else "none"
     marker = {
         "requirements": reqs,
         "python": sys.version.split()[0],
         "plugin_root": str(PLUGIN_ROOT),
         "plugin_version": plugin_version(),
-        "installer": "uv" if uv else "pip",
+        "installer": installer,
         "seconds": round(time.monotonic() - started, 1),
     }
     tmp = venv / (READY_FILE + ".tmp")
     tmp.write_text(json.dumps(marker, indent=2) + "\n")
     os.replace(tmp, venv / READY_FILE)
     say(f"ready after {marker['seconds']} s")
+
+
+def install_requirements(python: Path, reqs: list[str], uv: str | None) -> str:
+    """Install ``reqs`` into the venv of ``python``; returns which installer did it.
+
+    Without uv on PATH, uv is first installed into the venv with the venv's pip (one
+    wheel, honouring the user's pip configuration), because uv then installs the
+    dependencies in a fraction of pip's time. uv does not read pip's configuration
+    (a private index, a proxy set only there), so any uv failure falls back to pip.
+    """
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+    if uv is None:
+        say("installing uv into the environment with pip")
+        try:
+            run([*pip, "uv"], "pip install uv")
+            found = python.with_name("uv.exe" if sys.platform == "win32" else "uv")
+            uv = str(found) if found.exists() else None
+        except LauncherError as exc:
+            say(f"{exc}; installing with pip instead")
+    if uv is not None:
+        say(f"installing {len(reqs)} dependencies with uv")
+        try:
+            run([uv, "pip", "install", "--python", str(python), *reqs], "uv pip install")
+            return "uv"
+        except LauncherError as exc:
+            say(f"{exc}; installing with pip instead")
+    say(f"installing {len(reqs)} dependencies from PyPI with pip (about a minute)")
+    run([*pip, *reqs], "pip install")
+    return "pip"
 
 
 def run(command: list[str], what: str) -> None:
@@ -278,26 +321,24 @@ def remove_other_runtimes(current: Path) -> None:
             shutil.rmtree(other, ignore_errors=True)
 
 
-def tail(path: Path, lines: int = 15) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
+def server_env() -> dict[str, str]:
+    """The server's environment: the user's, with the plugin's own source first on ``PYTHONPATH``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SOURCE_DIR), env.get("PYTHONPATH")]))
+    return env
 
 
 def run_server(python: Path) -> int:
     """Replace this process by the server so Claude Code's signals and pipes reach it directly."""
     if not python.exists():
         raise LauncherError(f"the Python {python} does not exist (check CCMEMORY_PYTHON)")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SOURCE_DIR), env.get("PYTHONPATH")]))
     command = [str(python), "-m", SERVER_MODULE]
     if sys.platform == "win32":
         try:
-            return subprocess.call(command, env=env)
+            return subprocess.call(command, env=server_env())
         except KeyboardInterrupt:
             return 0
-    os.execve(str(python), command, env)
+    os.execve(str(python), command, server_env())
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ccmemory import memories
-from ccmemory.mcp import server as mcp_server
+from ccmemory.mcp import runtime as mcp_runtime
 from mcp_helpers import running_server, server_command, server_env
 
 INITIALIZE = {"protocolVersion": "2025-11-25", "capabilities": {"roots": {}},
@@ -161,12 +161,20 @@ def test_search_falls_back_to_keywords_and_says_why_when_the_model_cannot_load(h
     (home / "config.json").write_text(json.dumps({"embedding": {"model": "no/such-model",
                                                                 "path": str(project_dir / "missing-model")}}))
     memories.add(db, project_id=project, content="The kiwi exporter writes CSV files")
+    reason = "Note: semantic search is unavailable (Could not load embedding model 'no/such-model'"
     with running_server(home, project_dir) as server:
-        first = server.call("memory_search", {"query": "kiwi exporter"})
+        deadline = time.monotonic() + 120
+        while True:
+            first = server.call("memory_search", {"query": "kiwi exporter"})
+            assert not first.is_error and "(keyword)" in first.text and "kiwi exporter" in first.text
+            if reason in first.text:
+                break
+            assert "the embedding model is still loading" in first.text
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
         second = server.call("memory_search", {"query": "kiwi CSV", "mode": "semantic"})
-    for answer in (first, second):
-        assert not answer.is_error and "(keyword)" in answer.text and "kiwi exporter" in answer.text
-        assert "Note: semantic search is unavailable (Could not load embedding model 'no/such-model'" in answer.text
+    assert not second.is_error and "(keyword)" in second.text and "kiwi exporter" in second.text
+    assert reason in second.text
 
 
 def test_project_is_claude_project_dir_else_the_working_directory(home: Path, project_dir: Path, tmp_path: Path,
@@ -193,7 +201,7 @@ def test_both_protocol_eras_through_the_sdk_client(home: Path, project_dir: Path
 
 def test_a_missing_tool_module_is_skipped_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
-        modules = mcp_server.load_tool_modules(("ccmemory.mcp.memory_tools", "ccmemory.not_written_yet.tools"))
+        modules = mcp_runtime.load_tool_modules(("ccmemory.mcp.memory_tools", "ccmemory.not_written_yet.tools"))
     assert [module.__name__ for module in modules] == ["ccmemory.mcp.memory_tools"]
     assert "ccmemory.not_written_yet.tools is not installed" in caplog.text
 
@@ -202,4 +210,4 @@ def test_a_broken_tool_module_is_not_hidden(tmp_path: Path, monkeypatch: pytest.
     (tmp_path / "broken_tools.py").write_text("import no_such_dependency_for_ccmemory\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ModuleNotFoundError, match="no_such_dependency_for_ccmemory"):
-        mcp_server.load_tool_modules(("broken_tools",))
+        mcp_runtime.load_tool_modules(("broken_tools",))

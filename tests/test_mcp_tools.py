@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 from typing import Iterator
 
 import pytest
@@ -136,7 +137,12 @@ def test_memory_search_limit_and_modes(server) -> None:
     assert len(UUID.findall(limited)) == 10
     keyword = server.call("memory_search", {"query": "wombat", "mode": "keyword", "limit": "3"}).text
     assert "(keyword)" in keyword and len(UUID.findall(keyword)) == 3
-    semantic = server.call("memory_search", {"query": "animal tunnels census", "mode": "semantic"}).text
+    deadline = time.monotonic() + 120
+    while True:  # the background worker embeds new memories shortly; a search never waits for it
+        semantic = server.call("memory_search", {"query": "animal tunnels census", "mode": "semantic"}).text
+        if "Wombat" in semantic or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert "(semantic)" in semantic and "Wombat" in semantic
 
 

@@ -1,8 +1,11 @@
 """The MCP launcher (scripts/mcp_launcher.py) run as Claude Code runs it: a subprocess of python3.
 
-Each test uses a scratch plugin root holding the real launcher and ccmemory.paths, a stub
-server module that reports which interpreter ran it, and a pyproject whose dependency is a
-wheel built on the spot, so real venv + pip builds run without any network.
+Each test uses a scratch plugin root holding the real launcher and the real ccmemory source,
+a stub SDK server module that reports which interpreter ran it, and a pyproject whose
+dependency is a wheel built on the spot. Builds are real venv + pip runs without an index
+(``PIP_NO_INDEX``): installing uv from PyPI fails there, which exercises the fallback to pip,
+and no network is needed. The real build from PyPI (uv installed into the venv) runs in
+``tests/e2e/test_real_install.py``.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -55,12 +59,10 @@ def write_pyproject(root: Path, dependencies: list[str]) -> None:
 @pytest.fixture
 def plugin_root(tmp_path: Path) -> Path:
     root = tmp_path / "plugin"
-    for relative in ("scripts/mcp_launcher.py", ".claude-plugin/plugin.json",
-                     "src/ccmemory/__init__.py", "src/ccmemory/paths.py"):
+    for relative in ("scripts/mcp_launcher.py", ".claude-plugin/plugin.json"):
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO_ROOT / relative, root / relative)
-    (root / "src/ccmemory/mcp").mkdir()
-    (root / "src/ccmemory/mcp/__init__.py").write_text("")
+    shutil.copytree(REPO_ROOT / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     (root / "src/ccmemory/mcp/server.py").write_text(STUB_SERVER)
     wheels = tmp_path / "wheels"
     wheels.mkdir()
@@ -73,14 +75,71 @@ def data(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
-def launch(root: Path, data: Path, *args: str, **extra_env: str) -> subprocess.CompletedProcess:
+def launcher_env(data: Path, **extra_env: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in {"CCMEMORY_PYTHON", "CLAUDE_PLUGIN_DATA", "MCP_TIMEOUT", "PYTHONPATH"}}
-    env.update({"CCMEMORY_HOME": str(data), "CCMEMORY_INSTALL_WAIT": "300", **extra_env})
+    path = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if not (Path(p) / "uv").exists())
+    env.update({"CCMEMORY_HOME": str(data), "PIP_NO_INDEX": "1", "PATH": path, **extra_env})
+    return env
+
+
+def launch(root: Path, data: Path, *args: str, **extra_env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(root / "scripts/mcp_launcher.py"), *args],
-        env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
+        env=launcher_env(data, **extra_env), capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
     )
+
+
+class Session:
+    """The launcher as one session's MCP server: raw JSON-RPC lines over its stdin and stdout."""
+
+    def __init__(self, root: Path, data: Path, cwd: Path, **extra_env: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(root / "scripts/mcp_launcher.py")], env=launcher_env(data, **extra_env), cwd=cwd,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        self.ids = iter(range(1, 10**6))
+        self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                    "clientInfo": {"name": "claude-code", "version": "2.1.330"}})
+        self.notify("notifications/initialized")
+
+    def notify(self, method: str) -> None:
+        assert self.process.stdin
+        self.process.stdin.write(json.dumps({"jsonrpc": "2.0", "method": method}) + "\n")
+        self.process.stdin.flush()
+
+    def request(self, method: str, params: dict | None = None) -> dict:
+        assert self.process.stdin and self.process.stdout
+        request_id = next(self.ids)
+        self.process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                                             "params": params or {}}) + "\n")
+        self.process.stdin.flush()
+        answer = json.loads(self.process.stdout.readline())
+        assert answer["id"] == request_id, answer
+        return answer
+
+    def call(self, tool: str, **arguments: object) -> str:
+        answer = self.request("tools/call", {"name": tool, "arguments": arguments})
+        return answer["result"]["content"][0]["text"]
+
+    def close(self) -> str:
+        """End the session as Claude Code does (stdin closed); the server's stderr."""
+        assert self.process.stdin and self.process.stderr
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+        return self.process.stderr.read()
+
+
+def wait_for_build(home: Path) -> Path:
+    deadline = time.monotonic() + 300
+    while True:
+        ready = [venv for venv in runtimes(home) if (venv / "ccmemory-ready.json").exists()]
+        if ready:
+            return ready[0]
+        failed = list(home.glob("venv-*.failed"))
+        assert not failed, failed[0].read_text()
+        assert time.monotonic() < deadline, (home / "logs/runtime-install.log").read_text()
+        time.sleep(0.2)
 
 
 def served(result: subprocess.CompletedProcess) -> dict:
@@ -88,8 +147,14 @@ def served(result: subprocess.CompletedProcess) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def runtimes(data: Path) -> list[Path]:
-    return sorted(p for p in data.glob("venv-*") if p.is_dir())
+def runtimes(home: Path) -> list[Path]:
+    """The environments under a runtime home."""
+    return sorted(p for p in home.glob("venv-*") if p.is_dir())
+
+
+def runtime_home(data: Path) -> Path:
+    """Where the launcher builds outside Claude Code: ``runtime/`` in ccmemory's data dir."""
+    return data / "runtime"
 
 
 def test_override_interpreter_runs_the_plugin_source_without_building(plugin_root: Path, data: Path) -> None:
@@ -97,7 +162,7 @@ def test_override_interpreter_runs_the_plugin_source_without_building(plugin_roo
     report = served(launch(plugin_root, data, CCMEMORY_PYTHON=sys.executable))
     assert report["prefix"] == sys.prefix
     assert report["ccmemory"] == str(plugin_root / "src/ccmemory/__init__.py")
-    assert runtimes(data) == []
+    assert not runtime_home(data).exists()
 
 
 def test_override_pointing_nowhere_says_what_to_fix(plugin_root: Path, data: Path) -> None:
@@ -106,32 +171,47 @@ def test_override_pointing_nowhere_says_what_to_fix(plugin_root: Path, data: Pat
     assert "check CCMEMORY_PYTHON" in result.stderr
 
 
-def test_first_start_builds_the_environment_and_later_starts_reuse_it(plugin_root: Path, data: Path) -> None:
+def test_first_start_serves_the_tools_at_once_and_builds_in_the_background(
+    plugin_root: Path, data: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    session = Session(plugin_root, data, project)
+    tools = [tool["name"] for tool in session.request("tools/list")["result"]["tools"]]
+    assert {"memory_search", "memory_add", "memory_get", "docmem_create"} <= set(tools)
+    assert "Memory created" in session.call("memory_add", content="The deploy script lives in ops/deploy.sh")
+    found = session.call("memory_search", query="deploy script")
+    assert "ops/deploy.sh" in found
+    assert "still being installed" in found and "keyword matches only" in found
+    venv = wait_for_build(runtime_home(data))
+    assert "Traceback" not in session.close()
+    marker = json.loads((venv / "ccmemory-ready.json").read_text())
+    assert marker["plugin_version"] == "0.1.0"
+    assert marker["installer"] == "pip"
+    assert sorted(p.name for p in project.iterdir()) == [".git"]
+    if sys.platform != "win32":
+        log = runtime_home(data) / "logs" / "runtime-install.log"
+        assert stat.S_IMODE(log.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
     report = served(launch(plugin_root, data))
-    [venv] = runtimes(data)
     assert Path(report["prefix"]) == venv
     assert report["stubdep"] == "from-wheel"
     assert report["ccmemory"] == str(plugin_root / "src/ccmemory/__init__.py")
-    marker = venv / "ccmemory-ready.json"
-    stamp = marker.stat().st_mtime_ns
-    assert json.loads(marker.read_text())["plugin_version"] == "0.1.0"
-
-    again = served(launch(plugin_root, data))
-    assert Path(again["prefix"]) == venv
-    assert marker.stat().st_mtime_ns == stamp
 
 
 def test_changed_dependencies_build_a_new_environment_and_drop_the_old(
     plugin_root: Path, data: Path, tmp_path: Path
 ) -> None:
-    served(launch(plugin_root, data))
-    [old] = runtimes(data)
+    assert launch(plugin_root, data, "--install").returncode == 0
+    [old] = runtimes(runtime_home(data))
     newer = tmp_path / "newer"
     newer.mkdir()
     write_pyproject(plugin_root, [f"stubdep @ {build_wheel(newer, 'from-newer-wheel').as_uri()}"])
 
+    assert launch(plugin_root, data, "--install").returncode == 0
     report = served(launch(plugin_root, data))
-    [venv] = runtimes(data)
+    [venv] = runtimes(runtime_home(data))
     assert venv != old
     assert Path(report["prefix"]) == venv
     assert report["stubdep"] == "from-newer-wheel"
@@ -140,42 +220,64 @@ def test_changed_dependencies_build_a_new_environment_and_drop_the_old(
 def test_explicit_install_prepares_the_environment_in_the_foreground(plugin_root: Path, data: Path) -> None:
     result = launch(plugin_root, data, "--install")
     assert result.returncode == 0, result.stderr
-    [venv] = runtimes(data)
+    [venv] = runtimes(runtime_home(data))
     assert f"dependencies ready in {venv}" in result.stdout
+    assert "installing with pip instead" in result.stdout
     assert (venv / "ccmemory-ready.json").is_file()
 
 
-def test_a_start_that_cannot_wait_fails_clearly_while_the_build_finishes_in_background(
-    plugin_root: Path, data: Path
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_the_environment_and_its_log_are_private(plugin_root: Path, data: Path) -> None:
+    assert launch(plugin_root, data, "--install").returncode == 0
+    home = runtime_home(data)
+    [venv] = runtimes(home)
+    for directory in (data, home, venv):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+
+
+def test_a_failing_build_is_reported_by_every_search_with_the_retry_command(
+    plugin_root: Path, data: Path, tmp_path: Path
 ) -> None:
-    result = launch(plugin_root, data, CCMEMORY_INSTALL_WAIT="0")
-    assert result.returncode == 1
-    assert "still installing the Python dependencies" in result.stderr
-    assert "/mcp" in result.stderr
-
-    deadline = time.monotonic() + 300
-    while not any((venv / "ccmemory-ready.json").exists() for venv in runtimes(data)):
-        assert time.monotonic() < deadline, (data / "logs/runtime-install.log").read_text()
-        time.sleep(0.2)
-    assert served(launch(plugin_root, data))["stubdep"] == "from-wheel"
-
-
-def test_a_failing_install_reports_the_log_and_the_retry_command(plugin_root: Path, data: Path) -> None:
     missing = (data.parent / "missing" / "stubdep-1.0-py3-none-any.whl").as_uri()
     write_pyproject(plugin_root, [f"stubdep @ {missing}"])
-    result = launch(plugin_root, data)
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    session = Session(plugin_root, data, project)
+    home = runtime_home(data)
+    deadline = time.monotonic() + 300
+    while not list(home.glob("venv-*.failed")) or list(home.glob("venv-*.lock")):
+        assert time.monotonic() < deadline, (home / "logs/runtime-install.log").read_text()
+        time.sleep(0.2)
+    found = session.call("memory_search", query="anything")
+    session.close()
+    assert "installing the plugin's search runtime failed" in found
+    assert "--install" in found
+    result = launch(plugin_root, data, "--install")
     assert result.returncode == 1
-    assert "failed" in result.stderr
-    assert "runtime-install.log" in result.stderr
-    assert "--install" in result.stderr
-    assert list(data.glob("venv-*.lock")) == []
+    assert "pip install failed" in result.stderr
 
 
 def test_inside_claude_code_the_environment_lives_in_the_plugin_data_dir(
     plugin_root: Path, data: Path, tmp_path: Path
 ) -> None:
     plugin_data = tmp_path / "plugin-data"
+    assert launch(plugin_root, data, "--install", CLAUDE_PLUGIN_DATA=str(plugin_data)).returncode == 0
     report = served(launch(plugin_root, data, CLAUDE_PLUGIN_DATA=str(plugin_data)))
     [venv] = runtimes(plugin_data)
     assert Path(report["prefix"]) == venv
-    assert runtimes(data) == []
+    assert not runtime_home(data).exists()
+
+
+def test_an_unsubstituted_plugin_data_placeholder_never_builds_in_the_project(
+    plugin_root: Path, data: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    result = subprocess.run(
+        [sys.executable, str(plugin_root / "scripts/mcp_launcher.py"), "--install"], cwd=project,
+        env=launcher_env(data, CLAUDE_PLUGIN_DATA="${CLAUDE_PLUGIN_DATA}"), capture_output=True, text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    assert list(project.iterdir()) == []
+    assert runtimes(runtime_home(data))

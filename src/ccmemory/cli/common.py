@@ -49,9 +49,12 @@ def open_store(project_dir: str | None, *, vectors: bool = False) -> tuple[datab
     return db, projects.project_id(db, project_dir or default_project_dir())
 
 
-def caught_up_embedder(db: database.Database, mode: str) -> Any:
-    """For a search in ``mode``: the loaded model after embedding what is pending, or None.
+def search_embedder(db: database.Database, mode: str) -> Any:
+    """For a search in ``mode``: the loaded model, or None for keywords only.
 
+    A search embeds only its query, never the backlog (which can take minutes
+    after a long session): items not embedded yet are still found by their
+    keywords, and a warning says how many there are and how to embed them.
     None means keyword search (asked for, or vectors unavailable, which the
     search itself reports as a warning); a model that fails to load is a warning too.
     """
@@ -61,10 +64,13 @@ def caught_up_embedder(db: database.Database, mode: str) -> Any:
 
     try:
         embedder = embeddings.get_embedder()
-        embeddings.embed_pending(db, embedder)
     except embeddings.ModelError as exc:
         click.echo(f"Warning: {exc}", err=True)
         return None
+    pending = embeddings.pending_count(db, embedder.model_id)
+    if pending:
+        click.echo(f"Note: {pending} items are not embedded yet and are matched by keywords only; "
+                   "`ccmemory embed` embeds them.", err=True)
     return embedder
 
 

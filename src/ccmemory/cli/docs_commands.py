@@ -6,7 +6,7 @@ import click
 
 from .. import documents
 from ..search import DEFAULT_LIMIT, MAX_LIMIT, MODES
-from .common import (caught_up_embedder, emit_json, handles_errors, json_option, open_store, preview, project_option,
+from .common import (search_embedder, emit_json, handles_errors, json_option, open_store, preview, project_option,
                      report_search)
 
 
@@ -46,7 +46,7 @@ def ingest(path: str | None, text: str | None, url: str | None, title: str | Non
 def search_docs(query: str, limit: int, mode: str, project_dir: str | None, as_json: bool) -> None:
     """Search ingested documents."""
     db, project = open_store(project_dir, vectors=mode != "keyword")
-    embedder = caught_up_embedder(db, mode)
+    embedder = search_embedder(db, mode)
     result = documents.search_with_info(db, query, project_id=project, limit=limit, mode=mode, embedder=embedder)
     if not report_search(result, query, as_json):
         return

@@ -9,7 +9,7 @@ import click
 from .. import memories, search as searching
 from ..memories import CATEGORIES, Memory
 from ..migrations import SECTORS
-from .common import (caught_up_embedder, emit_json, fail, handles_errors, json_option, open_db, open_store, preview,
+from .common import (search_embedder, emit_json, fail, handles_errors, json_option, open_db, open_store, preview,
                      project_option, report_search)
 
 
@@ -62,7 +62,7 @@ def search(query: str, limit: int, mode: str, sector: str | None, include_supers
            project_dir: str | None, as_json: bool) -> None:
     """Search this project's memories (hybrid keyword + semantic by default)."""
     db, project = open_store(project_dir, vectors=mode != "keyword")
-    embedder = caught_up_embedder(db, mode)
+    embedder = search_embedder(db, mode)
     result = searching.search_with_info(db, query, project_id=project, mode=mode, sector=sector, limit=limit,
                                         include_superseded=include_superseded, embedder=embedder)
     if not report_search(result, query, as_json):

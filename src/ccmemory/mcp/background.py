@@ -6,7 +6,11 @@ server runs one background thread that loads the embedder and then keeps
 embedding pending memories and document chunks, on its own connection, while
 the server lives. Both live in ``ToolContext.state`` under :data:`STATE_KEY`.
 
-A search arriving while the model is still loading waits up to
+A search never waits for that backlog: it embeds only its query, with a model
+instance of its own (the loop embeds with a second instance on one thread, so
+a batch of long observations holds neither the query's model lock nor both
+cores), and memories not embedded yet are still found by their keywords.
+A search arriving while the model is still loading waits at most
 :data:`MODEL_WAIT_SECONDS`, then runs on keywords alone and says so. A model
 that failed to load is not retried on every search; each keyword-only answer
 carries the reason.
@@ -22,28 +26,35 @@ from .. import embeddings
 from .registry import ToolContext
 
 STATE_KEY = "background"
-MODEL_WAIT_SECONDS = 20.0
+MODEL_WAIT_SECONDS = 1.5
 IDLE_SECONDS = 10.0
-ITEMS_PER_ROUND = 64
-FRESH_ITEMS = 64
+ITEMS_PER_ROUND = 16
+BATCH_THREADS = 1
 
 log = logging.getLogger(__name__)
 
 
 class Background:
-    """The embedder, loaded once, and the loop that embeds pending items."""
+    """The embedder, loaded once, and the loop that embeds pending items.
 
-    def __init__(self) -> None:
+    ``unavailable`` names why no model can load in this process (the bootstrap
+    server runs before the runtime that has one is installed): searches then
+    say so and use keywords, without trying.
+    """
+
+    def __init__(self, unavailable: str | None = None) -> None:
         self._loaded = threading.Event()
         self._load_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.embedder: Any = None
-        self.error: str | None = None
+        self.error: str | None = unavailable
+        if unavailable:
+            self._loaded.set()
 
     def load_model(self) -> Any:
-        """Load the configured embedder (only the first call works; others wait); None on failure."""
+        """Load the configured embedder for queries (only the first call works; others wait); None on failure."""
         with self._load_lock:
             if not self._loaded.is_set():
                 try:
@@ -56,7 +67,7 @@ class Background:
         return self.embedder
 
     def wait_for_model(self, timeout: float = MODEL_WAIT_SECONDS) -> tuple[Any, str | None]:
-        """The embedder, or None and the reason search falls back to keywords."""
+        """The query embedder, or None and the reason search falls back to keywords."""
         if not self._loaded.wait(timeout):
             return None, ("the embedding model is still loading, so these are keyword matches only; "
                           "search again in a few seconds for semantic matches")
@@ -64,21 +75,9 @@ class Background:
             return None, f"semantic search is unavailable ({self.error}); these are keyword matches only"
         return self.embedder, None
 
-    def catch_up_now(self, db: Any) -> None:
-        """Embed up to :data:`FRESH_ITEMS` pending items on the caller's connection.
-
-        A search calls this first, so it finds semantically what was written
-        just before it; larger backlogs are left to the background loop.
-        """
-        if self.embedder is not None:
-            try:
-                embeddings.embed_pending(db, self.embedder, limit=FRESH_ITEMS)
-            except Exception:  # the search still runs; the background loop retries these items
-                log.warning("Could not embed new items before searching", exc_info=True)
-
     def start(self, open_db: Callable[[], Any], before: Callable[[], None] = lambda: None) -> None:
         """Start the thread: ``before()``, load the model, then embed pending items until :meth:`stop`."""
-        if self._thread is None:
+        if self._thread is None and not self._stop.is_set():
             self._thread = threading.Thread(target=self._run, args=(open_db, before), name="ccmemory-background",
                                             daemon=True)
             self._thread.start()
@@ -102,15 +101,16 @@ class Background:
         if self._stop.is_set() or self.load_model() is None:
             return
         try:
+            batch_embedder = embeddings.Embedder(self.embedder.spec, threads=BATCH_THREADS)
             db = open_db()
         except Exception:
-            log.exception("Background embedding could not open the database; semantic search may miss new items")
+            log.exception("Background embedding could not start; new items are found by keywords only")
             return
         try:
             while not self._stop.is_set():
                 self._wake.clear()
                 try:
-                    done = embeddings.embed_pending(db, self.embedder, limit=ITEMS_PER_ROUND)
+                    done = embeddings.embed_pending(db, batch_embedder, limit=ITEMS_PER_ROUND)
                 except Exception:
                     log.exception("Background embedding failed; retrying in %s s", IDLE_SECONDS)
                     done = 0

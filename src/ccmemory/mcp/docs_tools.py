@@ -17,7 +17,7 @@ def docs_search(ctx: ToolContext, args: dict[str, Any]) -> str:
     query = args.get("query")
     worker = background.of(ctx)
     embedder, problem = worker.wait_for_model()
-    worker.catch_up_now(ctx.db)
+    worker.wake()
     result = documents.search_with_info(
         ctx.db, query, project_id=ctx.project_id,
         limit=arguments.integer(args, "limit", DEFAULT_LIMIT, low=1, high=MAX_LIMIT),

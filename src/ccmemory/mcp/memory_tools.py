@@ -38,11 +38,10 @@ def memory_search(ctx: ToolContext, args: dict[str, Any]) -> str:
     if mode != "keyword":
         worker = background.of(ctx)
         embedder, problem = worker.wait_for_model()
+        worker.wake()
         if problem:
             warnings.append(problem)
             mode = "keyword"
-        else:
-            worker.catch_up_now(ctx.db)
     result = search.search_with_info(
         ctx.db, query, project_id=ctx.project_id, mode=mode, limit=limit,
         sector=arguments.choice(args, "sector", SECTORS),
