@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import CCMemoryError, NotFoundError
 from ..mcp import arguments
-from ..mcp.registry import Tool, ToolContext, ToolError
+from ..mcp.registry import Annotations, Tool, ToolContext, ToolError, reads
 from . import expand, query, view
 from .nodes import MODES, Docmem
 
@@ -223,9 +223,14 @@ def on_server_start(ctx: ToolContext) -> None:
         print(f"ccmemory: could not clean the docmem section of CLAUDE.md: {exc}", file=sys.stderr)
 
 
-def _tool(name: str, description: str, properties: dict[str, Any], required: tuple[str, ...], handler: Any) -> Tool:
+def _tool(name: str, description: str, properties: dict[str, Any], required: tuple[str, ...], handler: Any,
+          annotations: Annotations) -> Tool:
     schema = {"type": "object", "properties": properties, "required": list(required)}
-    return Tool(name, description, schema, handler)
+    return Tool(name, description, schema, handler, annotations)
+
+
+def _writes(title: str, *, destructive: bool = False, idempotent: bool = False) -> Annotations:
+    return Annotations(title, read_only=False, destructive=destructive, idempotent=idempotent)
 
 
 _NODE_ARGS = {"target_id": _ID, "content": {"type": "string"}, **_CONTEXT, "mode": _MODE}
@@ -234,47 +239,51 @@ _MOVE_ARGS = {"source_id": _ID, "target_id": _ID, "mode": _MODE}
 TOOLS: list[Tool] = [
     _tool("docmem_create", "Create an empty docmem (a tree of text nodes); root_id is optional (random 8-char id "
           "otherwise). Sessions (session:<id>) and ingested documents (doc:<id>) already exist as read-only trees.",
-          {"root_id": _ID}, (), docmem_create),
+          {"root_id": _ID}, (), docmem_create, _writes("Create a docmem tree")),
     _tool("docmem_create_node", "Add a node: mode append-child (last child of target_id), before or after (sibling "
           "of target_id). Context is type:name:value, general to specific (e.g. note:topic:risks), each 0-24 chars. "
           "readonly=1 forbids later edits, moves and deletes; annotate readonly nodes with a sibling note.",
           {**_NODE_ARGS, "readonly": {"type": ["integer", "boolean"]}},
-          ("target_id", "content", *_CONTEXT_FIELDS, "mode"), docmem_create_node),
+          ("target_id", "content", *_CONTEXT_FIELDS, "mode"), docmem_create_node, _writes("Add a docmem node")),
     _tool("docmem_delete", "Delete a docmem node and its subtree (refused if it holds readonly nodes). Nodes a "
-          "summary filed from a session or document go back to their place.", {"id": _ID}, ("id",), docmem_delete),
+          "summary filed from a session or document go back to their place.", {"id": _ID}, ("id",), docmem_delete,
+          _writes("Delete a docmem node", destructive=True, idempotent=True)),
     _tool("docmem_update_content", "Replace a node's content (not readonly nodes).",
-          {"id": _ID, "content": {"type": "string"}}, ("id", "content"), docmem_update_content),
+          {"id": _ID, "content": {"type": "string"}}, ("id", "content"), docmem_update_content,
+          _writes("Update a node's content", destructive=True, idempotent=True)),
     _tool("docmem_update_context", "Replace a node's context type/name/value, each 0-24 chars (not readonly nodes).",
-          {"id": _ID, **_CONTEXT}, ("id", *_CONTEXT_FIELDS), docmem_update_context),
+          {"id": _ID, **_CONTEXT}, ("id", *_CONTEXT_FIELDS), docmem_update_context,
+          _writes("Update a node's context", destructive=True, idempotent=True)),
     _tool("docmem_copy_node", "Deep-copy source_id's subtree (any tree, sessions and documents too) to target_id: "
           "append-child, before or after. Returns the copy's id.", _MOVE_ARGS, ("source_id", "target_id", "mode"),
-          docmem_copy_node),
+          docmem_copy_node, _writes("Copy a docmem subtree")),
     _tool("docmem_move_node", "Move a node with its subtree within the same tree: append-child, before or after "
           "target_id. Not under itself; not readonly nodes.", _MOVE_ARGS, ("source_id", "target_id", "mode"),
-          docmem_move_node),
+          docmem_move_node, _writes("Move a docmem subtree", idempotent=True)),
     _tool("docmem_add_summary", "Summarize a run of leaf siblings (start..end inclusive, any order): a summary node "
           "with your content takes their place and they move under it, kept. Works on session observations and "
           "document chunks too; docmem_delete on the summary undoes it.",
           {"start_node_id": _ID, "end_node_id": _ID, "content": {"type": "string"}, **_CONTEXT},
-          ("start_node_id", "end_node_id", "content", *_CONTEXT_FIELDS), docmem_add_summary),
+          ("start_node_id", "end_node_id", "content", *_CONTEXT_FIELDS), docmem_add_summary,
+          _writes("Summarize docmem nodes")),
     _tool("docmem_serialize", "The plain content of a node's descendants in reading order, without metadata.",
-          {"node_id": _ID}, ("node_id",), docmem_serialize),
+          {"node_id": _ID}, ("node_id",), docmem_serialize, reads("Read a docmem subtree")),
     _tool("docmem_expand_to_length", "Render a subtree within max_tokens content tokens (chars/4): the node, then "
           "levels by priority (newest first) until one does not fit; output in reading order, each block "
           "'<id> <type>:<name>:<value> <updated>' then content.",
           {"node_id": _ID, "max_tokens": {"type": ["string", "integer"]}}, ("node_id", "max_tokens"),
-          docmem_expand_to_length),
+          docmem_expand_to_length, reads("Expand a docmem subtree")),
     _tool("docmem_get_root", "The path from a node's root down to the node, one metadata line per level.",
-          {"node_id": _ID}, ("node_id",), docmem_get_root),
+          {"node_id": _ID}, ("node_id",), docmem_get_root, reads("Path to a docmem node")),
     _tool("docmem_query_nodes", "Read-only SQL over this project's nodes: SELECT ... FROM nodes. Columns: id, "
           "parent_id, content, order_value, token_count, created_at, updated_at, context_type, context_name, "
           "context_value, readonly, kind (docmem|session|memory|document|section|chunk). Roots: WHERE parent_id IS "
           "NULL. Returns up to limit rows (20).", {"sql": {"type": "string"}, "limit": {"type": "integer"}},
-          ("sql",), docmem_query_nodes),
+          ("sql",), docmem_query_nodes, reads("Query docmem nodes")),
     _tool("docmem_view", "action add: show a node's subtree (10000-token expansion) in ./CLAUDE.md under "
           "'# DOCMEM Dynamic'; re-adding moves it last. remove: take it out (the section goes with the last one). "
           "Claude Code reads CLAUDE.md only at session start and after /clear or /compact, so add also returns the "
           "expansion. No CLAUDE.md: nothing is written.",
           {"action": {"type": "string", "enum": ["add", "remove"]}, "node_id": _ID}, ("action", "node_id"),
-          docmem_view),
+          docmem_view, _writes("Show a docmem subtree in CLAUDE.md", destructive=True, idempotent=True)),
 ]

@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import documents
 from . import arguments, background, format
-from .registry import Tool, ToolContext
+from .registry import Annotations, Tool, ToolContext, reads
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 20
@@ -55,6 +55,7 @@ TOOLS = [
             "required": ["query"],
         },
         docs_search,
+        reads("Search documents"),
     ),
     Tool(
         "docs_ingest",
@@ -70,5 +71,6 @@ TOOLS = [
             },
         },
         docs_ingest,
+        Annotations("Ingest a document", read_only=False, destructive=True, idempotent=True, open_world=True),
     ),
 ]

@@ -11,7 +11,7 @@ from typing import Any
 from .. import memories, search, sessions
 from ..migrations import SECTORS
 from . import arguments, background, format
-from .registry import Tool, ToolContext, ToolError
+from .registry import Annotations, Tool, ToolContext, ToolError, reads
 
 DEFAULT_SEARCH_LIMIT = 5
 MAX_SEARCH_LIMIT = 50
@@ -159,6 +159,7 @@ TOOLS = [
             "required": ["query"],
         },
         memory_search,
+        reads("Search memories"),
     ),
     Tool(
         "memory_get",
@@ -170,6 +171,7 @@ TOOLS = [
             "required": ["ids"],
         },
         memory_get,
+        reads("Read memories by id"),
     ),
     Tool(
         "memory_list",
@@ -185,6 +187,7 @@ TOOLS = [
             },
         },
         memory_list,
+        reads("List memories"),
     ),
     Tool(
         "memory_timeline",
@@ -200,6 +203,7 @@ TOOLS = [
             "required": ["anchor_id"],
         },
         memory_timeline,
+        reads("Memory timeline"),
     ),
     Tool(
         "memory_add",
@@ -218,6 +222,7 @@ TOOLS = [
             "required": ["content"],
         },
         memory_add,
+        Annotations("Add a memory", read_only=False),
     ),
     Tool(
         "memory_reinforce",
@@ -228,6 +233,7 @@ TOOLS = [
             "required": ["memory_id"],
         },
         memory_reinforce,
+        Annotations("Reinforce a memory", read_only=False),
     ),
     Tool(
         "memory_deemphasize",
@@ -238,6 +244,7 @@ TOOLS = [
             "required": ["memory_id"],
         },
         memory_deemphasize,
+        Annotations("De-emphasize a memory", read_only=False),
     ),
     Tool(
         "memory_delete",
@@ -249,6 +256,7 @@ TOOLS = [
             "required": ["memory_id"],
         },
         memory_delete,
+        Annotations("Delete a memory", read_only=False, destructive=True, idempotent=True),
     ),
     Tool(
         "memory_supersede",
@@ -260,5 +268,6 @@ TOOLS = [
             "required": ["old_memory_id", "new_memory_id"],
         },
         memory_supersede,
+        Annotations("Supersede a memory", read_only=False, idempotent=True),
     ),
 ]

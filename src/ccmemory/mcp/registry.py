@@ -24,6 +24,37 @@ class ToolError(Exception):
 
 
 @dataclass(frozen=True)
+class Annotations:
+    """MCP tool annotations: what a tool does, so a client can decide how to run it.
+
+    Claude Code runs read-only tools in parallel and lets them through in plan
+    mode. ``read_only`` means the tool changes no memory, document or tree; a
+    search or read still counts the hits it returns (``reference_count``,
+    ``last_accessed``), which is bookkeeping for ranking, not content.
+    ``destructive`` means a call may overwrite or remove something (additive
+    tools are not destructive); ``idempotent`` that repeating a call with the
+    same arguments changes nothing more; ``open_world`` that the tool reaches
+    outside the machine (only a URL ingest does).
+    """
+
+    title: str
+    read_only: bool
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+
+    def as_mcp(self) -> dict[str, Any]:
+        """The ``annotations`` object of a ``tools/list`` entry."""
+        return {"title": self.title, "readOnlyHint": self.read_only, "destructiveHint": self.destructive,
+                "idempotentHint": self.idempotent, "openWorldHint": self.open_world}
+
+
+def reads(title: str) -> Annotations:
+    """Annotations of a tool that only reads (repeating it is harmless)."""
+    return Annotations(title, read_only=True, idempotent=True)
+
+
+@dataclass(frozen=True)
 class Tool:
     """One MCP tool: its schema for ``tools/list`` and the function that answers ``tools/call``.
 
@@ -36,11 +67,13 @@ class Tool:
     description: str
     input_schema: dict[str, Any]
     handler: Callable[["ToolContext", dict[str, Any]], str]
+    annotations: Annotations
 
 
 def tool_listing(tools: Iterable[Tool]) -> list[dict[str, Any]]:
     """The ``tools/list`` entries, as JSON objects, for the SDK server and the bootstrap server alike."""
-    return [{"name": t.name, "description": t.description, "inputSchema": t.input_schema} for t in tools]
+    return [{"name": t.name, "title": t.annotations.title, "description": t.description,
+             "inputSchema": t.input_schema, "annotations": t.annotations.as_mcp()} for t in tools]
 
 
 @dataclass
