@@ -1,0 +1,178 @@
+"""Export and import through the real CLI: the round trip, idempotence, original times, redaction, scopes.
+
+The store is built with the core functions every layer uses and holds every
+kind of record: two projects, sessions with summaries, memories (with tags,
+files, metadata; deleted, superseded, reinforced, recalled), relationships,
+session usage, a document with chunks, a docmem tree and a placement of a
+session observation under a docmem summary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ccmemory import db as database
+from ccmemory import documents, memories, projects, sessions
+from ccmemory.archive import records
+from ccmemory.docmem.nodes import Docmem
+
+
+def run(home: Path, cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CCMEMORY_HOME": str(home)}
+    env.pop("CLAUDE_PROJECT_DIR", None)
+    return subprocess.run([sys.executable, "-m", "ccmemory", *args], cwd=cwd, env=env, input=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+def build_store(home: Path, project_dir: Path, other_dir: Path) -> None:
+    db = database.connect(home / "ccmemory.db")
+    try:
+        project = projects.project_id(db, project_dir)
+        other = projects.project_id(db, other_dir)
+        sessions.ensure(db, "sess-1", project, transcript_path="/tmp/t.jsonl")
+        first = memories.add(db, project_id=project, content="Ran pytest: 3 failures in test_auth",
+                             session_id="sess-1", tier="session", files=["tests/test_auth.py"],
+                             metadata={"tool": "Bash"}, dedupe_key="toolu_1", source="hook", sector="episodic")
+        second = memories.add(db, project_id=project, content="Edited src/auth.py to refresh tokens early",
+                              session_id="sess-1", tier="session", files=["src/auth.py"], source="hook")
+        sessions.set_summary(db, "sess-1", "Fixed the token refresh in auth; tests pass.")
+        sessions.end(db, "sess-1")
+        old = memories.add(db, project_id=project, content="We deploy with make release", category="pattern",
+                           tags=["deploy", "make"], importance=0.7)
+        new = memories.add(db, project_id=project, content="We deploy with the GitHub release workflow",
+                           category="pattern", tags=["deploy"])
+        memories.supersede(db, old.id, new.id)
+        memories.reinforce(db, new.id, 0.2, session_id="sess-1")
+        memories.record_usage(db, "sess-1", [old.id], "recalled")
+        gone = memories.add(db, project_id=project, content="Temporary note about the demo")
+        memories.delete(db, gone.id)
+        memories.add(db, project_id=other, content="The other project uses Go modules", category="architecture")
+        documents.ingest(db, project_id=project, content="# Runbook\n\nRestart the worker.\n\n## Backups\n\n"
+                         "Nightly at 02:00.", title="Runbook")
+        store = Docmem(db, project)
+        store.create("notes")
+        store.create_node("notes", "Auth refresh happens 60 s early", ("note", "auth", ""), "append-child")
+        store.add_summary(f"memory:{first.id}", f"memory:{second.id}", "Auth fix work", ("summary", "", ""))
+    finally:
+        db.close()
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> dict[str, Path]:
+    project_dir = tmp_path / "project"
+    other_dir = tmp_path / "other"
+    for folder in (project_dir, other_dir):
+        (folder / ".git").mkdir(parents=True)
+    build_store(tmp_path / "source", project_dir, other_dir)
+    return {"source": tmp_path / "source", "target": tmp_path / "target", "project": project_dir,
+            "other": other_dir, "tmp": tmp_path}
+
+
+def export(home: Path, cwd: Path, *args: str) -> str:
+    result = run(home, cwd, "export", *args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_round_trip_into_an_empty_store_gives_the_same_file(stores):
+    first = export(stores["source"], stores["project"])
+    types = [json.loads(line)["type"] for line in first.splitlines()]
+    assert types[0] == "header"
+    assert set(types[1:]) == {record_type.name for record_type in records.RECORD_TYPES}
+    export_file = stores["tmp"] / "export.jsonl"
+    export_file.write_text(first)
+
+    imported = run(stores["target"], stores["project"], "import", str(export_file), "--json")
+    assert imported.returncode == 0, imported.stderr
+    report = json.loads(imported.stdout)
+    assert report["failed"] == 0 and report["redacted_fields"] == 0
+    assert report["records"]["memory"] == {"added": 6}
+    assert report["records"]["docmem_placement"] == {"added": 2}
+
+    assert export(stores["target"], stores["project"]) == first
+
+
+def test_import_twice_changes_nothing_and_keeps_times(stores):
+    exported = export(stores["source"], stores["project"])
+    source = stores["tmp"] / "export.jsonl"
+    source.write_text(exported)
+    run(stores["target"], stores["project"], "import", str(source))
+    again = run(stores["target"], stores["project"], "import", str(source), "--json")
+    report = json.loads(again.stdout)
+    assert all(set(outcomes) == {"unchanged"} for outcomes in report["records"].values()), report
+    db = database.connect(stores["target"] / "ccmemory.db")
+    try:
+        assert db.scalar("SELECT count(*) FROM memories") == 6
+        original = [json.loads(line) for line in exported.splitlines() if '"type":"memory"' in line]
+        for record in original:
+            row = db.one("SELECT created_at, updated_at, salience FROM memories WHERE id = ?", (record["id"],))
+            assert row == {"created_at": record["created_at"], "updated_at": record["updated_at"],
+                           "salience": record["salience"]}
+        assert db.scalar("SELECT count(*) FROM chunks") == 2
+        assert db.scalar("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'workflow'") == 1
+    finally:
+        db.close()
+
+
+def test_a_newer_copy_updates_an_older_one_and_secrets_are_redacted(stores):
+    lines = export(stores["source"], stores["project"]).splitlines()
+    source = stores["tmp"] / "export.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    run(stores["target"], stores["project"], "import", str(source))
+    changed = []
+    for line in lines:
+        record = json.loads(line)
+        if record["type"] == "memory" and record["content"].startswith("We deploy with the GitHub"):
+            record["content"] = "Deploy token is ghp_" + "a1B2c3D4" * 5
+            record["updated_at"] = "2099-01-01T00:00:00.000Z"
+            memory_id = record["id"]
+        changed.append(json.dumps(record))
+    source.write_text("\n".join(changed) + "\n")
+    result = run(stores["target"], stores["project"], "import", str(source), "--json")
+    report = json.loads(result.stdout)
+    assert report["records"]["memory"] == {"unchanged": 5, "updated": 1}
+    assert report["redacted_fields"] == 1
+    shown = run(stores["target"], stores["project"], "get", memory_id)
+    assert "ghp_" not in shown.stdout and "REDACTED" in shown.stdout
+
+
+def test_export_scopes_by_project_and_time(stores):
+    only = export(stores["source"], stores["other"], "--project", str(stores["other"]))
+    kinds = [json.loads(line)["type"] for line in only.splitlines()]
+    assert kinds == ["header", "project", "memory"]
+    assert "Go modules" in only and "make release" not in only
+    later = export(stores["source"], stores["project"], "--since", "2999-01-01")
+    assert [json.loads(line)["type"] for line in later.splitlines()] == ["header", "project", "project"]
+    bad = run(stores["source"], stores["project"], "export", "--since", "last week")
+    assert bad.returncode == 2 and "--since" in bad.stderr
+
+
+def test_markdown_export_is_readable(stores):
+    text = export(stores["source"], stores["project"], "--format", "markdown")
+    assert text.startswith("# ccmemory export")
+    assert "## Memories" in text and "### Pattern" in text and "We deploy with the GitHub release workflow" in text
+    assert "superseded" in text and "Temporary note about the demo" not in text
+    assert "Fixed the token refresh in auth" in text and "**Runbook**" in text
+    assert "`notes`" in text and "Auth refresh happens 60 s early" in text
+
+
+def test_import_refuses_what_is_not_an_export_and_reports_bad_records(stores):
+    junk = stores["tmp"] / "junk.jsonl"
+    junk.write_text('{"hello": 1}\n')
+    refused = run(stores["target"], stores["project"], "import", str(junk))
+    assert refused.returncode == 2 and "ccmemory export" in refused.stderr
+    partial = stores["tmp"] / "partial.jsonl"
+    partial.write_text('{"type":"header","format":"ccmemory-export","version":1}\n'
+                       '{"type":"relationship","source_id":"nope","target_id":"nada",'
+                       '"relationship_type":"RELATES_TO","created_at":"2026-01-01T00:00:00.000Z"}\n'
+                       '{"type":"memory_file","path":"/memories/x.md"}\n')
+    result = run(stores["target"], stores["project"], "import", str(partial))
+    assert result.returncode == 1
+    assert "line 2: relationship not imported" in result.stderr
+    assert "line 3: unknown record type 'memory_file'" in result.stderr
