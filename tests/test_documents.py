@@ -33,20 +33,12 @@ Use `kubectl rollout undo`.
 
 
 def test_markdown_is_chunked_by_heading_with_heading_paths():
-    chunks = documents.chunk_markdown(GUIDE)
+    title, chunks = documents.chunk_text(GUIDE)
+    assert title == "Service guide"
     headings = [heading for heading, _ in chunks]
     assert headings == ["Service guide", "Service guide > Setup", "Service guide > Deploy",
                         "Service guide > Deploy > Rollback"]
     assert "# not a heading inside a fence" in chunks[1][1]
-
-
-def test_long_sections_split_at_sentences_under_2000_chars():
-    body = " ".join(f"Sentence number {n} says something useful about the system." for n in range(200))
-    chunks = documents.chunk_markdown(f"## Long\n{body}")
-    assert len(chunks) > 1
-    assert all(len(text) < documents.MAX_CHUNK_CHARS for _, text in chunks)
-    assert all(text.rstrip().endswith(".") for _, text in chunks)
-    assert documents.split_sentences("x" * 5000) and all(len(p) < 2000 for p in documents.split_sentences("x" * 5000))
 
 
 def test_ingest_by_path_then_unchanged_then_changed(db, project, tmp_path):
@@ -83,16 +75,18 @@ def test_binary_files_and_directories_are_refused(db, project, tmp_path):
     binary.write_bytes(b"\x89PNG\0\0\0binary")
     with pytest.raises(ValidationError, match="binary"):
         documents.ingest(db, project_id=project, path=str(binary))
-    with pytest.raises(ValidationError, match="directory"):
+    with pytest.raises(ValidationError, match="directory") as refused:
         documents.ingest(db, project_id=project, path=str(tmp_path))
+    assert "`ccmemory docs ingest " in str(refused.value)
 
 
-def test_ingest_from_a_local_url(db, project):
+def serve_once(body: bytes, content_type: str, path: str) -> str:
+    """Serve one GET on loopback in a thread; returns the URL."""
+
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            body = b"# Runbook\n\nRestart the worker with systemctl restart worker."
             self.send_response(200)
-            self.send_header("Content-Type", "text/markdown; charset=utf-8")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -101,15 +95,51 @@ def test_ingest_from_a_local_url(db, project):
             pass
 
     server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.handle_request, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_port}/runbook.md"
-        document = documents.ingest(db, project_id=project, url=url)
-    finally:
-        thread.join(10)
+
+    def handle() -> None:
+        server.handle_request()
         server.server_close()
+
+    threading.Thread(target=handle, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_port}{path}"
+
+
+def test_ingest_from_a_local_url(db, project):
+    url = serve_once(b"# Runbook\n\nRestart the worker with systemctl restart worker.", "text/markdown; charset=utf-8",
+                     "/runbook.md")
+    document = documents.ingest(db, project_id=project, url=url)
     assert document.title == "Runbook" and document.source_url == url
+
+
+PAGE = b"""<!DOCTYPE html><html><head><title>Deploy Handbook | Acme</title>
+<script>window.analytics = {track: function () {}};</script><style>body { color: red }</style></head>
+<body><nav><a href="/">Home</a> <a href="/docs">Docs</a></nav>
+<h1>Deploying</h1><p>Every release goes out through the <b>release</b> pipeline &amp; needs approval.</p>
+<h2>Rollback</h2><ul><li>Run the rollback job</li><li>Tell the channel</li></ul>
+<pre>make rollback
+  VERSION=previous</pre><footer>Copyright Acme</footer></body></html>"""
+
+
+def test_an_html_page_is_stored_as_readable_text_with_its_title(db, project):
+    url = serve_once(PAGE, "text/html; charset=utf-8", "/handbook")
+    document = documents.ingest(db, project_id=project, url=url)
+    assert document.title == "Deploy Handbook | Acme"
+    rows = db.rows("SELECT heading, content FROM chunks WHERE document_id = ? ORDER BY ordinal", (document.id,))
+    text = "\n".join(row["content"] for row in rows)
+    assert "release pipeline & needs approval" in text
+    for noise in ("<", "window.analytics", "color: red", "Home", "Copyright"):
+        assert noise not in text
+    assert [row["heading"] for row in rows] == ["Deploying", "Deploying > Rollback"]
+    assert "- Run the rollback job\n- Tell the channel" in text
+    assert "```\nmake rollback\n  VERSION=previous\n```" in text
+
+
+def test_an_html_file_is_converted_too(db, project, tmp_path):
+    page = tmp_path / "handbook.html"
+    page.write_bytes(PAGE)
+    document = documents.ingest(db, project_id=project, path=str(page))
+    assert document.title == "Deploy Handbook | Acme"
+    assert "<script" not in db.scalar("SELECT group_concat(content) FROM chunks")
 
 
 def test_document_search_finds_sections(vdb, project_dir, embedder):

@@ -1,8 +1,10 @@
-"""Documents: reference text (files, pages, pasted notes) chunked by heading, searchable apart from memories.
+"""Documents: reference text (files, pages, pasted notes) in chunks the embedding model reads whole.
 
-Markdown is split at headings; a section longer than :data:`MAX_CHUNK_CHARS`
-is split again at sentence boundaries. Re-ingesting the same path replaces the
-document's chunks only when its content changed (sha256).
+Markdown is parsed (:mod:`ccmemory.markdown_blocks`) into sections under their
+headings, and each section is cut into chunks that fit the model's token limit
+(:mod:`ccmemory.chunking`); an HTML page becomes readable Markdown with its own
+title first (:mod:`ccmemory.html_text`). Re-ingesting the same path or URL
+replaces the document's chunks only when its content changed (sha256).
 """
 
 from __future__ import annotations
@@ -15,16 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import clock
+from . import chunking, clock, html_text, markdown_blocks
 from .db import Database
 from .errors import NotFoundError, ValidationError
 from .search import SearchResult, fts_query, keyword_ranking, query_terms, rank, validate_query, vector_ranking
 
-MAX_CHUNK_CHARS = 2_000
 MAX_DOCUMENT_BYTES = 5 * 1024 * 1024
 URL_TIMEOUT_SECONDS = 10
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 
 
 @dataclass
@@ -62,51 +62,10 @@ class DocumentHit:
         return {"score": round(self.score, 4), "document": self.document.to_dict(), "chunk": dict(self.chunk.__dict__)}
 
 
-def split_sentences(text: str, limit: int = MAX_CHUNK_CHARS) -> list[str]:
-    """Pieces of ``text`` under ``limit`` characters, cut at sentence ends (hard cut as a last resort)."""
-    pieces: list[str] = []
-    current = ""
-    for sentence in _SENTENCE_END.split(text.strip()):
-        while len(sentence) >= limit:
-            if current:
-                pieces.append(current)
-                current = ""
-            pieces.append(sentence[: limit - 1])
-            sentence = sentence[limit - 1:]
-        candidate = f"{current} {sentence}" if current else sentence
-        if len(candidate) >= limit:
-            pieces.append(current)
-            current = sentence
-        else:
-            current = candidate
-    if current.strip():
-        pieces.append(current)
-    return pieces
-
-
-def chunk_markdown(text: str) -> list[tuple[str, str]]:
-    """(heading path, section text) pairs; text before the first heading has an empty heading."""
-    sections: list[tuple[str, list[str]]] = [("", [])]
-    trail: list[tuple[int, str]] = []
-    in_fence = False
-    for line in text.splitlines():
-        if line.lstrip().startswith(("```", "~~~")):
-            in_fence = not in_fence
-        match = None if in_fence else _HEADING.match(line)
-        if match:
-            level = len(match.group(1))
-            trail = [(lvl, title) for lvl, title in trail if lvl < level] + [(level, match.group(2))]
-            sections.append((" > ".join(title for _, title in trail), [line]))
-        else:
-            sections[-1][1].append(line)
-    chunks: list[tuple[str, str]] = []
-    for heading, lines in sections:
-        body = "\n".join(lines).strip()
-        if not body:
-            continue
-        parts = [body] if len(body) < MAX_CHUNK_CHARS else split_sentences(body)
-        chunks.extend((heading, part) for part in parts)
-    return chunks
+def chunk_text(text: str) -> tuple[str | None, list[tuple[str, str]]]:
+    """The title (front matter, else first H1) and the (heading path, chunk) pairs of a Markdown text."""
+    parsed = markdown_blocks.parse(text)
+    return parsed.title, chunking.chunk_sections(parsed.sections)
 
 
 def _read_path(path: str) -> tuple[str, str]:
@@ -114,7 +73,8 @@ def _read_path(path: str) -> tuple[str, str]:
     if not file.exists():
         raise ValidationError(f"No file at {file}; check the path (relative paths are taken from the project)")
     if file.is_dir():
-        raise ValidationError(f"{file} is a directory; pass one file (index a folder with `ccmemory index`)")
+        raise ValidationError(f"{file} is a directory; ingest its files one at a time "
+                              f"(`ccmemory docs ingest {file}/FILE.md`, or docs_ingest with path=FILE)")
     data = file.read_bytes()
     if len(data) > MAX_DOCUMENT_BYTES:
         raise ValidationError(f"{file} is {len(data):,} bytes; documents are limited to {MAX_DOCUMENT_BYTES:,} bytes")
@@ -126,7 +86,8 @@ def _read_path(path: str) -> tuple[str, str]:
         return data.decode("latin-1"), str(file.resolve())
 
 
-def _fetch_url(url: str) -> str:
+def _fetch_url(url: str) -> tuple[str, bool]:
+    """The page's text and whether it is HTML."""
     import urllib.request
 
     if not re.match(r"^https?://", url):
@@ -134,7 +95,8 @@ def _fetch_url(url: str) -> str:
     try:
         with urllib.request.urlopen(url, timeout=URL_TIMEOUT_SECONDS) as response:
             kind = response.headers.get_content_type()
-            if not kind.startswith("text/") and kind not in ("application/json", "application/xml"):
+            if not kind.startswith("text/") and kind not in ("application/json", "application/xml",
+                                                             "application/xhtml+xml"):
                 raise ValidationError(f"{url} is {kind}, not text; save it as text and ingest the file")
             data = response.read(MAX_DOCUMENT_BYTES + 1)
             charset = response.headers.get_content_charset() or "utf-8"
@@ -144,15 +106,7 @@ def _fetch_url(url: str) -> str:
         raise ValidationError(f"Could not fetch {url}: {exc}. Save the page to a file and ingest it by path.") from exc
     if len(data) > MAX_DOCUMENT_BYTES:
         raise ValidationError(f"{url} is larger than {MAX_DOCUMENT_BYTES:,} bytes")
-    return data.decode(charset, errors="replace")
-
-
-def _title_of(text: str, fallback: str) -> str:
-    for line in text.splitlines():
-        match = _HEADING.match(line)
-        if match and len(match.group(1)) == 1:
-            return match.group(2)
-    return fallback
+    return data.decode(charset, errors="replace"), kind in ("text/html", "application/xhtml+xml")
 
 
 def ingest(
@@ -173,18 +127,23 @@ def ingest(
     if len(given) != 1:
         raise ValidationError("Give exactly one of path, url or content to ingest a document")
     source_path = None
+    is_html = False
     if path:
         text, source_path = _read_path(path)
         fallback = Path(path).stem
+        is_html = Path(path).suffix.lower() in HTML_SUFFIXES
     elif url:
-        text, fallback = _fetch_url(url), url
+        (text, is_html), fallback = _fetch_url(url), url
     else:
         text, fallback = str(content), "Untitled"
-    if not text.strip():
-        raise ValidationError("The document is empty; nothing to ingest")
-    chunks = chunk_markdown(text)
-    title = (title or _title_of(text, fallback)).strip()
     digest = hashlib.sha256(text.encode()).hexdigest()
+    page_title = None
+    if is_html or html_text.looks_like_html(text):
+        text, page_title = html_text.to_markdown(text)
+    if not text.strip():
+        raise ValidationError("The document is empty (or an HTML page without readable text); nothing to ingest")
+    found_title, chunks = chunk_text(text)
+    title = (title or page_title or found_title or fallback).strip()
     now = clock.now()
     with db.transaction():
         existing = None

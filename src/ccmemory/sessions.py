@@ -30,7 +30,8 @@ def ensure(db: Database, session_id: str, project_id: int, *, transcript_path: s
 def get(db: Database, session_id: str) -> dict[str, Any]:
     row = db.one(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
     if row is None:
-        raise NotFoundError(f"No session with id {session_id!r}; list sessions with `ccmemory sessions`")
+        raise NotFoundError(f"No session with id {session_id!r}; list session ids with docmem_query_nodes "
+                            "(SELECT id, content FROM nodes WHERE kind = 'session')")
     return row
 
 

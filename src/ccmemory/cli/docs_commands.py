@@ -12,7 +12,7 @@ from .common import (search_embedder, emit_json, handles_errors, json_option, op
 
 @click.group()
 def docs() -> None:
-    """Reference documents, chunked by heading and searchable apart from memories."""
+    """Reference documents (Markdown, HTML, text) in token-sized chunks, searchable apart from memories."""
 
 
 @docs.command()
@@ -25,7 +25,7 @@ def docs() -> None:
 @handles_errors
 def ingest(path: str | None, text: str | None, url: str | None, title: str | None, project_dir: str | None,
            as_json: bool) -> None:
-    """Ingest a text or markdown file (or --text / --url)."""
+    """Ingest a Markdown, HTML or text file (or --text / --url)."""
     db, project = open_store(project_dir)
     document = documents.ingest(db, project_id=project, path=path, content=text, url=url, title=title)
     if as_json:

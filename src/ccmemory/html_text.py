@@ -1,0 +1,124 @@
+"""HTML pages as readable Markdown text plus their title, with the standard library's parser.
+
+Scripts, styles, forms, inline SVG and the page chrome (``nav``, ``header``,
+``footer``, ``aside``) are dropped; headings become ``#`` headings, list items
+``- `` lines, ``pre`` blocks fences, and paragraphs blank-line separated, so
+the result chunks like any Markdown document. The title is the ``<title>``
+(else ``og:title``, else the first ``<h1>``).
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+SKIPPED = {"script", "style", "noscript", "template", "svg", "nav", "header", "footer", "aside", "form", "iframe",
+           "button", "select", "canvas"}
+BLOCKS = {"p", "div", "section", "article", "main", "table", "tr", "ul", "ol", "dl", "blockquote", "figure",
+          "figcaption", "hr", "details", "summary", "body", "dt", "dd"}
+HEADINGS = {f"h{level}": level for level in range(1, 7)}
+VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
+
+
+class _Extractor(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+        self.skip_depth = 0
+        self.pre_depth = 0
+        self.in_title = False
+        self.title = ""
+        self.og_title = ""
+        self.first_h1: str | None = None
+        self.heading: list[str] | None = None
+
+    def _break(self, text: str = "\n\n") -> None:
+        self.out.append(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.skip_depth:
+            if tag in SKIPPED:
+                self.skip_depth += 1
+            return
+        if tag in SKIPPED:
+            self.skip_depth = 1
+        elif tag == "title":
+            self.in_title = True
+        elif tag == "meta":
+            values = dict(attrs)
+            if values.get("property") == "og:title" and values.get("content"):
+                self.og_title = values["content"] or ""
+        elif tag in HEADINGS:
+            self._break()
+            self.out.append("#" * HEADINGS[tag] + " ")
+            self.heading = []
+        elif tag == "li":
+            self._break("\n")
+            self.out.append("- ")
+        elif tag == "pre":
+            self._break()
+            self.out.append("```\n")
+            self.pre_depth += 1
+        elif tag == "br":
+            self._break("\n")
+        elif tag in ("td", "th"):
+            self.out.append(" | ")
+        elif tag in BLOCKS:
+            self._break()
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.skip_depth:
+            if tag in SKIPPED:
+                self.skip_depth -= 1
+            return
+        if tag == "title":
+            self.in_title = False
+        elif tag in HEADINGS and self.heading is not None:
+            text = " ".join("".join(self.heading).split())
+            if tag == "h1" and self.first_h1 is None and text:
+                self.first_h1 = text
+            self.heading = None
+            self._break()
+        elif tag == "pre" and self.pre_depth:
+            self.pre_depth -= 1
+            self.out.append("\n```")
+            self._break()
+        elif tag in BLOCKS:
+            self._break()
+
+    def handle_data(self, data: str) -> None:
+        if self.skip_depth:
+            return
+        if self.in_title:
+            self.title += data
+            return
+        if self.pre_depth:
+            self.out.append(data)
+            return
+        text = re.sub(r"\s+", " ", data)
+        if self.heading is not None:
+            self.heading.append(text)
+        self.out.append(text)
+
+
+def looks_like_html(text: str) -> bool:
+    """Whether a text is an HTML page rather than Markdown or plain text."""
+    start = text.lstrip()[:1024].lower()
+    return start.startswith(("<!doctype html", "<html")) or ("<head" in start and "<body" in text.lower())
+
+
+def to_markdown(html: str) -> tuple[str, str | None]:
+    """(readable Markdown text, title or None) of an HTML page."""
+    parser = _Extractor()
+    parser.feed(html)
+    parser.close()
+    text = "".join(parser.out)
+    lines: list[str] = []
+    in_fence = False
+    for line in text.split("\n"):
+        if line.strip() == "```":
+            in_fence = not in_fence
+        lines.append(line.rstrip() if in_fence else line.strip())
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    title = " ".join(parser.title.split()) or parser.og_title.strip() or parser.first_h1
+    return text, title or None
