@@ -71,7 +71,7 @@ def test_a_document_is_a_tree_of_sections_and_chunks(store, db, project):
     assert store.find(f"chunk:{doc.id}:01") is None
     assert chunk.id == f"chunk:{doc.id}:1" and "pip install thing" in chunk.content
     assert store.get(chunk.id).parent_id == sections[1].id
-    assert expand.serialize(store, root).startswith("Guide\n\n# Guide\n\nIntro text.")
+    assert expand.serialize(store, root).startswith("Guide\n\nIntro text.\n\nGuide > Install\n\npip install thing")
     path = expand.ancestor_path(store, chunk.id).splitlines()
     assert [line.split()[1] for line in path] == [root, sections[1].id, chunk.id]
 
