@@ -29,6 +29,7 @@ EXPECTED = {
     "memory_supersede": (False, False, True, False),
     "docs_search": (True, False, True, False),
     "docs_ingest": (False, True, True, True),
+    "memory": (False, True, False, False),
     "docmem_create": (False, False, False, False),
     "docmem_create_node": (False, False, False, False),
     "docmem_delete": (False, True, True, False),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..files import commands
-from .registry import Tool, ToolContext
+from .registry import Annotations, Tool, ToolContext
 
 
 def memory(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -47,5 +47,6 @@ TOOLS = [
             "required": ["command"],
         },
         memory,
+        Annotations("Memory files", read_only=False, destructive=True),
     ),
 ]
