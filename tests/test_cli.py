@@ -18,6 +18,13 @@ def run(home: Path, cwd: Path, *args: str, stdin: str | None = None) -> subproce
                           capture_output=True, text=True, timeout=120)
 
 
+def test_add_takes_the_time_it_happened(home, project_dir):
+    dated = run(home, project_dir, "add", "Release 1.0 shipped", "--created-at", "2023-05-08", "--json")
+    assert json.loads(dated.stdout)["created_at"] == "2023-05-08T00:00:00.000Z"
+    wrong = run(home, project_dir, "add", "Release 2.0 shipped", "--created-at", "soon")
+    assert wrong.returncode == 2 and "ISO-8601" in wrong.stderr
+
+
 def test_add_search_get_delete_round_trip(home, project_dir):
     added = run(home, project_dir, "add", "The API uses JWT tokens for auth", "--category", "architecture", "--json")
     assert added.returncode == 0, added.stderr

@@ -92,8 +92,14 @@ def test_memory_add_classifies_and_normalises(server, db) -> None:
     assert memory.sector == "procedural" and memory.importance == pytest.approx(0.8)
 
 
+def test_memory_add_takes_the_time_it_happened(server, db) -> None:
+    memory = memories.get(db, add(server, "Quarterly planning moved to Thursdays", created_at="2024-02-29T09:30"))
+    assert memory.created_at == "2024-02-29T09:30:00.000Z"
+
+
 @pytest.mark.parametrize("arguments, message", [
     ({}, "Content is required"),
+    ({"content": "ok", "created_at": "yesterday"}, "Not an ISO-8601 date or time"),
     ({"content": "   "}, "Content is required"),
     ({"content": "x" * 10_001}, "Content exceeds maximum length of 10,000 characters"),
     ({"content": "ok", "sector": "musical"}, "must be one of episodic"),

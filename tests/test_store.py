@@ -32,12 +32,24 @@ from ccmemory.errors import NotFoundError, ValidationError
         ({"content": "ok", "tags": [1, 2]}, "Tags must be strings"),
         ({"content": "ok", "files": [None]}, "Files must be strings"),
         ({"content": "ok", "metadata": ["not", "a", "dict"]}, "Metadata must be an object"),
+        ({"content": "ok", "created_at": "8 May 2023"}, "created_at: Not an ISO-8601 date"),
     ],
 )
 def test_add_rejects_bad_input(db, project, kwargs, message):
     with pytest.raises(ValidationError, match=message):
         memories.add(db, project_id=project, **kwargs)
     assert db.scalar("SELECT COUNT(*) FROM memories") == 0
+
+
+def test_a_memory_can_be_given_the_time_it_happened(db, project):
+    old = memories.add(db, project_id=project, content="Moved to Berlin", created_at="2023-05-08T13:56:00+02:00")
+    day = memories.add(db, project_id=project, content="Started the new job", created_at="2023-06-01")
+    now = memories.add(db, project_id=project, content="Bought a bike")
+    assert old.created_at == "2023-05-08T11:56:00.000Z" and day.created_at == "2023-06-01T00:00:00.000Z"
+    assert old.updated_at > old.created_at  # written now, happened then
+    listed = memories.list_memories(db, project_id=project)
+    assert [m.id for m in listed] == [now.id, day.id, old.id]
+    assert [m.id for m in memories.timeline(db, day.id)["before"]] == [old.id]
 
 
 def test_content_at_the_limit_is_accepted(db, project):
@@ -350,3 +362,4 @@ def test_parallel_writers_lose_nothing_and_duplicate_nothing(home, project_dir):
     assert check.scalar("SELECT COUNT(*) FROM projects") == 1
     assert check.scalar("SELECT COUNT(*) FROM sessions") == 2
     check.close()
+

@@ -1,7 +1,8 @@
 """Timestamps as sortable ISO-8601 UTC strings with milliseconds.
 
 Built with :mod:`time` rather than :mod:`datetime`: hooks import this on every
-tool call and every millisecond of start-up counts there.
+tool call and every millisecond of start-up counts there. Only :func:`parse`,
+which hooks never call, imports :mod:`datetime`.
 """
 
 from __future__ import annotations
@@ -13,3 +14,24 @@ def now() -> str:
     """The current time, e.g. ``2026-11-22T02:40:00.123Z``."""
     moment = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(moment)) + ".%03dZ" % (int(moment * 1000) % 1000)
+
+
+def parse(text: str) -> str:
+    """An ISO-8601 date or date-time (``2023-05-08``, ``2023-05-08 13:56``, ``…T13:56:00+02:00``) in our format.
+
+    A time without an offset is taken as UTC; a bare date is midnight UTC.
+    Raises ValueError with a usable example when the text is not such a time.
+    """
+    from datetime import datetime, timezone
+
+    raw = text.strip() if isinstance(text, str) else ""
+    try:
+        moment = datetime.fromisoformat(raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw)
+    except ValueError:
+        raise ValueError(
+            f"Not an ISO-8601 date or time: {text!r}; write e.g. 2023-05-08 or 2023-05-08T13:56:00Z"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    moment = moment.astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + ".%03dZ" % (moment.microsecond // 1000)

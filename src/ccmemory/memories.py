@@ -185,8 +185,14 @@ def add(
     source: str = "manual",
     metadata: dict[str, Any] | None = None,
     dedupe_key: str | None = None,
+    created_at: str | None = None,
 ) -> Memory:
     """Store a memory and return it.
+
+    ``created_at`` is when the remembered thing happened (an ISO-8601 date or
+    date-time, see :func:`ccmemory.clock.parse`); it defaults to now. Imported
+    history and benchmarks give the real time, so time-ordered views and time
+    cues in queries see it.
 
     With a ``session_id`` the memory is linked to that session (usage
     ``created``); the session row must exist (see :mod:`ccmemory.sessions`).
@@ -201,6 +207,13 @@ def add(
     if metadata is not None and not isinstance(metadata, dict):
         raise ValidationError(f"Metadata must be an object, got {type(metadata).__name__}")
     now = clock.now()
+    if created_at is None:
+        happened = now
+    else:
+        try:
+            happened = clock.parse(created_at)
+        except ValueError as exc:
+            raise ValidationError(f"created_at: {exc}") from None
     memory_id = new_id()
     with db.transaction():
         if session_id:
@@ -212,7 +225,7 @@ def add(
             (
                 memory_id, project_id, session_id, content, sector, tier, normalize_category(category),
                 json.dumps(_string_list(tags, "Tags")), json.dumps(_string_list(files, "Files")),
-                importance, min(salience, MAX_SALIENCE), now, now, source, dedupe_key if session_id else None,
+                importance, min(salience, MAX_SALIENCE), happened, now, source, dedupe_key if session_id else None,
                 json.dumps(metadata or {}),
             ),
         )

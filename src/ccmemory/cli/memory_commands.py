@@ -26,11 +26,13 @@ def _describe(memory: Memory) -> str:
               help="Memory sector (default: guessed from the text).")
 @click.option("--tags", default="", help="Comma-separated tags.")
 @click.option("--importance", type=click.FloatRange(0, 1), default=None, help="0..1, also the starting salience.")
+@click.option("--created-at", "created_at", default=None, metavar="TIME",
+              help="When it happened: ISO-8601 date or date-time, e.g. 2023-05-08T13:56 (default: now).")
 @project_option
 @json_option
 @handles_errors
 def add(content: str | None, category: str, sector: str | None, tags: str, importance: float | None,
-        project_dir: str | None, as_json: bool) -> None:
+        created_at: str | None, project_dir: str | None, as_json: bool) -> None:
     """Add a memory. Without CONTENT, reads standard input, or opens $EDITOR on a terminal."""
     if content is None:
         if sys.stdin.isatty():
@@ -40,7 +42,7 @@ def add(content: str | None, category: str, sector: str | None, tags: str, impor
             content = sys.stdin.read().strip()
     db, project = open_store(project_dir)
     memory = memories.add(db, project_id=project, content=content or "", sector=sector, category=category,
-                          tags=tags, importance=importance)
+                          tags=tags, importance=importance, created_at=created_at)
     if as_json:
         emit_json(memory.to_dict())
     else:

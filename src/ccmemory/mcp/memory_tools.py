@@ -99,7 +99,7 @@ def memory_add(ctx: ToolContext, args: dict[str, Any]) -> str:
         category=arguments.text(args, "category"),
         tags=arguments.strings(args, "tags"),
         importance=arguments.number(args, "importance", memories.DEFAULT_SALIENCE),
-        session_id=ctx.session_id, source="mcp",
+        session_id=ctx.session_id, source="mcp", created_at=arguments.text(args, "created_at"),
     )
     background.of(ctx).wake()
     return (f"Memory created: {memory.id} (sector: {memory.sector}, category: {memory.category}, "
@@ -218,6 +218,7 @@ TOOLS = [
                                                               "discovery or general"},
                 "tags": {"type": "array", "items": {"type": "string"}},
                 "importance": {"type": "number", "description": "0-1 (default 0.5)"},
+                "created_at": {"type": "string", "description": "When it happened, ISO 8601 (default now)"},
             },
             "required": ["content"],
         },
