@@ -24,6 +24,9 @@ CATEGORIES = ("architecture", "component", "domain", "pattern", "gotcha", "disco
 USAGE_TYPES = ("created", "recalled", "reinforced", "updated")
 MAX_CONTENT_CHARS = 10_000
 DEFAULT_LIST_LIMIT = 50
+COUNT_CAP = 10_000
+#: How a list treats deleted or superseded memories.
+INCLUSION = ("exclude", "include", "only")
 DEFAULT_SALIENCE = 0.5
 MAX_SALIENCE = 0.999
 MIN_ID_PREFIX = 8
@@ -304,6 +307,34 @@ def by_seq(db: Database, seqs: Sequence[int]) -> dict[int, Memory]:
     return {row["seq"]: Memory.from_row(row) for row in rows}
 
 
+def _list_filters(
+    *,
+    project_id: int | None,
+    category: str | None,
+    sector: str | None,
+    tier: str | None,
+    session_id: str | None,
+    deleted: str,
+    superseded: str,
+) -> tuple[list[str], list[Any]]:
+    """WHERE clauses and parameters shared by :func:`list_memories` and :func:`count_memories`."""
+    if sector:
+        _validate_choice(sector, SECTORS, "sector")
+    if tier:
+        _validate_choice(tier, TIERS, "tier")
+    _validate_choice(deleted, INCLUSION, "deleted filter")
+    _validate_choice(superseded, INCLUSION, "superseded filter")
+    clauses, params = [], []  # type: list[str], list[Any]
+    for column, value in (("project_id", project_id), ("category", category), ("sector", sector),
+                          ("tier", tier), ("session_id", session_id)):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value.strip().lower() if column == "category" else value)
+    clauses += {"exclude": ["is_deleted = 0"], "only": ["is_deleted = 1"], "include": []}[deleted]
+    clauses += {"exclude": ["valid_until IS NULL"], "only": ["valid_until IS NOT NULL"], "include": []}[superseded]
+    return clauses, params
+
+
 def list_memories(
     db: Database,
     *,
@@ -314,32 +345,59 @@ def list_memories(
     session_id: str | None = None,
     include_deleted: bool = False,
     include_superseded: bool = True,
+    deleted: str | None = None,
+    superseded: str | None = None,
     limit: int = DEFAULT_LIST_LIMIT,
     offset: int = 0,
+    before: tuple[str, int] | None = None,
 ) -> list[Memory]:
-    """Memories newest first. An unknown category gives an empty list, not an error."""
-    if sector:
-        _validate_choice(sector, SECTORS, "sector")
-    if tier:
-        _validate_choice(tier, TIERS, "tier")
+    """Memories newest first. An unknown category gives an empty list, not an error.
+
+    ``deleted`` and ``superseded`` (``exclude``, ``include`` or ``only``) override
+    the two ``include_*`` flags. ``before`` is a keyset cursor, the
+    ``(created_at, seq)`` of the last memory of the previous page: it walks the
+    ``(project_id, created_at)`` index, so page 1,000 costs what page 1 does,
+    where a large ``offset`` reads every row it skips.
+    """
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValidationError(f"Limit must be a positive whole number, got {limit!r}")
-    clauses, params = [], []  # type: list[str], list[Any]
-    for column, value in (("project_id", project_id), ("category", category), ("sector", sector),
-                          ("tier", tier), ("session_id", session_id)):
-        if value is not None:
-            clauses.append(f"{column} = ?")
-            params.append(value.strip().lower() if column == "category" else value)
-    if not include_deleted:
-        clauses.append("is_deleted = 0")
-    if not include_superseded:
-        clauses.append("valid_until IS NULL")
+    clauses, params = _list_filters(
+        project_id=project_id, category=category, sector=sector, tier=tier, session_id=session_id,
+        deleted=deleted or ("include" if include_deleted else "exclude"),
+        superseded=superseded or ("include" if include_superseded else "exclude"),
+    )
+    if before is not None:
+        clauses.append("(created_at < ? OR (created_at = ? AND seq < ?))")
+        params += [before[0], before[0], before[1]]
     where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
     rows = db.rows(
         f"SELECT {_MEMORY_COLUMNS} FROM memories {where} ORDER BY created_at DESC, seq DESC LIMIT ? OFFSET ?",
         (*params, limit, offset),
     )
     return [Memory.from_row(row) for row in rows]
+
+
+def count_memories(
+    db: Database,
+    *,
+    project_id: int | None = None,
+    category: str | None = None,
+    sector: str | None = None,
+    tier: str | None = None,
+    session_id: str | None = None,
+    deleted: str = "exclude",
+    superseded: str = "include",
+    cap: int = COUNT_CAP,
+) -> int:
+    """How many memories :func:`list_memories` would list with these filters, counting at most ``cap``.
+
+    The cap bounds the work on a large store: a caller shows "10,000+" rather
+    than scanning 100k rows to print an exact number nobody pages through.
+    """
+    clauses, params = _list_filters(project_id=project_id, category=category, sector=sector, tier=tier,
+                                    session_id=session_id, deleted=deleted, superseded=superseded)
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    return db.scalar(f"SELECT COUNT(*) FROM (SELECT 1 FROM memories {where} LIMIT ?)", (*params, cap))
 
 
 def delete(db: Database, memory_id: str, *, hard: bool = False) -> dict[str, Any]:
@@ -392,8 +450,9 @@ def deemphasize(db: Database, memory_id: str, amount: float = 0.2) -> Memory:
 
 
 def rewrite(db: Database, memory_id: str, content: str, *, files: Iterable[str] | None = None,
-            metadata: dict[str, Any] | None = None) -> bool:
-    """Replace a memory's text (and optionally files and metadata) in place; False when nothing changed.
+            metadata: dict[str, Any] | None = None, tags: Iterable[str] | None = None,
+            sector: str | None = None) -> bool:
+    """Replace a memory's text (and optionally files, metadata, tags and sector) in place; False when nothing changed.
 
     FTS follows by trigger and the memory's vector is dropped by trigger, so it
     is embedded again with its new text.
@@ -402,11 +461,16 @@ def rewrite(db: Database, memory_id: str, content: str, *, files: Iterable[str] 
     memory = get(db, memory_id)
     new_files = memory.files if files is None else _string_list(files, "Files")
     new_metadata = memory.metadata if metadata is None else metadata
-    if (content, new_files, new_metadata) == (memory.content, memory.files, memory.metadata):
+    new_tags = memory.tags if tags is None else _string_list(tags, "Tags")
+    new_sector = memory.sector if sector is None else _validate_choice(sector, SECTORS, "sector")
+    if (content, new_files, new_metadata, new_tags, new_sector) == (
+            memory.content, memory.files, memory.metadata, memory.tags, memory.sector):
         return False
     with db.transaction():
-        db.execute("UPDATE memories SET content = ?, files = ?, metadata = ?, updated_at = ? WHERE id = ?",
-                   (content, json.dumps(new_files), json.dumps(new_metadata), clock.now(), memory.id))
+        db.execute("UPDATE memories SET content = ?, files = ?, metadata = ?, tags = ?, sector = ?, updated_at = ? "
+                   "WHERE id = ?",
+                   (content, json.dumps(new_files), json.dumps(new_metadata), json.dumps(new_tags), new_sector,
+                    clock.now(), memory.id))
     return True
 
 
@@ -461,6 +525,13 @@ def superseded_by(db: Database, memory_ids: Sequence[str]) -> dict[str, str]:
     return {row["target_id"]: row["source_id"] for row in rows}
 
 
+def replaces(db: Database, memory_id: str) -> list[str]:
+    """The ids of the memories this one supersedes."""
+    return [row["target_id"] for row in db.rows(
+        "SELECT target_id FROM memory_relationships WHERE source_id = ? AND relationship_type = 'SUPERSEDES' "
+        "ORDER BY created_at", (memory_id,))]
+
+
 def related_counts(db: Database, memory_ids: Sequence[str]) -> dict[str, int]:
     """How many relationships touch each memory."""
     if not memory_ids:
@@ -472,6 +543,11 @@ def related_counts(db: Database, memory_ids: Sequence[str]) -> dict[str, int]:
         (*memory_ids, *memory_ids),
     )
     return {row["id"]: row["n"] for row in rows}
+
+
+def latest_seq(db: Database) -> int:
+    """The row number of the newest memory of any project (0 for none): new memories have larger ones."""
+    return db.scalar("SELECT MAX(seq) FROM memories") or 0
 
 
 def touch_references(db: Database, memory_ids: Sequence[str], *, session_id: str | None = None) -> None:

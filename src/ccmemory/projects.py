@@ -11,6 +11,11 @@ import os
 
 from . import clock
 from .db import Database
+from .errors import NotFoundError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the hooks import this module
+    from typing import Any
 
 
 def project_root(cwd: str | os.PathLike[str]) -> str:
@@ -38,3 +43,22 @@ def project_id(db: Database, cwd: str | os.PathLike[str], *, create: bool = True
             (root, os.path.basename(root) or root, clock.now()),
         )
         return db.scalar("SELECT id FROM projects WHERE path = ?", (root,))
+
+
+def list_all(db: Database) -> list[dict[str, Any]]:
+    """Every project with its live memory and session counts and its latest activity, most recent first."""
+    return db.rows(
+        "SELECT p.id, p.path, p.name, p.created_at, "
+        "(SELECT COUNT(*) FROM memories m WHERE m.project_id = p.id AND m.is_deleted = 0) AS memories, "
+        "(SELECT COUNT(*) FROM sessions s WHERE s.project_id = p.id) AS sessions, "
+        "COALESCE((SELECT MAX(created_at) FROM memories m WHERE m.project_id = p.id), p.created_at) AS last_activity "
+        "FROM projects p ORDER BY last_activity DESC, p.id"
+    )
+
+
+def get(db: Database, project_id: int) -> dict[str, Any]:
+    """One project row by id."""
+    row = db.one("SELECT id, path, name, created_at FROM projects WHERE id = ?", (project_id,))
+    if row is None:
+        raise NotFoundError(f"No project with id {project_id!r}; pick one from the list of projects")
+    return row

@@ -57,10 +57,21 @@ def end(db: Database, session_id: str) -> bool:
         return db.changes() > 0
 
 
-def recent(db: Database, project_id: int, *, limit: int = 5, with_summary: bool = False) -> list[dict[str, Any]]:
-    """The project's latest sessions, newest first."""
+def recent(db: Database, project_id: int, *, limit: int = 5, with_summary: bool = False,
+           offset: int = 0) -> list[dict[str, Any]]:
+    """The project's latest sessions, newest first (``offset`` skips that many, for paging)."""
     extra = "AND summary IS NOT NULL" if with_summary else ""
     return db.rows(
-        f"SELECT {_COLUMNS} FROM sessions WHERE project_id = ? {extra} ORDER BY started_at DESC LIMIT ?",
-        (project_id, limit),
+        f"SELECT {_COLUMNS} FROM sessions WHERE project_id = ? {extra} ORDER BY started_at DESC LIMIT ? OFFSET ?",
+        (project_id, limit, offset),
     )
+
+
+def memory_counts(db: Database, session_ids: Sequence[str]) -> dict[str, int]:
+    """How many live (not deleted) memories each session holds."""
+    if not session_ids:
+        return {}
+    marks = ",".join("?" * len(session_ids))
+    rows = db.rows(f"SELECT session_id, COUNT(*) AS n FROM memories WHERE session_id IN ({marks}) AND is_deleted = 0 "
+                   "GROUP BY session_id", tuple(session_ids))
+    return {row["session_id"]: row["n"] for row in rows}

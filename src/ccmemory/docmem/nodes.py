@@ -178,6 +178,11 @@ class Docmem:
             siblings.sort(key=lambda n: (n.order_value, n.created_at, n.id))
         return found
 
+    def roots(self, *, limit: int = 100, offset: int = 0) -> list[Node]:
+        """The project's stored docmem roots, newest first (virtual session and document trees are not listed)."""
+        return self._nodes(f"SELECT {_COLUMNS} FROM docmem_nodes WHERE parent_id IS NULL AND project_id = ? "
+                           "ORDER BY created_at DESC LIMIT ? OFFSET ?", (self.project_id, limit, offset))
+
     def _nodes(self, sql: str, params: tuple[Any, ...]) -> list[Node]:
         return [Node.from_row(row) for row in self.db.rows(sql, params)]
 

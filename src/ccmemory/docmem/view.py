@@ -104,6 +104,11 @@ def strip_sections(data: bytes) -> bytes:
     return b"".join(kept)
 
 
+def shown_sections(data: bytes) -> list[str]:
+    """The text of every complete docmem section in a CLAUDE.md, as Claude Code reads it."""
+    return [data[begin:end].decode("utf-8", "replace").strip() for begin, end in section_spans(data)]
+
+
 def line_ending(data: bytes) -> bytes:
     """CRLF when the file mostly uses it, else LF."""
     crlf = data.count(b"\r\n")
