@@ -1,0 +1,44 @@
+"""``ccmemory ui``: serve the memory viewer on 127.0.0.1 and open it in the browser."""
+
+from __future__ import annotations
+
+import click
+
+from .. import projects
+from .common import default_project_dir, handles_errors, project_option
+
+
+@click.command()
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="Port on 127.0.0.1 (0: a free one).")
+@click.option("--no-open", "no_open", is_flag=True, help="Print the address instead of opening a browser.")
+@click.option("--keyword-only", is_flag=True, help="Do not load the embedding model; search by keywords only.")
+@project_option
+@handles_errors
+def ui(port: int, no_open: bool, keyword_only: bool, project_dir: str | None) -> None:
+    """Browse, search, edit and delete memories in a local web page (Ctrl-C stops it).
+
+    The server listens on 127.0.0.1 only and answers only requests carrying
+    the token in the printed address, which changes at every launch.
+    """
+    from ..ui import launch
+    from ..ui.viewer import Viewer
+
+    try:
+        sock = launch.bind(port)
+    except OSError as exc:
+        raise click.UsageError(str(exc)) from None
+    viewer = Viewer(semantic=not keyword_only)
+    project = projects.project_id(viewer.db, project_dir or default_project_dir(), create=False)
+    url = launch.page_url(sock, viewer.token, project)
+
+    def ready() -> None:
+        click.echo(f"ccmemory viewer: {url}")
+        click.echo("Keep this address private: it carries the access token. Ctrl-C stops the viewer.")
+        if not no_open and not launch.open_browser(url):
+            click.echo("No browser could be started; open the address above yourself.")
+
+    launch.serve(viewer, sock, on_ready=ready)
+
+
+COMMANDS = [ui]
