@@ -24,7 +24,7 @@ CATEGORIES = ("architecture", "component", "domain", "pattern", "gotcha", "disco
 USAGE_TYPES = ("created", "recalled", "reinforced", "updated")
 MAX_CONTENT_CHARS = 10_000
 DEFAULT_LIST_LIMIT = 50
-COUNT_CAP = 10_000
+COUNT_CAP = 1_000
 #: How a list treats deleted or superseded memories.
 INCLUSION = ("exclude", "include", "only")
 DEFAULT_SALIENCE = 0.5
@@ -309,13 +309,13 @@ def by_seq(db: Database, seqs: Sequence[int]) -> dict[int, Memory]:
 
 def _list_filters(
     *,
-    project_id: int | None,
-    category: str | None,
-    sector: str | None,
-    tier: str | None,
-    session_id: str | None,
-    deleted: str,
-    superseded: str,
+    project_id: int | None = None,
+    category: str | None = None,
+    sector: str | None = None,
+    tier: str | None = None,
+    session_id: str | None = None,
+    deleted: str = "exclude",
+    superseded: str = "include",
 ) -> tuple[list[str], list[Any]]:
     """WHERE clauses and parameters shared by :func:`list_memories` and :func:`count_memories`."""
     if sector:
@@ -377,25 +377,15 @@ def list_memories(
     return [Memory.from_row(row) for row in rows]
 
 
-def count_memories(
-    db: Database,
-    *,
-    project_id: int | None = None,
-    category: str | None = None,
-    sector: str | None = None,
-    tier: str | None = None,
-    session_id: str | None = None,
-    deleted: str = "exclude",
-    superseded: str = "include",
-    cap: int = COUNT_CAP,
-) -> int:
+def count_memories(db: Database, *, cap: int = COUNT_CAP, **filters: Any) -> int:
     """How many memories :func:`list_memories` would list with these filters, counting at most ``cap``.
 
-    The cap bounds the work on a large store: a caller shows "10,000+" rather
-    than scanning 100k rows to print an exact number nobody pages through.
+    ``filters`` are those of :func:`list_memories` (``project_id``, ``category``,
+    ``sector``, ``tier``, ``session_id``, ``deleted``, ``superseded``). The cap bounds
+    the work on a large store: a caller shows "1,000+" rather than reading 100k
+    rows to print an exact number nobody pages through.
     """
-    clauses, params = _list_filters(project_id=project_id, category=category, sector=sector, tier=tier,
-                                    session_id=session_id, deleted=deleted, superseded=superseded)
+    clauses, params = _list_filters(**filters)
     where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
     return db.scalar(f"SELECT COUNT(*) FROM (SELECT 1 FROM memories {where} LIMIT ?)", (*params, cap))
 

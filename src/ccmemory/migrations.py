@@ -319,7 +319,21 @@ def _m004_local_context(db: Database) -> None:
     _run_script(db, _M004)
 
 
-MIGRATIONS: List[Callable[[Database], None]] = [_m001_initial, _m002_docmem, _m003_memory_files, _m004_local_context]
+_M005 = """
+-- The trash and the superseded list: rare rows, found through small partial indexes
+-- instead of a scan of the whole project (the viewer's deleted=only / superseded=only).
+CREATE INDEX memories_trash ON memories(project_id, created_at) WHERE is_deleted = 1;
+CREATE INDEX memories_superseded ON memories(project_id, created_at) WHERE valid_until IS NOT NULL;
+"""
+
+
+def _m005_rare_row_indexes(db: Database) -> None:
+    """Partial indexes over deleted and over superseded memories."""
+    _run_script(db, _M005)
+
+
+MIGRATIONS: List[Callable[[Database], None]] = [_m001_initial, _m002_docmem, _m003_memory_files, _m004_local_context,
+                                                _m005_rare_row_indexes]
 _BACKUPS_KEPT = 3
 
 

@@ -46,10 +46,15 @@ def project_id(db: Database, cwd: str | os.PathLike[str], *, create: bool = True
 
 
 def list_all(db: Database) -> list[dict[str, Any]]:
-    """Every project with its live memory and session counts and its latest activity, most recent first."""
+    """Every project with its live memory and session counts and its latest activity, most recent first.
+
+    Live = all minus deleted, both counted from indexes alone (the trash has a partial
+    index), so listing stays a few milliseconds at 100k memories.
+    """
     return db.rows(
         "SELECT p.id, p.path, p.name, p.created_at, "
-        "(SELECT COUNT(*) FROM memories m WHERE m.project_id = p.id AND m.is_deleted = 0) AS memories, "
+        "(SELECT COUNT(*) FROM memories m WHERE m.project_id = p.id) - "
+        "(SELECT COUNT(*) FROM memories m WHERE m.project_id = p.id AND m.is_deleted = 1) AS memories, "
         "(SELECT COUNT(*) FROM sessions s WHERE s.project_id = p.id) AS sessions, "
         "COALESCE((SELECT MAX(created_at) FROM memories m WHERE m.project_id = p.id), p.created_at) AS last_activity "
         "FROM projects p ORDER BY last_activity DESC, p.id"
