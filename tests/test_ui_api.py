@@ -79,14 +79,17 @@ def _error(response: Any, status: int) -> str:
 # ------------------------------------------------------------------ the token and the host
 
 API_REQUESTS = [
-    ("GET", "/api/projects"), ("GET", "/api/projects/1"), ("GET", "/api/projects/1/sessions"),
+    ("GET", "/api/projects"), ("GET", "/api/projects/1"), ("GET", "/api/projects/1/stats"), ("GET", "/api/projects/1/sessions"),
     ("GET", "/api/projects/1/memories"), ("POST", "/api/projects/1/memories"), ("GET", "/api/projects/1/search?q=x"),
     ("GET", "/api/projects/1/memories/x"), ("PATCH", "/api/projects/1/memories/x"),
     ("DELETE", "/api/projects/1/memories/x"), ("POST", "/api/projects/1/memories/x/restore"),
     ("POST", "/api/projects/1/memories/x/reinforce"), ("POST", "/api/projects/1/memories/x/deemphasize"),
     ("POST", "/api/projects/1/memories/x/supersede"), ("GET", "/api/projects/1/docmem"),
     ("GET", "/api/projects/1/docmem/x"), ("GET", "/api/projects/1/docmem/x/expand"),
-    ("GET", "/api/projects/1/claude-md"), ("GET", "/api/events"), ("GET", "/api/no-such-route"),
+    ("GET", "/api/projects/1/claude-md"), ("GET", "/api/projects/1/files"),
+    ("GET", "/api/projects/1/files/content?path=/memories/a.md"), ("PUT", "/api/projects/1/files/content"),
+    ("DELETE", "/api/projects/1/files/content?path=/memories/a.md"), ("POST", "/api/projects/1/files/rename"),
+    ("GET", "/api/events"), ("GET", "/api/no-such-route"),
 ]
 
 
@@ -336,13 +339,65 @@ def test_sessions_docmem_claude_md_and_storage(client: TestClient, two_projects:
     shown = client.get(f"{base}/claude-md").json()
     assert shown["node_ids"] == [a["root"]] and "Alpha design notes" in shown["sections"][0]
 
-    stats = client.get(base).json()
+    header = client.get(base).json()
+    assert header["project"]["name"] == "alpha" and "stats" not in header
+    stats = client.get(f"{base}/stats").json()
     assert stats["stats"]["memories"] == 3 and stats["all_projects"]["memories"] == 6
     assert stats["storage"]["database_bytes"] > 0
     assert stats["storage"]["total_bytes"] >= stats["storage"]["database_bytes"]
     listed = client.get("/api/projects").json()
     assert {p["name"]: p["memories"] for p in listed["projects"]} == {"alpha": 3, "beta": 3}
     assert "procedural" in listed["sectors"] and "gotcha" in listed["categories"]
+
+
+# ------------------------------------------------------------------ /memories files
+
+def test_memory_files_create_edit_rename_delete_through_the_memory_tool_core(
+        client: TestClient, two_projects: dict[str, Any]) -> None:
+    a, b = (f"/api/projects/{two_projects[name]['project']}" for name in ("alpha", "beta"))
+    created = client.put(f"{a}/files/content", json={"path": "/memories/notes.md", "content": "# Notes\n",
+                                                     "version": None}).json()
+    assert created["message"] == "Saved /memories/notes.md" and created["file"]["version"] == 1
+    shared = client.put(f"{a}/files/content", json={"path": "/memories/user/prefs.md", "content": "tabs",
+                                                    "version": None}).json()["file"]
+    assert shared["scope"] == "user"
+
+    edited = client.put(f"{a}/files/content", json={"path": "/memories/notes.md", "content": "# Notes\nport 6543\n",
+                                                    "version": 1}).json()["file"]
+    assert edited["version"] == 2 and "6543" in edited["content"]
+    stale = client.put(f"{a}/files/content", json={"path": "/memories/notes.md", "content": "lost", "version": 1})
+    assert "changed while it was being edited" in _error(stale, 409)
+    assert "already exists" in _error(client.post(f"{a}/files/rename", json={
+        "old_path": "/memories/notes.md", "new_path": "/memories/user/prefs.md"}), 409)
+    for bad in ("/etc/passwd", "/memories/../x.md", "/memories/%2e%2e/x.md", "/memories/a.txt"):
+        assert "Error" in _error(client.put(f"{a}/files/content", json={"path": bad, "content": "x",
+                                                                        "version": None}), 400)
+    assert "'path'" in _error(client.get(f"{a}/files/content"), 400)
+
+    assert {f["path"] for f in client.get(f"{a}/files").json()["files"]} == {"/memories/notes.md",
+                                                                          "/memories/user/prefs.md"}
+    assert [f["path"] for f in client.get(f"{b}/files").json()["files"]] == ["/memories/user/prefs.md"]
+    _error(client.get(f"{b}/files/content?path=/memories/notes.md"), 404)
+    _error(client.delete(f"{b}/files/content?path=/memories/notes.md"), 409)
+    assert client.get(f"{a}/files/content?path=/memories/notes.md").json()["version"] == 2
+
+    renamed = client.post(f"{a}/files/rename", json={"old_path": "/memories/notes.md",
+                                                     "new_path": "/memories/project/notes.md"}).json()
+    assert renamed["message"].startswith("Successfully renamed /memories/notes.md")
+    gone = client.delete(f"{a}/files/content?path=/memories/project/notes.md").json()
+    assert gone["message"].startswith("Successfully deleted")
+    assert [f["path"] for f in client.get(f"{a}/files").json()["files"]] == ["/memories/user/prefs.md"]
+
+
+def test_memory_files_written_from_the_page_are_redacted(client: TestClient, two_projects: dict[str, Any]) -> None:
+    a = f"/api/projects/{two_projects['alpha']['project']}"
+    text = "Deploy notes\n" + "\n".join(SECRET_TEXTS.values())
+    saved = client.put(f"{a}/files/content", json={"path": "/memories/deploy.md", "content": text, "version": None})
+    assert "[REDACTED]" in saved.json()["message"]
+    stored = client.get(f"{a}/files/content?path=/memories/deploy.md").json()["content"]
+    assert stored.startswith("Deploy notes") and "[REDACTED" in stored
+    for secret in SECRET_TEXTS:
+        assert secret not in stored
 
 
 # ------------------------------------------------------------------ the real server

@@ -18,6 +18,9 @@ from ..docmem import expand, view
 from ..docmem.nodes import Docmem
 from ..documents import list_documents
 from ..errors import NotFoundError, ValidationError
+from ..files import commands as file_commands
+from ..files import paths as file_paths
+from ..files import store as file_store
 from ..memories import INCLUSION, Memory
 from ..migrations import SECTORS, TIERS
 from ..mcp import arguments
@@ -100,14 +103,20 @@ def list_projects(call: Call) -> dict[str, Any]:
             "categories": list(memories.CATEGORIES), "search_modes": list(search.MODES)}
 
 
+def project_storage(call: Call) -> dict[str, Any]:
+    """The project and the bytes the data directory takes: cheap (file sizes only), shown in the page's header."""
+    return {"project": projects.get(call.db, call.project_id),
+            "storage": storage.usage(os.path.dirname(call.viewer.db_path))}
+
+
 def project_stats(call: Call) -> dict[str, Any]:
+    """Counts by sector and tier for the project and all projects: they read every row, so only on request."""
     project_id = call.project_id
     return {
-        "project": projects.get(call.db, project_id),
+        **project_storage(call),
         "stats": memories.stats(call.db, project_id),
         "all_projects": memories.stats(call.db),
         "pending_embeddings": embeddings.pending_count(call.db, embeddings.configured_spec().model_id),
-        "storage": storage.usage(os.path.dirname(call.viewer.db_path)),
     }
 
 
@@ -287,3 +296,52 @@ def claude_md(call: Call) -> dict[str, Any]:
     headings = [line[3:].strip() for text in sections for line in text.splitlines() if line.startswith("## ")]
     return {"path": str(path), "exists": True, "sections": sections,
             "node_ids": [node_id for node_id in dict.fromkeys(headings) if store.find(node_id) is not None]}
+
+
+# ---------------------------------------------------------------- /memories files (Claude's memory tool)
+
+def _file_call(call: Call) -> file_commands.Call:
+    return file_commands.Call(call.project_id, None, "ui")
+
+
+def list_files(call: Call) -> dict[str, Any]:
+    """This project's memory files, then the user-wide ones every project sees; sizes, not content."""
+    rows = file_store.visible(call.db, call.project_id)
+    return {"files": [{**{k: v for k, v in row.to_dict().items() if k != "content"}, "bytes": row.size}
+                      for row in rows]}
+
+
+def read_file(call: Call) -> dict[str, Any]:
+    location = file_paths.parse_file(arguments.text(call.query, "path", required=True))
+    row = file_store.get(call.db, file_store.scope_of(location, call.project_id), location.rel)
+    if row is None:
+        raise NotFoundError(f"No memory file {location.path}; the list shows the files that exist")
+    return row.to_dict()
+
+
+def write_file(call: Call) -> dict[str, Any]:
+    """Create or replace a whole file; ``version`` (null for a new file) refuses to overwrite a newer one."""
+    _only_fields(call.body, ("path", "content", "version"))
+    version = call.body.get("version")
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+        raise ValidationError(f"Field 'version' must be the file's version number or null, got {version!r}")
+    content = call.body.get("content")
+    if not isinstance(content, str):
+        raise ValidationError("Field 'content' is required (the whole text of the file)")
+    path = arguments.text(call.body, "path", required=True)
+    message = file_commands.overwrite(call.db, path, content, _file_call(call), expected_version=version)
+    location = file_paths.parse_file(path)
+    row = file_store.get(call.db, file_store.scope_of(location, call.project_id), location.rel)
+    return {"message": message, "file": row.to_dict() if row else None}
+
+
+def delete_file(call: Call) -> dict[str, Any]:
+    path = arguments.text(call.query, "path", required=True)
+    return {"message": file_commands.execute(call.db, {"command": "delete", "path": path}, _file_call(call))}
+
+
+def rename_file(call: Call) -> dict[str, Any]:
+    _only_fields(call.body, ("old_path", "new_path"))
+    command = {"command": "rename", "old_path": arguments.text(call.body, "old_path", required=True),
+               "new_path": arguments.text(call.body, "new_path", required=True)}
+    return {"message": file_commands.execute(call.db, command, _file_call(call))}

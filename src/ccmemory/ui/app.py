@@ -28,6 +28,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import CCMemoryError, NotFoundError, ValidationError
+from ..files.paths import MemoryFileError
 from ..mcp.registry import ToolError
 from . import api, events
 from .viewer import Viewer
@@ -74,6 +75,8 @@ def endpoint(viewer: Viewer, handler: Callable[[api.Call], Any], *, status: int 
                 viewer.run,
                 lambda db: handler(api.Call(viewer, db, request.path_params, request.query_params, body)),
             )
+        except MemoryFileError as exc:  # the memory tool's own wording; "failed" means refused, not malformed
+            return error(409 if exc.failed else 400, str(exc))
         except (ValidationError, ToolError) as exc:
             return error(400, str(exc))
         except NotFoundError as exc:
@@ -111,7 +114,8 @@ def create_app(viewer: Viewer, *, allowed_hosts: tuple[str, ...] = LOOPBACK_HOST
     memory = project + "/memories/{memory}"
     routes = [
         route("/api/projects", api.list_projects),
-        route(project, api.project_stats),
+        route(project, api.project_storage),
+        route(project + "/stats", api.project_stats),
         route(project + "/sessions", api.list_sessions),
         route(project + "/memories", api.list_memories),
         route(project + "/memories", api.add_memory, "POST", 201),
@@ -127,6 +131,11 @@ def create_app(viewer: Viewer, *, allowed_hosts: tuple[str, ...] = LOOPBACK_HOST
         route(project + "/docmem/{node}", api.docmem_node),
         route(project + "/docmem/{node}/expand", api.docmem_expand),
         route(project + "/claude-md", api.claude_md),
+        route(project + "/files", api.list_files),
+        route(project + "/files/content", api.read_file),
+        route(project + "/files/content", api.write_file, "PUT"),
+        route(project + "/files/content", api.delete_file, "DELETE"),
+        route(project + "/files/rename", api.rename_file, "POST"),
         Route("/api/events", event_stream),
         Route("/api/{rest:path}", not_found, methods=["GET", "POST", "PATCH", "DELETE", "PUT"]),
         Mount("/", StaticFiles(directory=STATIC, html=True)),

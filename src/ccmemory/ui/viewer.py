@@ -12,9 +12,6 @@ from ..mcp.background import Background
 
 T = TypeVar("T")
 
-#: How long a search waits for the embedding model before answering with keywords only.
-MODEL_WAIT_SECONDS = 5.0
-
 
 class Viewer:
     """What every request of one ``ccmemory ui`` launch shares.
@@ -58,7 +55,13 @@ class Viewer:
             return None, "semantic search is off in this viewer; these are keyword matches only"
         if not db.vectors_loaded:
             return None, None  # search itself warns that vectors are unavailable
-        embedder, problem = self.background.wait_for_model(MODEL_WAIT_SECONDS)
+        # Called by a search holding the connection's lock; other requests may use the
+        # connection while this one waits (as long as the MCP server waits) for the model.
+        self._lock.release()
+        try:
+            embedder, problem = self.background.wait_for_model()
+        finally:
+            self._lock.acquire()
         if embedder is not None:
             self.background.catch_up_now(db)
         return embedder, problem

@@ -132,7 +132,6 @@ async function loadBadge() {
   if (!state.project) return;
   const data = await api(projectPath());
   $("#storage-badge").textContent = `${bytes(data.storage.total_bytes)} on disk`;
-  if (state.tab === "storage") renderStorage(data);
 }
 
 // ------------------------------------------------------------------ memory list and search
@@ -196,6 +195,7 @@ async function runSearch(freshAfter = null) {
   if (!q) { clearSearch(); return; }
   state.searching = true;
   $("#clear-search").hidden = false;
+  $("#count").textContent = "Searching…";
   const params = new URLSearchParams({ q, mode: $("#mode").value, limit: "50" });
   if ($("#f-sector").value) params.set("sector", $("#f-sector").value);
   if ($("#f-superseded").value !== "exclude") params.set("include_superseded", "true");
@@ -383,6 +383,61 @@ function showSession(id) {
   clearSearch();
 }
 
+// ------------------------------------------------------------------ /memories files
+
+async function loadFiles() {
+  if (!state.project) return;
+  const data = await api(projectPath("/files"));
+  $("#files").replaceChildren(...data.files.map((f) => el("li", { class: "node", "data-path": f.path,
+    onclick: () => guarded(() => openFile(f.path)) },
+  el("div", { class: "meta" }, el("code", {}, f.path), el("span", { class: "tag" }, f.scope),
+    el("span", { class: "muted" }, `${bytes(f.bytes)} · v${f.version} · ${day(f.updated_at)}`)))));
+  if (!data.files.length) $("#files").append(el("li", { class: "empty" }, "No memory files yet. Claude writes them with the memory tool; or add one with “+ New file”."));
+}
+
+function fileEditor(file) {
+  const box = $("#file");
+  box.hidden = false;
+  const path = el("input", { id: "file-path", type: "text", value: file ? file.path : "/memories/notes.md" });
+  const content = el("textarea", { id: "file-content", rows: 18 });
+  content.value = file ? file.content : "";
+  const save = async () => {
+    const result = await api(projectPath("/files/content"), { method: "PUT",
+      body: { path: path.value.trim(), content: content.value, version: file && path.value.trim() === file.path ? file.version : null } });
+    notify(result.message, "ok");
+    await loadFiles();
+    if (result.file) await openFile(result.file.path);
+  };
+  const parts = [el("h2", {}, file ? file.path : "New memory file"), el("label", {}, "Path", path),
+    el("label", {}, "Content (Markdown)", content),
+    el("div", { class: "actions" }, action("Save", "file-save", save, "primary"))];
+  if (file) {
+    const rename = async () => {
+      const result = await api(projectPath("/files/rename"), { method: "POST", body: { old_path: file.path, new_path: path.value.trim() } });
+      notify(result.message, "ok");
+      await loadFiles();
+      await openFile(path.value.trim());
+    };
+    const remove = el("button", { type: "button", id: "file-delete", class: "danger" }, "Delete");
+    remove.addEventListener("click", () => guarded(async () => {
+      if (!remove.classList.contains("armed")) { remove.classList.add("armed"); remove.textContent = "Click again to delete"; return; }
+      const result = await api(projectPath(`/files/content?path=${encodeURIComponent(file.path)}`), { method: "DELETE" });
+      notify(result.message, "ok");
+      box.hidden = true;
+      await loadFiles();
+    }));
+    parts[3].append(action("Rename to the path above", "file-rename", rename), remove);
+    parts.splice(1, 0, rich(file.content),
+      el("p", { class: "muted" }, `${file.scope} scope · version ${file.version} · updated ${day(file.updated_at)}. `
+        + "Saving refuses to overwrite a newer version; secrets are redacted."));
+  }
+  box.replaceChildren(...parts);
+}
+
+async function openFile(path) {
+  fileEditor(await api(projectPath(`/files/content?path=${encodeURIComponent(path)}`)));
+}
+
 // ------------------------------------------------------------------ docmem trees and CLAUDE.md
 
 function nodeLine(node) {
@@ -468,9 +523,10 @@ function loadTab(tab, freshAfter = null) {
   switch (tab) {
     case "memories": return refreshList(freshAfter);
     case "sessions": return loadSessions();
+    case "files": return loadFiles();
     case "trees": return loadTrees();
     case "claude-md": return loadClaudeMd();
-    default: return loadBadge();
+    default: return api(projectPath("/stats")).then(renderStorage);
   }
 }
 
@@ -487,10 +543,8 @@ function connectEvents() {
     const data = JSON.parse(event.data);
     const before = state.latestSeq;
     state.latestSeq = data.latest_seq;
-    const known = state.projects.length;
-    await loadProjects();
-    if (!known && state.projects.length) await loadTab(state.tab);
-    else await loadTab(state.tab, data.latest_seq > before ? before : null);
+    if (data.latest_seq > before) await loadProjects();  // new memories: counts change, a project may be new
+    await loadTab(state.tab, data.latest_seq > before ? before : null);
     await loadBadge();
   }));
   source.onerror = () => { live.textContent = "reconnecting"; live.classList.remove("on"); };
@@ -506,6 +560,7 @@ function bind() {
   $("#more").addEventListener("click", () => guarded(() => loadMemories({ append: true })));
   $("#more-sessions").addEventListener("click", () => guarded(() => loadSessions(true)));
   $("#new-memory").addEventListener("click", renderNew);
+  $("#new-file").addEventListener("click", () => fileEditor(null));
   $("#project").addEventListener("change", () => {
     state.project = Number($("#project").value);
     sessionStorage.setItem("ccmemory-project", state.project);
