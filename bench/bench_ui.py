@@ -1,0 +1,179 @@
+"""The viewer's API on large stores: every list call is paged and bounded; writes BENCHMARKS.md.
+
+Run: python bench/bench_ui.py [--sizes 10000,100000] [--rounds 30]
+
+Builds a store per size (one project holding all the memories, mixed sectors, tiers and
+categories, 1% soft-deleted, 1% superseded, 200 sessions, plus a second small project), then
+calls the real Starlette application in process (routing, token check, JSON encoding
+included) the way the page does. Reports p50/p95 per call at each size and the ratio
+100k / 10k: a call that loaded the whole table would grow ~10x with the store. Also compares
+reaching the 50,000th memory by keyset cursor (what the API does) with SQL OFFSET.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from starlette.testclient import TestClient  # noqa: E402
+
+from ccmemory import db as database  # noqa: E402
+from ccmemory import memories  # noqa: E402
+from ccmemory.migrations import SECTORS  # noqa: E402
+from ccmemory.ui.app import create_app  # noqa: E402
+from ccmemory.ui.viewer import Viewer  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_search import percentile, synthetic_texts  # noqa: E402
+from report import write_section  # noqa: E402
+
+SESSIONS = 200
+
+
+def stamp(start: datetime.datetime, seconds: int) -> str:
+    return (start + datetime.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def build_store(path: Path, size: int) -> None:
+    """``size`` memories in project 1 (with sessions) and 1,000 in project 2, inserted in one transaction."""
+    rng = random.Random(size)
+    start = datetime.datetime(2025, 1, 1)
+    db = database.connect(path)
+    texts = synthetic_texts(size, seed=3)
+    with db.transaction():
+        for number, name in ((1, "big"), (2, "small")):
+            db.execute("INSERT INTO projects(id, path, name, created_at) VALUES (?, ?, ?, ?)",
+                       (number, f"/bench/{name}", name, stamp(start, 0)))
+        db.conn.executemany(
+            "INSERT INTO sessions(id, project_id, started_at, ended_at, summary) VALUES (?, 1, ?, ?, ?)",
+            [(f"s{n:04d}", stamp(start, n * size // SESSIONS), stamp(start, n * size // SESSIONS + 3600),
+              f"Session {n}: {texts[n]}") for n in range(SESSIONS)])
+        rows = []
+        for seq in range(1, size + 1):
+            rows.append((seq, f"m-{seq:08d}", 1, f"s{(seq - 1) * SESSIONS // size:04d}", texts[seq - 1],
+                         rng.choice(SECTORS), "project" if seq % 4 else "session",
+                         rng.choice(memories.CATEGORIES), stamp(start, seq), stamp(start, seq),
+                         1 if seq % 100 == 7 else 0, stamp(start, seq) if seq % 100 == 13 else None))
+        rows += [(size + n, f"small-{n:06d}", 2, None, f"small project note {n}", "semantic", "project", "general",
+                  stamp(start, n), stamp(start, n), 0, None) for n in range(1, 1001)]
+        db.conn.executemany(
+            "INSERT INTO memories(seq, id, project_id, session_id, content, sector, tier, category, created_at, "
+            "updated_at, is_deleted, valid_until, needs_embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+            rows)
+    db.close()
+
+
+def timed(call: Callable[[], Any], rounds: int) -> list[float]:
+    timings = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        call()
+        timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
+def measure(path: Path, rounds: int) -> dict[str, list[float]]:
+    os.environ["CCMEMORY_HOME"] = str(path.parent)
+    viewer = Viewer(semantic=False)
+    results: dict[str, list[float]] = {}
+    with TestClient(create_app(viewer), base_url="http://127.0.0.1") as client:
+        client.headers["Authorization"] = f"Bearer {viewer.token}"
+
+        def get(url: str) -> Callable[[], Any]:
+            def call() -> Any:
+                response = client.get(url)
+                assert response.status_code == 200, response.text
+                return response.json()
+            return call
+
+        base = "/api/projects/1"
+        first = get(f"{base}/memories?limit=50")()
+        deep = get(f"{base}/memories?limit=50")
+        cursor = first["next_cursor"]
+        for _ in range(20):  # a cursor 1,000 memories down, as "Load more" reaches it
+            cursor = get(f"{base}/memories?limit=50&cursor={cursor}")()["next_cursor"]
+        calls = {
+            "projects list": get("/api/projects"),
+            "project stats and storage": get(base),
+            "sessions timeline": get(f"{base}/sessions"),
+            "memories, first page": deep,
+            "memories, page 21 (cursor)": get(f"{base}/memories?limit=50&cursor={cursor}"),
+            "filter: sector=emotional": get(f"{base}/memories?sector=emotional"),
+            "filter: tier=session": get(f"{base}/memories?tier=session"),
+            "filter: only deleted (1%)": get(f"{base}/memories?deleted=only"),
+            "filter: only superseded (1%)": get(f"{base}/memories?superseded=only"),
+            "filter: one session": get(f"{base}/memories?session=s0100"),
+            "search (keyword)": get(f"{base}/search?q=memory leak export job&mode=keyword"),
+            "memory detail": get(f"{base}/memories/m-00000042"),
+        }
+        for name, call in calls.items():
+            call()
+            results[name] = timed(call, rounds)
+    viewer.stop()
+    db = database.connect(path)
+    target = memories.list_memories(db, project_id=1, limit=1, offset=50_000)[0] if db.scalar(
+        "SELECT COUNT(*) FROM memories WHERE project_id = 1") > 50_050 else None
+    if target is not None:
+        results["50,000th memory by OFFSET"] = timed(
+            lambda: memories.list_memories(db, project_id=1, limit=50, offset=50_000), rounds)
+        results["50,000th memory by cursor"] = timed(
+            lambda: memories.list_memories(db, project_id=1, limit=50, before=(target.created_at, target.seq)),
+            rounds)
+    db.close()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--rounds", type=int, default=30)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    by_size: dict[int, dict[str, list[float]]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for size in sizes:
+            path = Path(folder) / str(size) / "ccmemory.db"
+            path.parent.mkdir()
+            build_store(path, size)
+            by_size[size] = measure(path, args.rounds)
+            print(f"{size}: measured", file=sys.stderr)
+    names = list(by_size[sizes[-1]])
+    header = "| call | " + " | ".join(f"{s:,} p50 | {s:,} p95" for s in sizes) + \
+        (f" | p50 ratio {sizes[-1] // 1000}k / {sizes[0] // 1000}k |" if len(sizes) > 1 else " |")
+    lines = [header, "|---|" + "---:|" * (2 * len(sizes) + (1 if len(sizes) > 1 else 0))]
+    for name in names:
+        cells = []
+        for size in sizes:
+            values = by_size[size].get(name)
+            cells += [f"{statistics.median(values):.1f}", f"{percentile(values, 0.95):.1f}"] if values else ["–", "–"]
+        if len(sizes) > 1:
+            low, high = by_size[sizes[0]].get(name), by_size[sizes[-1]].get(name)
+            cells.append(f"{statistics.median(high) / statistics.median(low):.2f}" if low and high else "–")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    body = (
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with the rest of the team's work, "
+        f"Python {platform.python_version()}, {platform.system()} {platform.release()}; "
+        f"{datetime.date.today().isoformat()}\n"
+        f"Command: `python bench/bench_ui.py --sizes {args.sizes} --rounds {args.rounds}`\n\n"
+        "In-process calls to the viewer's Starlette app (token check, routing, JSON included), one project "
+        "holding all the memories (1% deleted, 1% superseded, 200 sessions) beside a small one; milliseconds. "
+        "The last column is the store-size ratio's effect: ~1 means the call does not grow with the table. "
+        "The two last rows call the core list directly, 50,000 rows down.\n\n" + "\n".join(lines) + "\n"
+    )
+    write_section("ui", "Memory viewer API on large stores", body)
+    print(body)
+
+
+if __name__ == "__main__":
+    main()
