@@ -306,6 +306,7 @@ def test_hybrid_search_uses_the_embedding_model(home: Path, db: database.Databas
     try:
         with TestClient(create_app(viewer), base_url="http://127.0.0.1") as client:
             client.headers["Authorization"] = f"Bearer {viewer.token}"
+            assert viewer.background.wait_for_model(120)[0] is not None  # a shared machine may load slowly
             found = client.get(f"/api/projects/{project}/search?q=which port does the DB use").json()
     finally:
         viewer.stop()

@@ -12,6 +12,9 @@ from ..mcp.background import Background
 
 T = TypeVar("T")
 
+#: How long the first search waits for the model: a person at the page can wait longer than Claude.
+MODEL_WAIT_SECONDS = 10.0
+
 
 class Viewer:
     """What every request of one ``ccmemory ui`` launch shares.
@@ -50,18 +53,15 @@ class Viewer:
             return work(self.db)
 
     def embedder(self, db: database.Database) -> tuple[Any, str | None]:
-        """The loaded model (after embedding what is pending, a bounded batch), or None and why not."""
+        """The loaded model for the query, or None and why not (memories not embedded yet match by keywords)."""
         if not self.semantic:
             return None, "semantic search is off in this viewer; these are keyword matches only"
         if not db.vectors_loaded:
             return None, None  # search itself warns that vectors are unavailable
         # Called by a search holding the connection's lock; other requests may use the
-        # connection while this one waits (as long as the MCP server waits) for the model.
+        # connection while this one waits for the model.
         self._lock.release()
         try:
-            embedder, problem = self.background.wait_for_model()
+            return self.background.wait_for_model(MODEL_WAIT_SECONDS)
         finally:
             self._lock.acquire()
-        if embedder is not None:
-            self.background.catch_up_now(db)
-        return embedder, problem

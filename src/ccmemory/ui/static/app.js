@@ -233,7 +233,7 @@ function action(label, id, handler, kind = "") {
 
 async function afterChange(detail, message) {
   notify(message, "ok");
-  if (detail) renderDetail(detail); else { $("#detail").hidden = true; state.selected = null; }
+  if (detail) renderDetail(detail); else { $("#detail").hidden = true; $("#detail").replaceChildren(); state.selected = null; }
   await refreshList();
   await loadBadge();
 }
