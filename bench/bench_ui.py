@@ -5,8 +5,8 @@ Run: python bench/bench_ui.py [--sizes 10000,100000] [--rounds 30]
 Builds a store per size (one project holding all the memories, mixed sectors, tiers and
 categories, 1% soft-deleted, 1% superseded, 200 sessions, plus a second small project), then
 calls the real Starlette application in process (routing, token check, JSON encoding
-included) the way the page does. Reports p50/p95 per call at each size and the ratio
-100k / 10k: a call that loaded the whole table would grow ~10x with the store. Also compares
+included) the way the page does. Reports p50/p95 per call at each size (rounds interleaved) and the ratio 100k / 10k: a call that
+read the whole table would grow ~10x with the store. Also compares
 reaching the 50,000th memory by keyset cursor (what the API does) with SQL OFFSET.
 """
 
@@ -74,63 +74,75 @@ def build_store(path: Path, size: int) -> None:
     db.close()
 
 
-def timed(call: Callable[[], Any], rounds: int) -> list[float]:
-    timings = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        call()
-        timings.append((time.perf_counter() - started) * 1000)
-    return timings
+def calls(client: TestClient) -> dict[str, Callable[[], Any]]:
+    """The page's calls on a store, by name (the cursor is found by walking 20 pages, as "Load more" does)."""
+
+    def get(url: str) -> Callable[[], Any]:
+        def call() -> Any:
+            response = client.get(url)
+            assert response.status_code == 200, response.text
+            return response.json()
+        return call
+
+    base = "/api/projects/1"
+    cursor = get(f"{base}/memories?limit=50")()["next_cursor"]
+    for _ in range(20):
+        cursor = get(f"{base}/memories?limit=50&cursor={cursor}")()["next_cursor"]
+    return {
+        "projects list (counts per project)": get("/api/projects"),
+        "header: project and storage": get(base),
+        "Storage tab: counts (read every row)": get(f"{base}/stats"),
+        "sessions timeline": get(f"{base}/sessions"),
+        "memories, first page": get(f"{base}/memories?limit=50"),
+        "memories, page 22 (cursor)": get(f"{base}/memories?limit=50&cursor={cursor}"),
+        "filter: sector=emotional": get(f"{base}/memories?sector=emotional"),
+        "filter: tier=session": get(f"{base}/memories?tier=session"),
+        "filter: only deleted (1%)": get(f"{base}/memories?deleted=only"),
+        "filter: only superseded (1%)": get(f"{base}/memories?superseded=only"),
+        "filter: one session": get(f"{base}/memories?session=s0100"),
+        "search (keyword)": get(f"{base}/search?q=memory leak export job&mode=keyword"),
+        "memory detail": get(f"{base}/memories/m-00000042"),
+    }
 
 
-def measure(path: Path, rounds: int) -> dict[str, list[float]]:
-    os.environ["CCMEMORY_HOME"] = str(path.parent)
-    viewer = Viewer(semantic=False)
-    results: dict[str, list[float]] = {}
-    with TestClient(create_app(viewer), base_url="http://127.0.0.1") as client:
-        client.headers["Authorization"] = f"Bearer {viewer.token}"
-
-        def get(url: str) -> Callable[[], Any]:
-            def call() -> Any:
-                response = client.get(url)
-                assert response.status_code == 200, response.text
-                return response.json()
-            return call
-
-        base = "/api/projects/1"
-        first = get(f"{base}/memories?limit=50")()
-        deep = get(f"{base}/memories?limit=50")
-        cursor = first["next_cursor"]
-        for _ in range(20):  # a cursor 1,000 memories down, as "Load more" reaches it
-            cursor = get(f"{base}/memories?limit=50&cursor={cursor}")()["next_cursor"]
-        calls = {
-            "projects list": get("/api/projects"),
-            "project stats and storage": get(base),
-            "sessions timeline": get(f"{base}/sessions"),
-            "memories, first page": deep,
-            "memories, page 21 (cursor)": get(f"{base}/memories?limit=50&cursor={cursor}"),
-            "filter: sector=emotional": get(f"{base}/memories?sector=emotional"),
-            "filter: tier=session": get(f"{base}/memories?tier=session"),
-            "filter: only deleted (1%)": get(f"{base}/memories?deleted=only"),
-            "filter: only superseded (1%)": get(f"{base}/memories?superseded=only"),
-            "filter: one session": get(f"{base}/memories?session=s0100"),
-            "search (keyword)": get(f"{base}/search?q=memory leak export job&mode=keyword"),
-            "memory detail": get(f"{base}/memories/m-00000042"),
-        }
-        for name, call in calls.items():
-            call()
-            results[name] = timed(call, rounds)
-    viewer.stop()
+def core_paging(path: Path) -> dict[str, Callable[[], Any]]:
+    """Reaching the 50,000th memory through the core list: SQL OFFSET against the keyset cursor."""
     db = database.connect(path)
-    target = memories.list_memories(db, project_id=1, limit=1, offset=50_000)[0] if db.scalar(
-        "SELECT COUNT(*) FROM memories WHERE project_id = 1") > 50_050 else None
-    if target is not None:
-        results["50,000th memory by OFFSET"] = timed(
-            lambda: memories.list_memories(db, project_id=1, limit=50, offset=50_000), rounds)
-        results["50,000th memory by cursor"] = timed(
-            lambda: memories.list_memories(db, project_id=1, limit=50, before=(target.created_at, target.seq)),
-            rounds)
-    db.close()
+    if db.scalar("SELECT COUNT(*) FROM memories WHERE project_id = 1") <= 50_050:
+        return {}
+    target = memories.list_memories(db, project_id=1, limit=1, offset=50_000)[0]
+    return {"50,000th memory by OFFSET (core)": lambda: memories.list_memories(db, project_id=1, limit=50,
+                                                                               offset=50_000),
+            "50,000th memory by cursor (core)": lambda: memories.list_memories(
+                db, project_id=1, limit=50, before=(target.created_at, target.seq))}
+
+
+def measure(paths: dict[int, Path], rounds: int) -> dict[int, dict[str, list[float]]]:
+    """Every call at every size, rounds interleaved across sizes so that load on a shared machine hits all alike."""
+    viewers, clients, work = [], [], {}
+    for size, path in paths.items():
+        os.environ["CCMEMORY_HOME"] = str(path.parent)
+        viewer = Viewer(semantic=False)
+        client = TestClient(create_app(viewer), base_url="http://127.0.0.1")
+        client.__enter__()
+        client.headers["Authorization"] = f"Bearer {viewer.token}"
+        viewers.append(viewer)
+        clients.append(client)
+        work[size] = {**calls(client), **core_paging(path)}
+    results: dict[int, dict[str, list[float]]] = {size: {} for size in paths}
+    for name in work[max(paths)]:
+        for _ in range(rounds):
+            for size in paths:
+                call = work[size].get(name)
+                if call is None:
+                    continue
+                started = time.perf_counter()
+                call()
+                results[size].setdefault(name, []).append((time.perf_counter() - started) * 1000)
+    for client in clients:
+        client.__exit__(None, None, None)
+    for viewer in viewers:
+        viewer.stop()
     return results
 
 
@@ -140,14 +152,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    by_size: dict[int, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as folder:
+        paths = {}
         for size in sizes:
-            path = Path(folder) / str(size) / "ccmemory.db"
-            path.parent.mkdir()
-            build_store(path, size)
-            by_size[size] = measure(path, args.rounds)
-            print(f"{size}: measured", file=sys.stderr)
+            paths[size] = Path(folder) / str(size) / "ccmemory.db"
+            paths[size].parent.mkdir()
+            build_store(paths[size], size)
+        by_size = measure(paths, args.rounds)
     names = list(by_size[sizes[-1]])
     header = "| call | " + " | ".join(f"{s:,} p50 | {s:,} p95" for s in sizes) + \
         (f" | p50 ratio {sizes[-1] // 1000}k / {sizes[0] // 1000}k |" if len(sizes) > 1 else " |")
@@ -168,8 +179,9 @@ def main() -> None:
         f"Command: `python bench/bench_ui.py --sizes {args.sizes} --rounds {args.rounds}`\n\n"
         "In-process calls to the viewer's Starlette app (token check, routing, JSON included), one project "
         "holding all the memories (1% deleted, 1% superseded, 200 sessions) beside a small one; milliseconds. "
-        "The last column is the store-size ratio's effect: ~1 means the call does not grow with the table. "
-        "The two last rows call the core list directly, 50,000 rows down.\n\n" + "\n".join(lines) + "\n"
+        "Rounds alternate between the sizes, so the machine's load weighs on both alike; the last column is "
+        "the effect of a store 10x larger: ~1 means the call does not grow with the table. The two last rows "
+        "call the core list directly, 50,000 rows down.\n\n" + "\n".join(lines) + "\n"
     )
     write_section("ui", "Memory viewer API on large stores", body)
     print(body)

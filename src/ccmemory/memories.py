@@ -367,8 +367,8 @@ def list_memories(
         superseded=superseded or ("include" if include_superseded else "exclude"),
     )
     if before is not None:
-        clauses.append("(created_at < ? OR (created_at = ? AND seq < ?))")
-        params += [before[0], before[0], before[1]]
+        clauses.append("(created_at, seq) < (?, ?)")  # a row value: SQLite seeks the index to it
+        params += [before[0], before[1]]
     where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
     rows = db.rows(
         f"SELECT {_MEMORY_COLUMNS} FROM memories {where} ORDER BY created_at DESC, seq DESC LIMIT ? OFFSET ?",
