@@ -456,11 +456,16 @@ def test_cli_editor_round_trip_refuses_a_stale_version(db, call) -> None:
 
 def test_the_scope_file_count_is_bounded(db, call, monkeypatch) -> None:
     monkeypatch.setattr(commands, "MAX_FILES_PER_SCOPE", 3)
-    for n in range(3):
-        run(db, call, command="create", path=f"/memories/f{n}.md", file_text="x")
-    assert str(fails(db, call, command="create", path="/memories/f3.md", file_text="x")) == (
-        "Error: /memories already holds 3 files, the most one scope may hold. Merge or delete some files first.")
-    run(db, call, command="create", path="/memories/user/u.md", file_text="x")
+    for path in ("/memories/d/a.md", "/memories/d/b.md", "/memories/user/u.md", "/memories/user/v.md",
+                 "/memories/f.md"):
+        run(db, call, command="create", path=path, file_text="x")
+    assert str(fails(db, call, command="create", path="/memories/g.md", file_text="x")) == (
+        "Error: /memories would hold more than 3 files, the most one scope may hold. Merge or delete some files "
+        "first.")
+    assert str(fails(db, call, command="rename", old_path="/memories/d", new_path="/memories/user/d")).startswith(
+        "Error: /memories/user would hold more than 3 files")
+    run(db, call, command="rename", old_path="/memories/d/a.md", new_path="/memories/user/a.md")
+    assert len(store.under(db, None, "")) == 3
 
 
 def test_results_are_json_safe_for_mcp(db, call) -> None:

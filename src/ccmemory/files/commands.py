@@ -177,16 +177,16 @@ def _files_at(db: Any, location: Location, call: Call) -> list[store.FileRow]:
     return store.under(db, scope, location.rel)
 
 
-def _room_for_one_more(db: Any, location: Location, call: Call) -> None:
-    scope = store.scope_of(location, call.project_id)
-    if store.count(db, scope) >= MAX_FILES_PER_SCOPE:
+def _room_for(db: Any, location: Location, call: Call, added: int) -> None:
+    """Refuse to let the scope of ``location`` grow past :data:`MAX_FILES_PER_SCOPE` files."""
+    if store.count(db, store.scope_of(location, call.project_id)) + added > MAX_FILES_PER_SCOPE:
         where = paths.USER_ROOT if location.user else paths.ROOT
-        raise MemoryFileError(f"Error: {where} already holds {MAX_FILES_PER_SCOPE:,} files, the most one scope "
-                              "may hold. Merge or delete some files first.", failed=True)
+        raise MemoryFileError(f"Error: {where} would hold more than {MAX_FILES_PER_SCOPE:,} files, the most one "
+                              "scope may hold. Merge or delete some files first.", failed=True)
 
 
 def _save_new(db: Any, location: Location, content: str, call: Call) -> None:
-    _room_for_one_more(db, location, call)
+    _room_for(db, location, call, 1)
     store.insert(db, store.scope_of(location, call.project_id), location.rel, content)
 
 
@@ -368,9 +368,8 @@ def rename(db: Any, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
     if _files_at(db, target, call):
         raise MemoryFileError(f"Error: The destination {target.path} already exists", failed=True)
     scope = store.scope_of(target, call.project_id)
-    moving_scope = store.scope_of(source, call.project_id) != scope
-    if moving_scope and store.count(db, scope) + len(files) > MAX_FILES_PER_SCOPE:
-        _room_for_one_more(db, target, call)
+    if store.scope_of(source, call.project_id) != scope:
+        _room_for(db, target, call, len(files))
     for row in files:
         rel = target.rel if source.is_file else target.rel + row.path[len(source.rel):]
         if store.get(db, scope, rel) is not None:

@@ -27,7 +27,9 @@ HANDOVER_ENV = "CCMEMORY_MCP_HANDOVER"
 INSTRUCTIONS = (
     "Persistent memory of this project across sessions. Look things up with memory_search (a compact index), "
     "then read chosen hits with memory_get or their context with memory_timeline. Save durable facts, "
-    "decisions and preferences with memory_add; replace outdated ones with memory_supersede."
+    "decisions and preferences with memory_add; replace outdated ones with memory_supersede. Keep notes and "
+    "progress as Markdown files with the memory tool (view /memories first; /memories/user is shared by all "
+    "projects)."
 )
 
 
