@@ -144,15 +144,20 @@ def _redact(text: str) -> tuple[str, str]:
     return clean, f"\nNote: {what} before saving; memory files never hold secrets."
 
 
-def _checked(location: Location, content: str) -> tuple[str, str]:
-    """Redact, then enforce the size limit on what would be stored."""
-    clean, note = _redact(content)
-    size = len(clean.encode("utf-8"))
+def check_size(location: Location, content: str) -> None:
+    """Refuse content over :data:`MAX_FILE_BYTES` (UTF-8) for the file at ``location``."""
+    size = len(content.encode("utf-8"))
     if size > MAX_FILE_BYTES:
         raise MemoryFileError(
             f"Error: File {location.path} would be {size:,} bytes; a memory file holds at most "
             f"{MAX_FILE_BYTES:,} bytes (100 KB). Split it into several files or shorten it."
         )
+
+
+def _checked(location: Location, content: str) -> tuple[str, str]:
+    """Redact, then enforce the size limit on what would be stored."""
+    clean, note = _redact(content)
+    check_size(location, clean)
     return clean, note
 
 
