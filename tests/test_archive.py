@@ -21,6 +21,7 @@ from ccmemory import db as database
 from ccmemory import documents, memories, projects, sessions
 from ccmemory.archive import records
 from ccmemory.docmem.nodes import Docmem
+from ccmemory.files import commands as file_commands
 
 
 def run(home: Path, cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -59,6 +60,11 @@ def build_store(home: Path, project_dir: Path, other_dir: Path) -> None:
         store.create("notes")
         store.create_node("notes", "Auth refresh happens 60 s early", ("note", "auth", ""), "append-child")
         store.add_summary(f"memory:{first.id}", f"memory:{second.id}", "Auth fix work", ("summary", "", ""))
+        call = file_commands.Call(project, None, "test")
+        file_commands.execute(db, {"command": "create", "path": "/memories/progress.md",
+                                   "file_text": "# Progress\n- auth refresh fixed\n"}, call)
+        file_commands.execute(db, {"command": "create", "path": "/memories/user/style.md",
+                                   "file_text": "Short commit messages.\n"}, call)
     finally:
         db.close()
 
@@ -94,6 +100,7 @@ def test_round_trip_into_an_empty_store_gives_the_same_file(stores):
     assert report["failed"] == 0 and report["redacted_fields"] == 0
     assert report["records"]["memory"] == {"added": 6}
     assert report["records"]["docmem_placement"] == {"added": 2}
+    assert report["records"]["memory_file"] == {"added": 2}
 
     assert export(stores["target"], stores["project"]) == first
 
@@ -145,8 +152,9 @@ def test_a_newer_copy_updates_an_older_one_and_secrets_are_redacted(stores):
 def test_export_scopes_by_project_and_time(stores):
     only = export(stores["source"], stores["other"], "--project", str(stores["other"]))
     kinds = [json.loads(line)["type"] for line in only.splitlines()]
-    assert kinds == ["header", "project", "memory"]
+    assert kinds == ["header", "project", "memory", "memory_file"]
     assert "Go modules" in only and "make release" not in only
+    assert "/memories/user/style.md" in only and "/memories/progress.md" not in only
     later = export(stores["source"], stores["project"], "--since", "2999-01-01")
     assert [json.loads(line)["type"] for line in later.splitlines()] == ["header", "project", "project"]
     bad = run(stores["source"], stores["project"], "export", "--since", "last week")
@@ -160,6 +168,8 @@ def test_markdown_export_is_readable(stores):
     assert "superseded" in text and "Temporary note about the demo" not in text
     assert "Fixed the token refresh in auth" in text and "**Runbook**" in text
     assert "`notes`" in text and "Auth refresh happens 60 s early" in text
+    assert "## Memory files" in text and "**/memories/progress.md**" in text and "  - auth refresh fixed" in text
+    assert "# Memory files shared by every project" in text and "Short commit messages." in text
 
 
 def test_import_refuses_what_is_not_an_export_and_reports_bad_records(stores):
@@ -171,8 +181,36 @@ def test_import_refuses_what_is_not_an_export_and_reports_bad_records(stores):
     partial.write_text('{"type":"header","format":"ccmemory-export","version":1}\n'
                        '{"type":"relationship","source_id":"nope","target_id":"nada",'
                        '"relationship_type":"RELATES_TO","created_at":"2026-01-01T00:00:00.000Z"}\n'
-                       '{"type":"memory_file","path":"/memories/x.md"}\n')
+                       '{"type":"hologram","path":"/memories/x.md"}\n')
     result = run(stores["target"], stores["project"], "import", str(partial))
     assert result.returncode == 1
     assert "line 2: relationship not imported" in result.stderr
-    assert "line 3: unknown record type 'memory_file'" in result.stderr
+    assert "line 3: unknown record type 'hologram'" in result.stderr
+
+
+def test_imported_memory_files_are_checked_like_the_tools_writes(stores):
+    header = '{"type":"header","format":"ccmemory-export","version":1}'
+    project = json.dumps(str(stores["project"].resolve()))
+    times = '"created_at":"2026-01-01T00:00:00.000Z","updated_at":"2026-01-01T00:00:00.000Z"'
+    lines = [
+        header,
+        '{"type":"project","path":%s,"name":"project","created_at":"2026-01-01T00:00:00.000Z"}' % project,
+        '{"type":"memory_file","project":%s,"path":"/memories/../../etc/cron.md","content":"x",%s}' % (project, times),
+        '{"type":"memory_file","project":%s,"path":"/memories/big.md","content":"%s",%s}' % (
+            project, "x" * 200_000, times),
+        '{"type":"memory_file","project":%s,"path":"/memories/user/mixed.md","content":"x",%s}' % (project, times),
+        '{"type":"memory_file","project":%s,"path":"/memories/keys.md","content":"key sk-ant-api03-%s",%s}' % (
+            project, "A1b2C3d4" * 5, times),
+    ]
+    source = stores["tmp"] / "files.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    result = run(stores["target"], stores["project"], "import", str(source), "--json")
+    report = json.loads(result.stdout)
+    assert report["records"]["memory_file"] == {"added": 1} and report["failed"] == 3
+    problems = " ".join(report["problems"])
+    assert "'.' and '..' segments are not allowed" in problems and "would be 200,000 bytes" in problems
+    assert "disagree on the scope" in problems
+    shown = run(stores["target"], stores["project"], "files", "show", "keys.md")
+    assert "sk-ant" not in shown.stdout and "[REDACTED]" in shown.stdout
+    log = run(stores["target"], stores["project"], "files", "log").stdout
+    assert " import " in log and "/memories/keys.md" in log

@@ -1,4 +1,4 @@
-"""A readable Markdown copy of the store, for people: per project, sessions, memories, documents, trees.
+"""A readable Markdown copy of the store, for people: per project, sessions, memories, documents, trees, files.
 
 It is rendered from the same records as the JSON Lines export (so it shows
 what a backup holds), but it is not meant to be imported: deleted memories are
@@ -14,7 +14,9 @@ from typing import Any
 from ..db import Database
 from . import records
 
-_SHOWN = {"project", "session", "memory", "document", "docmem_node"}
+_SHOWN = {"project", "session", "memory", "document", "docmem_node", "memory_file"}
+#: Where the user-wide memory files (no project) are collected.
+_USER_WIDE = ""
 
 
 def _day(stamp: str | None) -> str:
@@ -35,7 +37,7 @@ def _collect(db: Database, scope: records.Scope) -> tuple[dict[str, dict[str, li
             elif record_type.name == "project":
                 by_project[record["path"]]["project"].append(record)
             else:
-                by_project[record["project"]][record_type.name].append(record)
+                by_project[record["project"] or _USER_WIDE][record_type.name].append(record)
     return by_project, hidden
 
 
@@ -55,6 +57,14 @@ def _memories(found: list[dict[str, Any]]) -> list[str]:
                 marks.append(f"superseded {_day(memory['valid_until'])}")
             lines.append(f"- **{_day(memory['created_at'])}** · {' · '.join(marks)}")
             lines += [_quote(memory["content"]), ""]
+    return lines
+
+
+def _memory_files(files: list[dict[str, Any]]) -> list[str]:
+    lines: list[str] = []
+    for memory_file in files:
+        lines += [f"- **{memory_file['path']}** (updated {_day(memory_file['updated_at'])})",
+                  _quote(memory_file["content"]), ""]
     return lines
 
 
@@ -87,6 +97,9 @@ def render(db: Database, scope: records.Scope) -> str:
         lines += [f"Changes since {scope.since}.", ""]
     for path in sorted(by_project):
         part = by_project[path]
+        if path == _USER_WIDE:
+            lines += ["# Memory files shared by every project", "", *_memory_files(part["memory_file"])]
+            continue
         name = part["project"][0]["name"] if part["project"] else path
         lines += [f"# {name}", "", f"Project `{path}`.", ""]
         if part["session"]:
@@ -107,6 +120,8 @@ def render(db: Database, scope: records.Scope) -> str:
             lines.append("")
         if part["docmem_node"]:
             lines += ["## docmem trees", "", *_tree(part["docmem_node"]), ""]
+        if part["memory_file"]:
+            lines += ["## Memory files", "", *_memory_files(part["memory_file"])]
     for name, count in sorted(hidden.items()):
         lines.append(f"({count} {name} records are in the JSON Lines export only.)")
     return "\n".join(lines).rstrip() + "\n"

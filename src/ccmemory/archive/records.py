@@ -12,6 +12,9 @@ added as it was; a present one is updated only when the record is newer (its
 ``updated_at``, or a session's end); otherwise it is left alone. Text is
 redacted on the way in.
 
+Memory files are keyed by scope and path, not by id: ``project`` is null for the
+user-wide files every project shares, and those go with every export.
+
 Another module adds a kind of record with :func:`register`. Export writes the
 types in registration order and import reads them in file order, so a type
 whose rows refer to another's (a memory to its session) registers after it.
@@ -26,6 +29,7 @@ from typing import Any, Callable, Iterable, Iterator
 from ..db import Database
 from ..docmem.nodes import node_hash
 from ..errors import ValidationError
+from ..files import commands as file_commands, paths as file_paths, store as file_store
 
 ADDED, UPDATED, UNCHANGED = "added", "updated", "unchanged"
 
@@ -354,6 +358,47 @@ def _load_placement(ctx: ImportContext, record: dict[str, Any]) -> str:
     return upsert(ctx, "docmem_placements", "node_id", row, "updated_at")
 
 
+
+# -- memory files (Claude's memory tool) --------------------------------------------------------------------------
+
+def _export_memory_files(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
+    """Project files of the exported projects, and the user-wide files (``project`` null) every project shares."""
+    in_projects, params = scope.projects("f.project_id")
+    changed, since = scope.changed("f.updated_at")
+    for row in db.rows(
+        "SELECT p.path AS project, f.path, f.content, f.version, f.created_at, f.updated_at FROM memory_files f "
+        f"LEFT JOIN projects p ON p.id = f.project_id WHERE ({in_projects} OR f.project_id IS NULL) AND {changed} "
+        "ORDER BY f.project_id IS NOT NULL, p.path, f.path", [*params, *since],
+    ):
+        row["path"] = file_paths.display(row["project"] is None, row["path"])
+        yield row
+
+
+def _load_memory_file(ctx: ImportContext, record: dict[str, Any]) -> str:
+    """A file is keyed by its scope and path; its path is checked like the tool's, its text redacted and bounded."""
+    location = file_paths.parse_file(record.get("path"))
+    if location.user != (record.get("project") is None):
+        raise ValidationError(f"{location.path} and its project {record.get('project')!r} disagree on the scope")
+    scope = None if location.user else ctx.project_id(record.get("project"))
+    content = ctx.clean(record["content"])
+    file_commands.check_size(location, content)
+    existing = file_store.get(ctx.db, scope, location.rel)
+    if existing is None:
+        ctx.db.execute("INSERT INTO memory_files(project_id, path, content, version, created_at, updated_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", (scope, location.rel, content, int(record.get("version") or 1),
+                                                     record["created_at"], record["updated_at"]))
+        outcome = ADDED
+    elif _version(record["updated_at"]) > _version(existing.updated_at) and content != existing.content:
+        ctx.db.execute("UPDATE memory_files SET content = ?, version = version + 1, updated_at = ? WHERE id = ?",
+                       (content, record["updated_at"], existing.id))
+        outcome = UPDATED
+    else:
+        return UNCHANGED
+    file_store.log(ctx.db, project_id=scope, session_id=None, source="import", command="import",
+                   path=location.path, new_path=None, ok=True, detail=f"{outcome}, {len(content.encode())} bytes")
+    return outcome
+
+
 register(RecordType("project", _export_projects, _load_project))
 register(RecordType("session", _export_sessions, _load_session))
 register(RecordType("memory", _export_memories, _load_memory))
@@ -362,3 +407,4 @@ register(RecordType("session_memory", _export_usage, _load_usage))
 register(RecordType("document", _export_documents, _load_document))
 register(RecordType("docmem_node", _export_nodes, _load_node))
 register(RecordType("docmem_placement", _export_placements, _load_placement))
+register(RecordType("memory_file", _export_memory_files, _load_memory_file))
