@@ -167,7 +167,7 @@ def test_bad_config_is_logged_and_defaults_used(home: Path, project_dir: Path) -
     text = injected(run_hook("session_start", session_start("n4", project_dir), home))
     assert "Recent sessions" in text
     log = log_text(home)
-    assert "context.max_tokens has the wrong type" in log and "unknown section 'nonsense'" in log
+    assert "context.max_tokens must be a whole number" in log and "unknown section 'nonsense'" in log
 
 
 @pytest.mark.parametrize("raw", [b"", b"{{{", b'{"session_id": 1}', b"[]"])

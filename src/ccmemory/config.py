@@ -1,9 +1,18 @@
-"""User settings: one JSON file, ``<data dir>/config.json``, laid over built-in defaults.
+"""User settings: a schema with defaults, ``<data dir>/config.json``, and Claude Code's plugin options on top.
 
-Standard library only, because every hook reads it. A missing file means the
-defaults; a broken file or a wrongly typed value never stops a hook: the
-default is used and :attr:`Config.problems` says what was ignored, so callers
-can log it. Example ``config.json``::
+Standard library only, because every hook reads it. Effective value of a setting,
+first found wins:
+
+1. a **plugin option** (the ``userConfig`` of ``.claude-plugin/plugin.json``, set when the
+   plugin is installed or with ``/plugin`` → configure): Claude Code hands hooks each one as
+   ``CLAUDE_PLUGIN_OPTION_<KEY>``, and ``.mcp.json`` passes the same names to the MCP server,
+   so both read the same value; an empty value means "not set";
+2. ``config.json`` in the data directory (``ccmemory config set`` writes it);
+3. the default in :data:`SCHEMA`.
+
+A missing file means the defaults; a broken file or a value the schema rejects
+never stops a hook: the value is ignored and :attr:`Config.problems` says why,
+so callers can log it. Example ``config.json``::
 
     {"capture": {"skip_tools": ["TodoWrite", "Glob"]},
      "context": {"max_tokens": 1500},
@@ -16,59 +25,86 @@ import json
 import os
 TYPE_CHECKING = False  # typing costs the capture hook milliseconds; annotations are strings
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Mapping
 
 from . import paths
 
 CONFIG_FILENAME = "config.json"
+OPTION_ENV_PREFIX = "CLAUDE_PLUGIN_OPTION_"
+FROM_DEFAULT, FROM_FILE, FROM_PLUGIN = "default", "config.json", "plugin option"
 
-DEFAULTS: dict[str, dict[str, Any]] = {
+#: Every setting: section -> key -> spec. ``type`` is int, float, bool, choice (one of
+#: ``choices``), text (``nullable`` or not) or strings (a list of text).
+SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
     "capture": {
-        # Observations whose tool result serializes to more than this are skipped.
-        "max_result_bytes": 10240,
-        # Each stored field (command, output, snippet) is cut to this, keeping head and tail.
-        "max_field_chars": 1500,
-        "skip_tools": [
-            "TodoWrite", "TodoRead", "AskUserQuestion", "ListMcpResourcesTool", "ReadMcpResourceTool",
-            "SlashCommand", "Skill", "ToolSearch", "ExitPlanMode", "EnterPlanMode",
-        ],
+        "enabled": {"type": "bool", "default": True,
+                    "help": "Record tool calls (PostToolUse) and session summaries (Stop)."},
+        "max_result_bytes": {"type": "int", "default": 10240, "min": 0,
+                             "help": "Skip a tool call whose result serializes to more bytes than this."},
+        "max_field_chars": {"type": "int", "default": 1500, "min": 100,
+                            "help": "Cut each stored field (command, output) to this, keeping head and tail."},
+        "skip_tools": {"type": "strings", "help": "Tools never recorded (names or shell-style patterns).",
+                       "default": ["TodoWrite", "TodoRead", "AskUserQuestion", "ListMcpResourcesTool",
+                                   "ReadMcpResourceTool", "SlashCommand", "Skill", "ToolSearch", "ExitPlanMode",
+                                   "EnterPlanMode"]},
     },
     "context": {
-        # SessionStart budget; Claude Code itself caps additionalContext at 10,000 characters.
-        "max_tokens": 2000,
-        "sessions": 3,
-        "memories": 40,
+        "max_tokens": {"type": "int", "default": 2000, "min": 0, "max": 10000,
+                       "help": "SessionStart budget in tokens (Claude Code itself caps it at 10,000 characters)."},
+        "sessions": {"type": "int", "default": 3, "min": 0, "max": 50,
+                     "help": "Latest session summaries shown at session start."},
+        "memories": {"type": "int", "default": 40, "min": 0, "max": 500,
+                     "help": "Most salient project memories listed at session start."},
     },
     "local_context": {
-        # The rolling per-directory activity log (``ccmemory context show``): on unless switched off here,
-        # or per directory with ``ccmemory context off``.
-        "enabled": True,
+        "enabled": {"type": "bool", "default": True,
+                    "help": "Keep the rolling per-directory activity log (`ccmemory context show`)."},
     },
     "summary": {
-        # "extractive" (deterministic, no model) or "claude" (the user's own `claude -p`, run detached).
-        "mode": "extractive",
-        "claude_command": "claude",
-        "model": None,
-        "timeout_seconds": 90,
+        "mode": {"type": "choice", "default": "extractive", "choices": ["extractive", "claude"],
+                 "help": "extractive (deterministic, no model) or claude (your own `claude -p`, run detached)."},
+        "claude_command": {"type": "text", "default": "claude", "help": "The claude CLI used by summary mode claude."},
+        "model": {"type": "text", "default": None, "nullable": True,
+                  "help": "Model for summary mode claude (default: the CLI's own)."},
+        "timeout_seconds": {"type": "int", "default": 90, "min": 5, "max": 3600,
+                            "help": "How long a model-written summary may take."},
     },
     "promotion": {
-        # SessionEnd moves session-tier memories above this salience into the project tier.
-        "min_salience": 0.7,
+        "min_salience": {"type": "float", "default": 0.7, "min": 0.0, "max": 1.0,
+                         "help": "SessionEnd promotes session memories above this salience to the project tier."},
     },
     "embedding": {
-        "model": "sentence-transformers/all-MiniLM-L6-v2",
-        "path": None,
+        "model": {"type": "text", "default": "sentence-transformers/all-MiniLM-L6-v2",
+                  "help": "fastembed model name (the built-in one needs no download)."},
+        "path": {"type": "text", "default": None, "nullable": True,
+                 "help": "Local folder holding that model's files."},
     },
 }
 
+#: Plugin options (``userConfig`` keys in plugin.json) and the setting each one sets.
+PLUGIN_OPTIONS: dict[str, tuple[str, str]] = {
+    "summary_mode": ("summary", "mode"),
+    "context_max_tokens": ("context", "max_tokens"),
+    "capture": ("capture", "enabled"),
+}
+
+DEFAULTS: dict[str, dict[str, Any]] = {
+    section: {key: spec["default"] for key, spec in keys.items()} for section, keys in SCHEMA.items()
+}
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
 
 class Config:
-    """The effective settings plus the reasons any part of the file was ignored."""
+    """The effective settings, where each came from, and the reasons anything was ignored."""
 
-    def __init__(self, data: dict[str, dict[str, Any]], path: str, problems: list[str]) -> None:
+    def __init__(self, data: dict[str, dict[str, Any]], path: str, problems: list[str],
+                 sources: dict[str, str] | None = None) -> None:
         self.data = data
         self.path = path
         self.problems = problems
+        self.sources = sources or {}
 
     def get(self, section: str, key: str) -> Any:
         return self.data[section][key]
@@ -76,30 +112,135 @@ class Config:
     def section(self, name: str) -> dict[str, Any]:
         return self.data[name]
 
+    def source(self, section: str, key: str) -> str:
+        return self.sources.get(f"{section}.{key}", FROM_DEFAULT)
+
 
 def config_path() -> str:
     return os.path.join(paths.data_dir(), CONFIG_FILENAME)
 
 
-def load(path: str | os.PathLike[str] | None = None) -> Config:
-    """Read the config file (if any) over the defaults; never raises for bad content."""
+def spec_of(name: str) -> tuple[str, str, dict[str, Any]]:
+    """Section, key and spec of a dotted setting name; ValueError naming the known ones otherwise."""
+    section, _, key = name.partition(".")
+    if section not in SCHEMA or key not in SCHEMA[section]:
+        known = ", ".join(f"{s}.{k}" for s, keys in SCHEMA.items() for k in keys)
+        raise ValueError(f"unknown setting {name!r}; known settings: {known}")
+    return section, key, SCHEMA[section][key]
+
+
+def check(name: str, spec: dict[str, Any], value: Any) -> tuple[Any, str | None]:
+    """The value as stored if the schema accepts it, else (None, why not)."""
+    kind = spec["type"]
+    if value is None:
+        return (None, None) if spec.get("nullable") else (None, f"{name} cannot be null")
+    if kind == "bool":
+        ok = isinstance(value, bool)
+    elif kind in ("int", "float"):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if ok and kind == "int":
+            ok = float(value).is_integer()
+            value = int(value) if ok else value
+        if ok and ("min" in spec and value < spec["min"] or "max" in spec and value > spec["max"]):
+            return None, f"{name} must be between {spec.get('min', '-inf')} and {spec.get('max', 'inf')}, not {value}"
+    elif kind == "choice":
+        if value not in spec["choices"]:
+            return None, f"{name} must be one of {', '.join(spec['choices'])}, not {value!r}"
+        ok = True
+    elif kind == "strings":
+        ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
+    else:
+        ok = isinstance(value, str) and bool(value.strip())
+    if not ok:
+        expected = {"bool": "true or false", "int": "a whole number", "float": "a number", "strings": "a list of text",
+                    "text": "text"}.get(kind, kind)
+        return None, f"{name} must be {expected}, not {json.dumps(value)}"
+    return value, None
+
+
+def parse(name: str, spec: dict[str, Any], text: str) -> tuple[Any, str | None]:
+    """A value typed on a command line or passed as a plugin option, checked against the schema."""
+    kind = spec["type"]
+    raw = text.strip()
+    value: Any = raw
+    if spec.get("nullable") and raw.lower() in ("", "null", "none"):
+        value = None
+    elif kind == "bool":
+        value = True if raw.lower() in _TRUE else False if raw.lower() in _FALSE else raw
+    elif kind in ("int", "float"):
+        try:
+            value = float(raw) if kind == "float" or "." in raw else int(raw)
+        except ValueError:
+            pass
+    elif kind == "strings":
+        try:
+            value = json.loads(raw) if raw.startswith("[") else [part.strip() for part in raw.split(",") if part.strip()]
+        except ValueError as exc:
+            return None, f"{name}: {exc}"
+    return check(name, spec, value)
+
+
+def claude_plugin_options(settings_file: str | None = None) -> dict[str, str]:
+    """ccmemory's plugin options as Claude Code stored them (``pluginConfigs`` in its user settings).
+
+    For the command line, which Claude Code does not start: it reads the same
+    values hooks receive as ``CLAUDE_PLUGIN_OPTION_<KEY>``. Empty when unreadable.
+    """
+    if settings_file is None:
+        base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+        settings_file = os.path.join(base, "settings.json")
+    try:
+        with open(settings_file, encoding="utf-8") as handle:
+            configs = json.load(handle).get("pluginConfigs") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    for plugin_id, entry in sorted(configs.items()):
+        if plugin_id.split("@")[0] == "ccmemory" and isinstance(entry, dict):
+            options = entry.get("options") or {}
+            return {f"{OPTION_ENV_PREFIX}{key.upper()}": json.dumps(value) if isinstance(value, bool) else str(value)
+                    for key, value in options.items() if key in PLUGIN_OPTIONS}
+    return {}
+
+
+def load(path: str | os.PathLike[str] | None = None, *, environ: Mapping[str, str] | None = None) -> Config:
+    """The effective settings: plugin options over the config file over the defaults; never raises."""
     path = os.fspath(path) if path is not None else config_path()
     data = {name: {k: list(v) if isinstance(v, list) else v for k, v in values.items()}
             for name, values in DEFAULTS.items()}
     problems: list[str] = []
+    sources: dict[str, str] = {}
+    _read_file(path, data, problems, sources)
+    env = os.environ if environ is None else environ
+    for option, (section, key) in PLUGIN_OPTIONS.items():
+        text = env.get(OPTION_ENV_PREFIX + option.upper())
+        if not text:
+            continue
+        value, problem = parse(f"plugin option {option}", SCHEMA[section][key], text)
+        if problem:
+            problems.append(f"{problem}; ignored (change it with /plugin in Claude Code)")
+            continue
+        data[section][key] = value
+        sources[f"{section}.{key}"] = FROM_PLUGIN
+    return Config(data, path, problems, sources)
+
+
+def _read_file(path: str, data: dict[str, dict[str, Any]], problems: list[str], sources: dict[str, str]) -> None:
     try:
         with open(path, encoding="utf-8") as handle:
             raw = handle.read()
     except FileNotFoundError:
-        return Config(data, path, problems)
+        return
     except OSError as exc:
-        return Config(data, path, [f"could not read {path}: {exc}; using defaults"])
+        problems.append(f"could not read {path}: {exc}; using defaults")
+        return
     try:
         user = json.loads(raw) if raw.strip() else {}
     except ValueError as exc:
-        return Config(data, path, [f"{path} is not valid JSON ({exc}); using defaults. Fix or delete the file."])
+        problems.append(f"{path} is not valid JSON ({exc}); using defaults. Fix or delete the file.")
+        return
     if not isinstance(user, dict):
-        return Config(data, path, [f"{path} must hold a JSON object; using defaults"])
+        problems.append(f"{path} must hold a JSON object; using defaults")
+        return
     for section, values in user.items():
         if section not in data:
             problems.append(f"unknown section {section!r} in {path} ignored; known: {', '.join(data)}")
@@ -108,32 +249,39 @@ def load(path: str | os.PathLike[str] | None = None) -> Config:
             problems.append(f"section {section!r} in {path} must be an object; ignored")
             continue
         for key, value in values.items():
-            problem = _merge_value(data[section], section, key, value)
+            if key not in SCHEMA[section]:
+                problems.append(f"unknown setting {section}.{key} in {path}; ignored")
+                continue
+            checked, problem = check(f"{section}.{key}", SCHEMA[section][key], value)
             if problem:
                 problems.append(f"{problem} in {path}; the default is used")
-    return Config(data, path, problems)
+                continue
+            data[section][key] = checked
+            sources[f"{section}.{key}"] = FROM_FILE
 
 
-def _merge_value(target: dict[str, Any], section: str, key: str, value: Any) -> str | None:
-    if key not in target:
-        return f"unknown setting {section}.{key}"
-    default = target[key]
-    if default is None or value is None:
-        if value is not None and not isinstance(value, str):
-            return f"{section}.{key} must be text or null"
-        target[key] = value
-        return None
-    if isinstance(default, bool):
-        ok = isinstance(value, bool)
-    elif isinstance(default, (int, float)):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
-        if ok and isinstance(default, int) and not isinstance(default, bool):
-            value = int(value)
-    elif isinstance(default, list):
-        ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
-    else:
-        ok = isinstance(value, type(default))
-    if not ok:
-        return f"{section}.{key} has the wrong type ({type(value).__name__}, expected like {default!r})"
-    target[key] = value
-    return None
+def read_file_settings(path: str | None = None) -> dict[str, Any]:
+    """The config file's JSON object as written (for editing it); ValueError if it is not one."""
+    path = path or config_path()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        return {}
+    user = json.loads(raw) if raw.strip() else {}
+    if not isinstance(user, dict):
+        raise ValueError(f"{path} does not hold a JSON object")
+    return user
+
+
+def write_file_settings(user: dict[str, Any], path: str | None = None) -> str:
+    """Replace the config file atomically (private to the user); returns its path."""
+    path = path or config_path()
+    paths.ensure_private_dir(os.path.dirname(path))
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(user, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+    paths.make_private_file(temporary)
+    os.replace(temporary, path)
+    return path

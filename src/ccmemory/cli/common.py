@@ -38,6 +38,18 @@ def emit_json(value: Any) -> None:
     click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
 
 
+def load_settings() -> Any:
+    """The settings as the hooks see them inside Claude Code: config.json under the plugin options.
+
+    Claude Code gives hooks the plugin options (``userConfig``) as environment
+    variables, but not the Bash tool or your shell; the command line reads them
+    from Claude Code's own settings file instead.
+    """
+    from .. import config
+
+    return config.load(environ={**config.claude_plugin_options(), **os.environ})
+
+
 def open_db(*, vectors: bool = False) -> database.Database:
     """The database alone, for commands that address memories by id."""
     return database.connect(vectors=vectors)

@@ -13,7 +13,7 @@ import click
 
 from .. import config as settings, local_context, projects
 from ..hooks import context as session_context, privacy
-from .common import default_project_dir, emit_json, fail, handles_errors, open_db, project_option
+from .common import default_project_dir, emit_json, fail, handles_errors, load_settings, open_db, project_option
 
 directory_option = click.option(
     "--dir", "directory", type=click.Path(file_okay=False, exists=True), default=None,
@@ -45,7 +45,7 @@ def context(ctx: click.Context, preview: bool, project_dir: str | None, as_json:
         project = projects.project_id(db, folder, create=False)
         root = projects.project_root(folder)
         text = "" if project is None else session_context.build(
-            db, project, project_name=os.path.basename(root) or root, config=settings.load(), directory=folder)
+            db, project, project_name=os.path.basename(root) or root, config=load_settings(), directory=folder)
     finally:
         db.close()
     if not text:
@@ -56,7 +56,7 @@ def context(ctx: click.Context, preview: bool, project_dir: str | None, as_json:
 
 
 def _switch_state(db: object, folder: str) -> str:
-    default = settings.load().get("local_context", "enabled")
+    default = load_settings().get("local_context", "enabled")
     explicit, where = local_context.setting(db, folder)
     if explicit is None:
         return f"{'on' if default else 'off'} (the default, local_context.enabled in config.json)"

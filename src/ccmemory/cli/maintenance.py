@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
-from .. import embeddings, memories, migrations, paths, vectors
+from .. import embeddings, migrations, paths, status, vectors
 from .. import db as database
-from .common import emit_json, handles_errors, json_option, open_db, open_store, project_option
+from .common import emit_json, handles_errors, json_option, load_settings, open_db, open_store, project_option
 
 
 @click.command()
@@ -22,10 +22,7 @@ from .common import emit_json, handles_errors, json_option, open_db, open_store,
 def stats(all_projects: bool, project_dir: str | None, as_json: bool) -> None:
     """Counts of memories by sector and tier, sessions, documents and pending embeddings."""
     db, project = open_store(project_dir)
-    result = memories.stats(db, None if all_projects else project)
-    result["pending_embeddings"] = embeddings.pending_count(db, embeddings.configured_spec().model_id)
-    result["database"] = str(db.path)
-    result["database_bytes"] = os.path.getsize(db.path)
+    result = status.status(db, None if all_projects else project, load_settings())
     if as_json:
         emit_json(result)
         return
@@ -36,6 +33,7 @@ def stats(all_projects: bool, project_dir: str | None, as_json: bool) -> None:
         click.echo(f"  {label.replace('_', ' ')}: {parts or '-'}")
     click.echo(f"Sessions: {result['sessions']}  Documents: {result['documents']}  Projects: {result['projects']}")
     click.echo(f"Pending embeddings: {result['pending_embeddings']} (run `ccmemory embed`)")
+    click.echo(status.settings_line(result))
 
 
 @click.command()
@@ -97,28 +95,31 @@ def _checks() -> list[dict[str, Any]]:
         check("pending embeddings", True, f"{embeddings.pending_count(db, embedder.model_id)} (run `ccmemory embed`)")
     except embeddings.ModelError as exc:
         check("embedding model", False, str(exc), "see the `embedding` section of config.json")
-    from .. import config
-
-    problems = config.load().problems
-    check("config", not problems, "; ".join(problems) or str(config.config_path()), "fix config.json")
+    problems = load_settings().problems
+    check("config", not problems, "; ".join(problems) or "valid",
+          "`ccmemory config` shows every setting; `ccmemory config set|unset NAME` fixes one")
     db.close()
     return results
 
 
 @click.command()
+@click.option("--verbose", "-v", is_flag=True, help="Also list the checks that passed, with what they found.")
 @json_option
-def doctor(as_json: bool) -> None:
-    """Check SQLite, sqlite-vec, the model files and the database; exit 1 if anything is wrong."""
+def doctor(verbose: bool, as_json: bool) -> None:
+    """Check SQLite, sqlite-vec, the model, the database and the settings; print what is wrong (exit 1), if anything."""
     results = _checks()
+    failed = [result for result in results if not result["ok"]]
     if as_json:
         emit_json(results)
     else:
-        for result in results:
+        for result in results if verbose else failed:
             mark = "ok  " if result["ok"] else "FAIL"
             click.echo(f"[{mark}] {result['name']}: {result['detail']}")
             if "fix" in result:
                 click.echo(f"       fix: {result['fix']}")
-    sys.exit(0 if all(result["ok"] for result in results) else 1)
+        if not failed:
+            click.echo(f"No problems found ({len(results)} checks: {', '.join(r['name'] for r in results)}).")
+    sys.exit(1 if failed else 0)
 
 
 @click.command()

@@ -402,6 +402,9 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     if session_id is None:
         log.error("capture", "payload has no session_id; observation not stored")
         return
+    if not config.get("capture", "enabled"):
+        log.debug("capture", "skipped: capture is off (capture.enabled)")
+        return
     reason = skip_reason(data, config)
     if reason:
         log.debug("capture", f"skipped: {reason}")

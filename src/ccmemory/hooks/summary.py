@@ -228,6 +228,9 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     if session_id is None:
         log.error("stop", "payload has no session_id; no summary written")
         return
+    if not config.get("capture", "enabled"):
+        log.debug("stop", "no summary: capture is off (capture.enabled)")
+        return
     transcript = payloads.text(data, "transcript_path")
     last_message = payloads.text(data, "last_assistant_message")
     db = database.connect(vectors=False)

@@ -133,6 +133,12 @@ def memory_delete(ctx: ToolContext, args: dict[str, Any]) -> str:
             f"`ccmemory restore {result['id']}`)")
 
 
+def memory_status(ctx: ToolContext, args: dict[str, Any]) -> str:
+    from .. import config, status
+
+    return status.render(status.status(ctx.db, ctx.project_id, config.load()), ctx.project_dir)
+
+
 def memory_supersede(ctx: ToolContext, args: dict[str, Any]) -> str:
     old, new = memories.supersede(ctx.db, arguments.text(args, "old_memory_id", required=True),
                                   arguments.text(args, "new_memory_id", required=True))
@@ -270,5 +276,14 @@ TOOLS = [
         },
         memory_supersede,
         Annotations("Supersede a memory", read_only=False, idempotent=True),
+    ),
+    Tool(
+        "memory_status",
+        "This project's memory at a glance: counts by tier and sector, sessions, documents, pending embeddings, "
+        "the database, and the settings in effect (capture on/off, summary mode, session-start budget) with "
+        "where each comes from.",
+        {"type": "object", "properties": {}},
+        memory_status,
+        reads("Memory status"),
     ),
 ]

@@ -1,0 +1,51 @@
+"""What ``memory_status`` and ``ccmemory status`` report: the store's counts and the settings in effect."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from . import config as settings, embeddings, memories
+from .db import Database
+
+#: The settings a status shows (the ones people change), with a label each.
+SHOWN_SETTINGS = (("capture", "enabled", "capture"), ("summary", "mode", "summary mode"),
+                  ("context", "max_tokens", "session-start budget"))
+
+
+def status(db: Database, project_id: int | None, loaded: settings.Config) -> dict[str, Any]:
+    """Counts for a project (None: every project), pending embeddings, the database, settings and their sources."""
+    result = memories.stats(db, project_id)
+    result["pending_embeddings"] = embeddings.pending_count(db, embeddings.configured_spec().model_id)
+    result["database"] = str(db.path)
+    result["database_bytes"] = os.path.getsize(db.path)
+    result["settings"] = {f"{section}.{key}": {"value": loaded.get(section, key), "source": loaded.source(section, key)}
+                          for section, key, _ in SHOWN_SETTINGS}
+    result["config_problems"] = list(loaded.problems)
+    return result
+
+
+def render(result: dict[str, Any], project_dir: str) -> str:
+    """The status as a few plain lines."""
+    tiers = ", ".join(f"{name} {count}" for name, count in sorted(result["by_tier"].items())) or "none"
+    sectors = ", ".join(f"{name} {count}" for name, count in sorted(result["by_sector"].items())) or "none"
+    lines = [
+        f"Project {project_dir}: {result['memories']} memories ({tiers}; {result['deleted']} deleted, "
+        f"{result['superseded']} superseded), {result['sessions']} sessions, {result['documents']} documents.",
+        f"By sector: {sectors}.",
+        f"Pending embeddings: {result['pending_embeddings']}. Database: {result['database']} "
+        f"({result['database_bytes'] / 1e6:.1f} MB, {result['projects']} projects).",
+    ]
+    lines.append(settings_line(result))
+    lines += [f"Config problem: {problem}" for problem in result["config_problems"]]
+    return "\n".join(lines)
+
+
+def settings_line(result: dict[str, Any]) -> str:
+    """The settings people change, their values and where each comes from, on one line."""
+    parts = []
+    for section, key, label in SHOWN_SETTINGS:
+        shown = result["settings"][f"{section}.{key}"]
+        value = {True: "on", False: "off"}.get(shown["value"], shown["value"])
+        parts.append(f"{label} {value} ({shown['source']})")
+    return "Settings: " + "; ".join(parts) + ". `ccmemory config` shows them all."
