@@ -31,10 +31,15 @@ def test_plugin_marketplace_and_package_agree() -> None:
 
 
 def test_mcp_server_env_never_overrides_what_claude_code_exports() -> None:
-    """``"env": {"CLAUDE_PLUGIN_DATA": "${CLAUDE_PLUGIN_DATA}"}`` hands the server the literal placeholder."""
+    """``"env": {"CLAUDE_PLUGIN_DATA": "${CLAUDE_PLUGIN_DATA}"}`` hands the server the literal placeholder.
+
+    The one exception: plugin options, which Claude Code exports to hooks only, passed under the same
+    names (``CLAUDE_PLUGIN_OPTION_<KEY>`` = ``${user_config.<key>}``) so the server reads them like hooks.
+    """
     for name, server in load(".mcp.json")["mcpServers"].items():
         for key, value in server.get("env", {}).items():
-            assert not key.startswith("CLAUDE_"), (name, key)
+            option = key.removeprefix("CLAUDE_PLUGIN_OPTION_")
+            assert not key.startswith("CLAUDE_") or value == f"${{user_config.{option.lower()}}}", (name, key)
             assert "${CLAUDE_PLUGIN_DATA}" not in value, (name, key)
 
 
@@ -58,7 +63,7 @@ def test_the_mcp_server_starts_through_the_stdlib_launcher() -> None:
     launcher = (ROOT / "scripts/mcp_launcher.py").read_text()
     imports = set(re.findall(r"^(?:from|import) (\w+)", launcher, re.MULTILINE))
     assert imports <= {"__future__", "hashlib", "json", "os", "shutil", "subprocess", "sys", "time", "pathlib",
-                       "ccmemory", "tomllib"}
+                       "ccmemory", "tomllib", "types"}
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +85,8 @@ def test_claude_finds_every_part_of_the_plugin(claude: ClaudeCode) -> None:
     provides = report["provides"]
     assert sorted(h["event"] for h in provides["hooks"]) == sorted(EVENTS)
     assert [(s["name"], s["type"]) for s in provides["mcpServers"]] == [("memory", "stdio")]
-    assert "ccmemory:memory-search" in provides["skills"]
+    assert {f"ccmemory:{name}" for name in ("memory-search", "remember", "recall", "forget", "memory-status")} <= set(
+        provides["skills"])
 
 
 def test_validate_fails_on_a_broken_manifest(claude: ClaudeCode, tmp_path: Path) -> None:

@@ -23,11 +23,17 @@ INSTALL_HINT = "run `bash tests/e2e/install_claude.sh` (npm) or set CCMEMORY_CLA
 NOT_IN_A_CLONE = (".git", ".venv", "venv", "__pycache__", "*.egg-info", ".pytest_cache", ".hypothesis", "build", "dist")
 
 
-def find_claude() -> Path | None:
+#: The oldest Claude Code ccmemory supports; ``install_claude_oldest.sh`` puts it beside the latest.
+OLDEST_VERSION = "2.1.197"
+OLDEST_PREFIX = Path.home() / ".cache" / "ccmemory-test" / f"claude-code-{OLDEST_VERSION}"
+
+
+def find_claude(prefix: Path | None = None) -> Path | None:
     explicit = os.environ.get("CCMEMORY_CLAUDE_BIN")
-    if explicit:
+    if explicit and prefix is None:
         return Path(explicit) if Path(explicit).is_file() else None
-    prefix = Path(os.environ.get("CCMEMORY_CLAUDE_PREFIX") or Path.home() / ".cache" / "ccmemory-test" / "claude-code")
+    prefix = prefix or Path(os.environ.get("CCMEMORY_CLAUDE_PREFIX")
+                            or Path.home() / ".cache" / "ccmemory-test" / "claude-code")
     for candidate in sorted(prefix.glob("node_modules/@anthropic-ai/claude-code-*/claude")):
         if os.access(candidate, os.X_OK):
             return candidate
@@ -38,6 +44,14 @@ def claude_or_skip() -> Path:
     binary = find_claude()
     if binary is None:
         pytest.skip(f"the Claude Code CLI is not installed: {INSTALL_HINT}")
+    return binary
+
+
+def oldest_claude_or_skip() -> Path:
+    """Claude Code 2.1.197, the minimum version (prefix ``CCMEMORY_CLAUDE_OLDEST_PREFIX``)."""
+    binary = find_claude(Path(os.environ.get("CCMEMORY_CLAUDE_OLDEST_PREFIX") or OLDEST_PREFIX))
+    if binary is None:
+        pytest.skip(f"Claude Code {OLDEST_VERSION} is not installed: run `bash tests/e2e/install_claude_oldest.sh`")
     return binary
 
 
