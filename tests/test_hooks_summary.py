@@ -203,7 +203,7 @@ def test_unknown_summary_mode_is_logged_and_extractive_used(home: Path, project_
     write_config(home, {"summary": {"mode": "gpt"}})
     record_session(home, project_dir, "s9")
     assert_quiet_success(run_hook("stop", stop_payload("s9", project_dir), home))
-    assert "unknown summary.mode 'gpt'" in log_text(home)
+    assert "summary.mode must be one of extractive, claude, not 'gpt'" in log_text(home)
     assert len(summaries(home, "s9")) == 1
 
 

@@ -66,7 +66,7 @@ SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
         "claude_command": {"type": "text", "default": "claude", "help": "The claude CLI used by summary mode claude."},
         "model": {"type": "text", "default": None, "nullable": True,
                   "help": "Model for summary mode claude (default: the CLI's own)."},
-        "timeout_seconds": {"type": "int", "default": 90, "min": 5, "max": 3600,
+        "timeout_seconds": {"type": "int", "default": 90, "min": 1, "max": 3600,
                             "help": "How long a model-written summary may take."},
     },
     "promotion": {

@@ -191,8 +191,6 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
 
     from .. import db as database, projects, sessions
 
-    for problem in config.problems:
-        log.error("config", problem)
     session_id = payloads.text(data, "session_id")
     db = database.connect(vectors=False)
     try:

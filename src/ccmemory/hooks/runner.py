@@ -52,6 +52,9 @@ def run(name: str) -> None:
         from ..config import load
 
         config = load()
+        if name in ("session_start", "stop"):  # once a session and once a turn, not on every tool call
+            for problem in config.problems:
+                log.error("config", problem)
         _handler(name)(data, config, cwd)
     except payloads.PayloadError as exc:
         log.error(name, str(exc))

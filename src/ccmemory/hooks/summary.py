@@ -210,14 +210,10 @@ def summarize_from(db: Any, *, project_id: int, session_id: str, root: str, obse
 
 def start_model_summary(config: Config, session_id: str, memory_id: str) -> None:
     """With ``summary.mode = "claude"``, start the detached model-written summary; never waits for it."""
-    mode = config.get("summary", "mode")
-    if mode == "claude":
+    if config.get("summary", "mode") == "claude":
         from .model_summary import start_detached
 
         start_detached(session_id, memory_id)
-    elif mode != "extractive":
-        log.error("summary", f"unknown summary.mode {mode!r}; use \"extractive\" or \"claude\". "
-                  "Kept the extractive summary")
 
 
 def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
