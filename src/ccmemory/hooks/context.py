@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Any, Sequence
 
 from ..config import Config
-from . import log, payload as payloads
+from . import payload as payloads
 from .privacy import CONTEXT_TAG
 
 CHARS_PER_TOKEN = 4
