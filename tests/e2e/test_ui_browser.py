@@ -220,3 +220,42 @@ def test_a_memory_captured_by_a_hook_appears_without_a_reload(browser: Any, stor
         _screenshot(browser, "ui-sessions.png")
         browser.find_element(By.CSS_SELECTOR, '#tabs button[data-tab="storage"]').click()
         _wait(browser, lambda d: "Data directory" in d.find_element(By.ID, "storage").text, "no storage view")
+
+
+def test_memory_files_are_created_edited_and_deleted_in_the_page(browser: Any, store: dict[str, Any], home: Path,
+                                                                  project_dir: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    def file_row(d: Any, path: str) -> Any:
+        found = d.find_elements(By.CSS_SELECTOR, f'#files li[data-path="{path}"]')
+        return found[0] if found else None
+
+    with running_ui(home, project_dir) as ui:
+        _open(browser, ui)
+        _click(browser, '#tabs button[data-tab="files"]')
+        _wait(browser, lambda d: "No memory files yet" in d.find_element(By.ID, "files").text, "no empty state")
+        _click(browser, "#new-file")
+        path = browser.find_element(By.ID, "file-path")
+        path.clear()
+        path.send_keys("/memories/deploy.md")
+        browser.find_element(By.ID, "file-content").send_keys("# Deploy\n\n- run `make release`\n")
+        _click(browser, "#file-save")
+        _wait(browser, lambda d: file_row(d, "/memories/deploy.md") is not None, "the new file is not listed")
+        _wait(browser, lambda d: "version 1" in d.find_element(By.ID, "file").text, "the file did not open")
+
+        content = browser.find_element(By.ID, "file-content")
+        content.send_keys("- then tag the commit\n")
+        _click(browser, "#file-save")
+        _wait(browser, lambda d: "version 2" in d.find_element(By.ID, "file").text, "the edit was not saved")
+        db = database.connect()
+        stored = db.one("SELECT content, version FROM memory_files WHERE path = 'deploy.md'")
+        db.close()
+        assert stored == {"content": "# Deploy\n\n- run `make release`\n- then tag the commit\n", "version": 2}
+        _screenshot(browser, "ui-files.png")
+
+        _click(browser, "#file-delete")
+        _click(browser, "#file-delete")
+        _wait(browser, lambda d: file_row(d, "/memories/deploy.md") is None, "the deleted file is still listed")
+        db = database.connect()
+        assert db.scalar("SELECT COUNT(*) FROM memory_files") == 0
+        db.close()
