@@ -5,8 +5,8 @@ Run: python bench/bench_ui.py [--sizes 10000,100000] [--rounds 30]
 Builds a store per size (one project holding all the memories, mixed sectors, tiers and
 categories, 1% soft-deleted, 1% superseded, 200 sessions, plus a second small project), then
 calls the real Starlette application in process (routing, token check, JSON encoding
-included) the way the page does. Reports p50/p95 per call at each size (rounds interleaved) and the ratio 100k / 10k: a call that
-read the whole table would grow ~10x with the store. Also compares
+included) the way the page does. Reports p50/p95 per call at each size (rounds interleaved)
+and the ratio 100k / 10k: a call that read the whole table would grow ~10x with the store. Also compares
 reaching the 50,000th memory by keyset cursor (what the API does) with SQL OFFSET.
 """
 
@@ -167,7 +167,8 @@ def main() -> None:
         cells = []
         for size in sizes:
             values = by_size[size].get(name)
-            cells += [f"{statistics.median(values):.1f}", f"{percentile(values, 0.95):.1f}"] if values else ["–", "–"]
+            cells += ([f"{statistics.median(values):.1f}", f"{percentile(values, 0.95):.1f}"] if values
+                      else ["–", "–"])
         if len(sizes) > 1:
             low, high = by_size[sizes[0]].get(name), by_size[sizes[-1]].get(name)
             cells.append(f"{statistics.median(high) / statistics.median(low):.2f}" if low and high else "–")

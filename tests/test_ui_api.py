@@ -79,7 +79,8 @@ def _error(response: Any, status: int) -> str:
 # ------------------------------------------------------------------ the token and the host
 
 API_REQUESTS = [
-    ("GET", "/api/projects"), ("GET", "/api/projects/1"), ("GET", "/api/projects/1/stats"), ("GET", "/api/projects/1/sessions"),
+    ("GET", "/api/projects"), ("GET", "/api/projects/1"), ("GET", "/api/projects/1/stats"),
+    ("GET", "/api/projects/1/sessions"),
     ("GET", "/api/projects/1/memories"), ("POST", "/api/projects/1/memories"), ("GET", "/api/projects/1/search?q=x"),
     ("GET", "/api/projects/1/memories/x"), ("PATCH", "/api/projects/1/memories/x"),
     ("DELETE", "/api/projects/1/memories/x"), ("POST", "/api/projects/1/memories/x/restore"),

@@ -43,7 +43,8 @@ def running_ui(home: Path, project_dir: Path, *, keyword_only: bool = True) -> I
     env.pop("CLAUDE_PLUGIN_DATA", None)
     process = subprocess.Popen(
         [sys.executable, "-m", "ccmemory", "ui", "--no-open", "--project", str(project_dir),
-         *(["--keyword-only"] if keyword_only else [])], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(project_dir), text=True,
+         *(["--keyword-only"] if keyword_only else [])],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(project_dir), text=True,
     )
     try:
         yield _wait_for_address(process)

@@ -186,8 +186,11 @@ def test_search_edit_and_delete_a_memory(browser: Any, store: dict[str, Any], ho
         _click(browser, "#clear-search")
         _wait(browser, lambda d: _item(d, port.id) is not None, "the trash never listed the memory")
         _click(browser, f'#memories li[data-id="{port.id}"]')
-        hard = _wait(browser, lambda d: d.find_element(By.ID, "hard-delete") if d.find_element(
-            By.ID, "hard-delete").is_displayed() and d.find_elements(By.ID, "restore") else None, "no hard delete button")
+        def armed_detail(d: Any) -> Any:
+            button = d.find_element(By.ID, "hard-delete")
+            return button if button.is_displayed() and d.find_elements(By.ID, "restore") else None
+
+        hard = _wait(browser, armed_detail, "no hard delete button in the trashed memory's detail")
         hard.click()
         assert "cannot be undone" in hard.text and _stored(port.id) is not None  # the first click only arms it
         hard.click()

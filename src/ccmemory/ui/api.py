@@ -181,7 +181,8 @@ def memory_detail(call: Call, memory: Memory | None = None) -> dict[str, Any]:
     replaced_by = memories.superseded_by(call.db, [memory.id]).get(memory.id)
     replaces = memories.replaces(call.db, memory.id)
     session = sessions.get_sessions(call.db, [memory.session_id]).get(memory.session_id) if memory.session_id else None
-    return {"memory": {**memory.to_dict(), "seq": memory.seq}, "superseded_by": replaced_by, "supersedes": replaces, "session": session,
+    return {"memory": {**memory.to_dict(), "seq": memory.seq}, "superseded_by": replaced_by, "supersedes": replaces,
+            "session": session,
             "related_count": memories.related_counts(call.db, [memory.id]).get(memory.id, 0)}
 
 
