@@ -429,3 +429,21 @@ def test_the_event_stream_reports_a_hook_capture(home: Path, project_dir: Path) 
         project = api_get(ui, "/api/projects")["projects"][0]
         listed = api_get(ui, f"/api/projects/{project['id']}/memories")["memories"]
         assert "make test" in listed[0]["content"]
+
+
+def test_a_taken_port_is_a_usage_error_that_says_what_to_do(home: Path, project_dir: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    try:
+        result = subprocess.run([sys.executable, "-m", "ccmemory", "ui", "--no-open", "--keyword-only", "--port",
+                                 str(taken.getsockname()[1])], capture_output=True, text=True, timeout=120,
+                                cwd=str(project_dir))
+    finally:
+        taken.close()
+    assert result.returncode == 2
+    assert "Cannot listen on 127.0.0.1" in result.stderr and "leave it out to use a free one" in result.stderr
