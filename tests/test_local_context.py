@@ -164,6 +164,17 @@ def test_cleared_context_does_not_return_at_the_next_stop(home: Path, project_di
     assert json.loads(entries[0]["details"])[0] == "Commands: make test (Run it)"
 
 
+def test_session_end_records_a_last_turn_that_never_reached_stop(home: Path, project_dir: Path) -> None:
+    turn(home, project_dir, "se1", ["First"], [bash_call("se1", project_dir, "make", "ok", "t1")], "ok")
+    write_transcript(project_dir / "se1.jsonl", ["First", "Interrupted one"])
+    assert_quiet_success(run_hook("post_tool_use", bash_call("se1", project_dir, "make deploy", "", "t2"), home))
+    assert_quiet_success(run_hook("session_end", common("se1", project_dir, "SessionEnd", reason="other"), home))
+    assert_quiet_success(run_hook("session_end", common("se1", project_dir, "SessionEnd", reason="other"), home))
+    entries = rows(home, "SELECT title, details FROM local_context_entries ORDER BY id")
+    assert [e["title"] for e in entries] == ["First", "Interrupted one"]
+    assert json.loads(entries[1]["details"]) == ["Commands: make deploy (Run it)"]
+
+
 def test_session_start_puts_memory_files_first_and_stays_in_budget(home: Path, project_dir: Path) -> None:
     write_config(home, {"context": {"max_tokens": 1000}})
     turn(home, project_dir, "f1", ["Set things up"], [bash_call("f1", project_dir, "make", "ok", "t1")],

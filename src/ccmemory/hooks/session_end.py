@@ -4,7 +4,8 @@ Claude Code gives all SessionEnd hooks 1.5 s together and cancels what runs
 longer, so this does only short SQLite writes (a few milliseconds):
 
 1. if the session has observations but no summary yet (no turn reached Stop),
-   write the extractive summary;
+   write the extractive summary; likewise the last turn's entry of the rolling
+   local context, when that turn never reached Stop (interrupted);
 2. mark the session ended;
 3. promote the session-tier memories whose salience is above
    ``promotion.min_salience`` (0.7: failures, reinforced memories) to the project tier.
@@ -24,7 +25,8 @@ from . import log, payload as payloads
 
 def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     from .. import db as database, memories, projects, sessions
-    from .summary import start_model_summary, summarize, summary_memory_id
+    from .activity import record_turn
+    from .summary import session_observations, start_model_summary, summarize, summary_memory_id, user_prompts
 
     session_id = payloads.text(data, "session_id")
     if session_id is None:
@@ -41,6 +43,11 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
             new_summary = summarize(db, project_id=known, session_id=session_id,
                                     root=str(projects.project_root(cwd)),
                                     transcript_path=payloads.text(data, "transcript_path"), last_message=None)
+        transcript = payloads.text(data, "transcript_path")
+        record_turn(db, directory=cwd, session_id=session_id, observations=session_observations(db, session_id),
+                    prompt=(user_prompts(transcript) or [None])[-1], last_message=None,
+                    root=str(projects.project_root(cwd)),
+                    enabled_by_default=config.get("local_context", "enabled"))
         sessions.end(db, session_id)
         promoted = memories.promote(db, session_id, float(config.get("promotion", "min_salience")))
     finally:
