@@ -25,7 +25,7 @@ import json
 import os
 TYPE_CHECKING = False  # typing costs the capture hook milliseconds; annotations are strings
 if TYPE_CHECKING:
-    from typing import Any, Mapping
+    from typing import Any, Callable, Mapping
 
 from . import paths
 
@@ -209,68 +209,63 @@ def load(path: str | os.PathLike[str] | None = None, *, environ: Mapping[str, st
             for name, values in DEFAULTS.items()}
     problems: list[str] = []
     sources: dict[str, str] = {}
-    _read_file(path, data, problems, sources)
+
+    def use(section: str, key: str, checked: tuple[Any, str | None], source: str, why_ignored: str) -> None:
+        value, problem = checked
+        if problem:
+            problems.append(problem + why_ignored)
+            return
+        data[section][key] = value
+        sources[f"{section}.{key}"] = source
+
+    _read_file(path, use, problems)
     env = os.environ if environ is None else environ
     for option, (section, key) in PLUGIN_OPTIONS.items():
         text = env.get(OPTION_ENV_PREFIX + option.upper())
-        if not text:
-            continue
-        value, problem = parse(f"plugin option {option}", SCHEMA[section][key], text)
-        if problem:
-            problems.append(f"{problem}; ignored (change it with /plugin in Claude Code)")
-            continue
-        data[section][key] = value
-        sources[f"{section}.{key}"] = FROM_PLUGIN
+        if text:
+            use(section, key, parse(f"plugin option {option}", SCHEMA[section][key], text), FROM_PLUGIN,
+                "; ignored (change it with /plugin in Claude Code)")
     return Config(data, path, problems, sources)
 
 
-def _read_file(path: str, data: dict[str, dict[str, Any]], problems: list[str], sources: dict[str, str]) -> None:
+def _read_file(path: str, use: Callable[..., None], problems: list[str]) -> None:
+    """Hand each setting of the config file to ``use``; note what cannot be read at all."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            raw = handle.read()
-    except FileNotFoundError:
-        return
+        user = read_file_settings(path)
     except OSError as exc:
         problems.append(f"could not read {path}: {exc}; using defaults")
         return
-    try:
-        user = json.loads(raw) if raw.strip() else {}
     except ValueError as exc:
-        problems.append(f"{path} is not valid JSON ({exc}); using defaults. Fix or delete the file.")
-        return
-    if not isinstance(user, dict):
-        problems.append(f"{path} must hold a JSON object; using defaults")
+        problems.append(f"{exc}; using defaults. Fix or delete the file.")
         return
     for section, values in user.items():
-        if section not in data:
-            problems.append(f"unknown section {section!r} in {path} ignored; known: {', '.join(data)}")
-            continue
-        if not isinstance(values, dict):
+        if section not in SCHEMA:
+            problems.append(f"unknown section {section!r} in {path} ignored; known: {', '.join(SCHEMA)}")
+        elif not isinstance(values, dict):
             problems.append(f"section {section!r} in {path} must be an object; ignored")
-            continue
-        for key, value in values.items():
-            if key not in SCHEMA[section]:
-                problems.append(f"unknown setting {section}.{key} in {path}; ignored")
-                continue
-            checked, problem = check(f"{section}.{key}", SCHEMA[section][key], value)
-            if problem:
-                problems.append(f"{problem} in {path}; the default is used")
-                continue
-            data[section][key] = checked
-            sources[f"{section}.{key}"] = FROM_FILE
+        else:
+            for key, value in values.items():
+                if key not in SCHEMA[section]:
+                    problems.append(f"unknown setting {section}.{key} in {path}; ignored")
+                else:
+                    use(section, key, check(f"{section}.{key}", SCHEMA[section][key], value), FROM_FILE,
+                        f" in {path}; the default is used")
 
 
 def read_file_settings(path: str | None = None) -> dict[str, Any]:
-    """The config file's JSON object as written (for editing it); ValueError if it is not one."""
+    """The config file's JSON object as written ({} when there is none); ValueError if it is not one."""
     path = path or config_path()
     try:
         with open(path, encoding="utf-8") as handle:
             raw = handle.read()
     except FileNotFoundError:
         return {}
-    user = json.loads(raw) if raw.strip() else {}
+    try:
+        user = json.loads(raw) if raw.strip() else {}
+    except ValueError as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc})") from None
     if not isinstance(user, dict):
-        raise ValueError(f"{path} does not hold a JSON object")
+        raise ValueError(f"{path} must hold a JSON object")
     return user
 
 

@@ -149,6 +149,22 @@ def upsert(ctx: ImportContext, table: str, key: str, row: dict[str, Any], versio
     return UPDATED
 
 
+def project_rows(db: Database, scope: Scope, table: str, fields: tuple[str, ...], changed: str,
+                 order: str) -> Iterator[dict[str, Any]]:
+    """Rows of ``table`` in ``scope`` as records: the key field, its project's path as ``project``, the rest.
+
+    ``changed`` is the column ``--since`` applies to; ``order`` fixes the export order.
+    """
+    in_projects, params = scope.projects("t.project_id")
+    is_recent, since = scope.changed(f"t.{changed}")
+    columns = ", ".join(f"t.{name}" for name in fields)
+    for row in db.rows(f"SELECT {columns}, p.path AS project FROM {table} t JOIN projects p ON p.id = t.project_id "
+                       f"WHERE {in_projects} AND {is_recent} ORDER BY {order}", [*params, *since]):
+        record = {fields[0]: row[fields[0]], "project": row["project"]}
+        record.update((name, row[name]) for name in fields[1:])
+        yield record
+
+
 # -- projects -----------------------------------------------------------------------------------------------------
 
 def _export_projects(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
@@ -205,19 +221,11 @@ _MEMORY_FIELDS = ("id", "session_id", "content", "sector", "tier", "category", "
 
 
 def _export_memories(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
-    in_projects, params = scope.projects("m.project_id")
-    changed, since = scope.changed("m.updated_at")
-    columns = ", ".join(f"m.{name}" for name in _MEMORY_FIELDS)
-    for row in db.rows(
-        f"SELECT {columns}, p.path AS project FROM memories m JOIN projects p ON p.id = m.project_id "
-        f"WHERE {in_projects} AND {changed} ORDER BY m.seq", [*params, *since],
-    ):
-        record = {"id": row["id"], "project": row["project"]}
-        record.update((name, row[name]) for name in _MEMORY_FIELDS[1:])
-        record["tags"] = _json(row["tags"], [])
-        record["files"] = _json(row["files"], [])
-        record["metadata"] = _json(row["metadata"], {})
-        record["is_deleted"] = bool(row["is_deleted"])
+    for record in project_rows(db, scope, "memories", _MEMORY_FIELDS, "updated_at", "t.seq"):
+        record["tags"] = _json(record["tags"], [])
+        record["files"] = _json(record["files"], [])
+        record["metadata"] = _json(record["metadata"], {})
+        record["is_deleted"] = bool(record["is_deleted"])
         yield record
 
 
@@ -236,59 +244,39 @@ def _load_memory(ctx: ImportContext, record: dict[str, Any]) -> str:
     return upsert(ctx, "memories", "id", row, "updated_at")
 
 
-# -- relationships and session usage ------------------------------------------------------------------------------
+# -- relationships and session usage (links) ------------------------------------------------------------------------------
 
-def _export_relationships(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
-    in_projects, params = scope.projects("m.project_id")
-    changed, since = scope.changed("r.created_at")
-    yield from db.rows(
-        "SELECT r.source_id, r.target_id, r.relationship_type, r.created_at FROM memory_relationships r "
-        f"JOIN memories m ON m.id = r.source_id WHERE {in_projects} AND {changed} "
-        "ORDER BY r.created_at, r.source_id, r.target_id, r.relationship_type", [*params, *since],
-    )
+def _link_type(name: str, table: str, columns: tuple[str, ...], owner: str, order: str) -> RecordType:
+    """A row that links two others and has no id of its own: in scope through ``owner``, inserted unless present.
 
+    ``owner`` joins the row (``x``) to what gives it a project (``o``).
+    """
 
-def _load_relationship(ctx: ImportContext, record: dict[str, Any]) -> str:
-    ctx.db.execute(
-        "INSERT OR IGNORE INTO memory_relationships(source_id, target_id, relationship_type, created_at) "
-        "VALUES (?, ?, ?, ?)",
-        (record["source_id"], record["target_id"], record["relationship_type"], record["created_at"]),
-    )
-    return ADDED if ctx.db.changes() else UNCHANGED
+    def export(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
+        in_projects, params = scope.projects("o.project_id")
+        changed, since = scope.changed("x.created_at")
+        yield from db.rows(f"SELECT {', '.join('x.' + column for column in columns)} FROM {table} x JOIN {owner} "
+                           f"WHERE {in_projects} AND {changed} ORDER BY {order}", [*params, *since])
 
+    def load(ctx: ImportContext, record: dict[str, Any]) -> str:
+        ctx.db.execute(f"INSERT OR IGNORE INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                       tuple(record[column] for column in columns))
+        return ADDED if ctx.db.changes() else UNCHANGED
 
-def _export_usage(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
-    in_projects, params = scope.projects("s.project_id")
-    changed, since = scope.changed("u.created_at")
-    yield from db.rows(
-        "SELECT u.session_id, u.memory_id, u.usage_type, u.created_at FROM session_memories u "
-        f"JOIN sessions s ON s.id = u.session_id WHERE {in_projects} AND {changed} "
-        "ORDER BY u.session_id, u.memory_id, u.usage_type", [*params, *since],
-    )
-
-
-def _load_usage(ctx: ImportContext, record: dict[str, Any]) -> str:
-    ctx.db.execute(
-        "INSERT OR IGNORE INTO session_memories(session_id, memory_id, usage_type, created_at) VALUES (?, ?, ?, ?)",
-        (record["session_id"], record["memory_id"], record["usage_type"], record["created_at"]),
-    )
-    return ADDED if ctx.db.changes() else UNCHANGED
+    return RecordType(name, export, load)
 
 
 # -- documents ----------------------------------------------------------------------------------------------------
 
+_DOCUMENT_FIELDS = ("id", "title", "source_path", "source_url", "content_hash", "created_at", "updated_at", "metadata")
+
+
 def _export_documents(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
-    in_projects, params = scope.projects("d.project_id")
-    changed, since = scope.changed("d.updated_at")
-    for row in db.rows(
-        "SELECT d.id, p.path AS project, d.title, d.source_path, d.source_url, d.content_hash, d.created_at, "
-        "d.updated_at, d.metadata FROM documents d JOIN projects p ON p.id = d.project_id "
-        f"WHERE {in_projects} AND {changed} ORDER BY d.created_at, d.id", [*params, *since],
-    ):
-        row["metadata"] = _json(row["metadata"], {})
-        row["chunks"] = db.rows("SELECT ordinal, heading, content FROM chunks WHERE document_id = ? ORDER BY ordinal",
-                                (row["id"],))
-        yield row
+    for record in project_rows(db, scope, "documents", _DOCUMENT_FIELDS, "updated_at", "t.created_at, t.id"):
+        record["metadata"] = _json(record["metadata"], {})
+        record["chunks"] = db.rows("SELECT ordinal, heading, content FROM chunks WHERE document_id = ? "
+                                   "ORDER BY ordinal", (record["id"],))
+        yield record
 
 
 def _load_document(ctx: ImportContext, record: dict[str, Any]) -> str:
@@ -315,16 +303,8 @@ _NODE_FIELDS = ("id", "parent_id", "order_value", "content", "token_count", "con
 
 
 def _export_nodes(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
-    in_projects, params = scope.projects("n.project_id")
-    changed, since = scope.changed("n.updated_at")
-    columns = ", ".join(f"n.{name}" for name in _NODE_FIELDS)
-    for row in db.rows(
-        f"SELECT {columns}, p.path AS project FROM docmem_nodes n JOIN projects p ON p.id = n.project_id "
-        f"WHERE {in_projects} AND {changed} ORDER BY n.created_at, n.id", [*params, *since],
-    ):
-        record = {"id": row["id"], "project": row["project"]}
-        record.update((name, row[name]) for name in _NODE_FIELDS[1:])
-        record["readonly"] = bool(row["readonly"])
+    for record in project_rows(db, scope, "docmem_nodes", _NODE_FIELDS, "updated_at", "t.created_at, t.id"):
+        record["readonly"] = bool(record["readonly"])
         yield record
 
 
@@ -343,20 +323,14 @@ def _load_node(ctx: ImportContext, record: dict[str, Any]) -> str:
 
 
 def _export_placements(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
-    in_projects, params = scope.projects("x.project_id")
-    changed, since = scope.changed("x.updated_at")
-    yield from db.rows(
-        "SELECT x.node_id, p.path AS project, x.parent_id, x.order_value, x.updated_at FROM docmem_placements x "
-        f"JOIN projects p ON p.id = x.project_id WHERE {in_projects} AND {changed} ORDER BY x.node_id",
-        [*params, *since],
-    )
+    yield from project_rows(db, scope, "docmem_placements", ("node_id", "parent_id", "order_value", "updated_at"),
+                            "updated_at", "t.node_id")
 
 
 def _load_placement(ctx: ImportContext, record: dict[str, Any]) -> str:
     row = {"node_id": record["node_id"], "project_id": ctx.project_id(record.get("project")),
            "parent_id": record["parent_id"], "order_value": record["order_value"], "updated_at": record["updated_at"]}
     return upsert(ctx, "docmem_placements", "node_id", row, "updated_at")
-
 
 
 # -- memory files (Claude's memory tool) --------------------------------------------------------------------------
@@ -402,8 +376,11 @@ def _load_memory_file(ctx: ImportContext, record: dict[str, Any]) -> str:
 register(RecordType("project", _export_projects, _load_project))
 register(RecordType("session", _export_sessions, _load_session))
 register(RecordType("memory", _export_memories, _load_memory))
-register(RecordType("relationship", _export_relationships, _load_relationship))
-register(RecordType("session_memory", _export_usage, _load_usage))
+register(_link_type("relationship", "memory_relationships", ("source_id", "target_id", "relationship_type", "created_at"),
+                    "memories o ON o.id = x.source_id",
+                    "x.created_at, x.source_id, x.target_id, x.relationship_type"))
+register(_link_type("session_memory", "session_memories", ("session_id", "memory_id", "usage_type", "created_at"),
+                    "sessions o ON o.id = x.session_id", "x.session_id, x.memory_id, x.usage_type"))
 register(RecordType("document", _export_documents, _load_document))
 register(RecordType("docmem_node", _export_nodes, _load_node))
 register(RecordType("docmem_placement", _export_placements, _load_placement))
