@@ -6,9 +6,12 @@ stdlib-only so it works before any dependency is installed.
 The server always runs the plugin's own code (``<plugin root>/src`` is put first
 on ``PYTHONPATH``), the same code the hooks run, so the two can never disagree
 about the database schema. Only the third-party dependencies live in a virtual
-environment, ``<runtime home>/venv-<key>``, where the key hashes the dependency list
-of ``pyproject.toml`` and the Python version: a plugin update that changes no
-dependency reuses the environment, one that does builds a fresh one beside it.
+environment, ``<runtime home>/venv-<key>``, installed from ``requirements.lock``: every
+package of the runtime pinned to one version with the sha256 of each of its files, so
+every install resolves the same versions and refuses a file that is not the one locked
+(``--require-hashes``). The key hashes that lock file and the Python version: a plugin
+update that leaves the lock alone reuses the environment, one that changes it builds a
+fresh one beside it.
 ``<runtime home>`` is ``$CLAUDE_PLUGIN_DATA`` (removed with the plugin), else
 ``<ccmemory data dir>/runtime``. The memory itself is never there: see ``ccmemory.paths``.
 
@@ -44,6 +47,7 @@ PLUGIN_ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIR = PLUGIN_ROOT / "src"
 SERVER_MODULE = "ccmemory.mcp.server"
 READY_FILE = "ccmemory-ready.json"
+LOCK_FILE = PLUGIN_ROOT / "requirements.lock"
 LOCK_STALE_SECONDS = 30 * 60
 MIN_PYTHON = (3, 11)
 
@@ -68,7 +72,7 @@ def main(argv: list[str]) -> int:
         override = os.environ.get("CCMEMORY_PYTHON")
         if override:
             return run_server(Path(override))
-        venv = runtime_dir(requirements())
+        venv = runtime_dir()
         if is_ready(venv):
             return run_server(venv_python(venv))
         return serve_while_building(venv)
@@ -105,16 +109,24 @@ def ccmemory_paths() -> ModuleType:
     return paths
 
 
+def lock_text() -> str:
+    try:
+        return LOCK_FILE.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise LauncherError(f"the plugin's {LOCK_FILE.name} cannot be read ({exc}); reinstall the plugin") from exc
+
+
 def requirements() -> list[str]:
-    import tomllib
+    """The locked requirements (``name==version ; marker``), without their hashes."""
+    joined = lock_text().replace("\\\n", " ")
+    lines = (line.split("#", 1)[0].split(" --hash", 1)[0].strip() for line in joined.splitlines())
+    return [line for line in lines if line]
 
-    with open(PLUGIN_ROOT / "pyproject.toml", "rb") as fh:
-        return list(tomllib.load(fh)["project"].get("dependencies", []))
 
-
-def runtime_dir(reqs: list[str]) -> Path:
-    """``venv-<key>``: the key changes when the dependencies or the Python version do."""
-    identity = json.dumps({"requirements": sorted(reqs), "python": list(sys.version_info[:2])})
+def runtime_dir() -> Path:
+    """``venv-<key>``: the key changes when the lock file or the Python version does."""
+    identity = json.dumps({"lock": hashlib.sha256(lock_text().encode()).hexdigest(),
+                           "python": list(sys.version_info[:2])})
     key = hashlib.sha256(identity.encode()).hexdigest()[:12]
     return runtime_home() / f"venv-{key}"
 
@@ -189,7 +201,7 @@ def detached_process_options() -> dict:
 def build_runtime() -> Path:
     """Create the environment for the current dependency list unless it exists; one builder at a time."""
     reqs = requirements()
-    venv = runtime_dir(reqs)
+    venv = runtime_dir()
     lock = venv.with_name(venv.name + ".lock")
     while not is_ready(venv):
         if not take_lock(lock):
@@ -242,7 +254,7 @@ def lock_is_stale(lock: Path) -> bool:
 
 
 def create_environment(venv: Path, reqs: list[str]) -> None:
-    """A fresh venv with ``reqs``: uv when on PATH, else uv installed into the venv from PyPI, else pip."""
+    """A fresh venv with the locked ``reqs``: uv when on PATH, else uv installed into the venv from PyPI, else pip."""
     started = time.monotonic()
     shutil.rmtree(venv, ignore_errors=True)
     python = venv_python(venv)
@@ -272,7 +284,7 @@ def create_environment(venv: Path, reqs: list[str]) -> None:
 
 
 def install_requirements(python: Path, reqs: list[str], uv: str | None) -> str:
-    """Install ``reqs`` into the venv of ``python``; returns which installer did it.
+    """Install the lock (``reqs`` are its lines) into the venv of ``python``; returns which installer did it.
 
     Without uv on PATH, uv is first installed into the venv with the venv's pip (one
     wheel, honouring the user's pip configuration), because uv then installs the
@@ -291,12 +303,13 @@ def install_requirements(python: Path, reqs: list[str], uv: str | None) -> str:
     if uv is not None:
         say(f"installing {len(reqs)} dependencies with uv")
         try:
-            run([uv, "pip", "install", "--python", str(python), *reqs], "uv pip install")
+            run([uv, "pip", "install", "--python", str(python), "--require-hashes", "-r", str(LOCK_FILE)],
+                "uv pip install")
             return "uv"
         except LauncherError as exc:
             say(f"{exc}; installing with pip instead")
     say(f"installing {len(reqs)} dependencies from PyPI with pip (about a minute)")
-    run([*pip, *reqs], "pip install")
+    run([*pip, "--require-hashes", "-r", str(LOCK_FILE)], "pip install")
     return "pip"
 
 

@@ -31,7 +31,7 @@ def fake_ready_runtime(plugin_data: Path, log: Path, plugin_root: Path = REPO_RO
     previous = os.environ.get("CLAUDE_PLUGIN_DATA")
     os.environ["CLAUDE_PLUGIN_DATA"] = str(plugin_data)
     try:
-        venv = launcher.runtime_dir(launcher.requirements())
+        venv = launcher.runtime_dir()
     finally:
         if previous is None:
             os.environ.pop("CLAUDE_PLUGIN_DATA")

@@ -87,7 +87,7 @@ def building(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str,
     plugin_data = tmp_path / "plugin-data"
     monkeypatch.setenv("CLAUDE_PLUGIN_DATA", str(plugin_data))
     launcher = load_launcher()
-    venv = launcher.runtime_dir(launcher.requirements())
+    venv = launcher.runtime_dir()
     venv.with_name(venv.name + ".lock").write_text(str(os.getpid()))
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)

@@ -1,8 +1,8 @@
 """The MCP launcher (scripts/mcp_launcher.py) run as Claude Code runs it: a subprocess of python3.
 
 Each test uses a scratch plugin root holding the real launcher and the real ccmemory source,
-a stub SDK server module that reports which interpreter ran it, and a pyproject whose
-dependency is a wheel built on the spot. Builds are real venv + pip runs without an index
+a stub SDK server module that reports which interpreter ran it, and a requirements.lock whose
+one locked requirement is a wheel built on the spot, with its sha256. Builds are real venv + pip runs without an index
 (``PIP_NO_INDEX``): installing uv from PyPI fails there, which exercises the fallback to pip,
 and no network is needed. The real build from PyPI (uv installed into the venv) runs in
 ``tests/e2e/test_real_install.py``.
@@ -10,6 +10,7 @@ and no network is needed. The real build from PyPI (uv installed into the venv) 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -49,11 +50,10 @@ def build_wheel(directory: Path, value: str) -> Path:
     return wheel
 
 
-def write_pyproject(root: Path, dependencies: list[str]) -> None:
-    deps = ", ".join(json.dumps(d) for d in dependencies)
-    (root / "pyproject.toml").write_text(
-        f'[project]\nname = "ccmemory"\nversion = "0.1.0"\ndependencies = [{deps}]\n'
-    )
+def write_lock(root: Path, wheel: Path) -> None:
+    """The plugin's requirements.lock: the stub wheel by URL, with the sha256 of its file."""
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest() if wheel.exists() else "0" * 64
+    (root / "requirements.lock").write_text(f"stubdep @ {wheel.as_uri()} \\\n    --hash=sha256:{digest}\n")
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def plugin_root(tmp_path: Path) -> Path:
     (root / "src/ccmemory/mcp/server.py").write_text(STUB_SERVER)
     wheels = tmp_path / "wheels"
     wheels.mkdir()
-    write_pyproject(root, [f"stubdep @ {build_wheel(wheels, 'from-wheel').as_uri()}"])
+    write_lock(root, build_wheel(wheels, "from-wheel"))
     return root
 
 
@@ -207,7 +207,7 @@ def test_changed_dependencies_build_a_new_environment_and_drop_the_old(
     [old] = runtimes(runtime_home(data))
     newer = tmp_path / "newer"
     newer.mkdir()
-    write_pyproject(plugin_root, [f"stubdep @ {build_wheel(newer, 'from-newer-wheel').as_uri()}"])
+    write_lock(plugin_root, build_wheel(newer, "from-newer-wheel"))
 
     assert launch(plugin_root, data, "--install").returncode == 0
     report = served(launch(plugin_root, data))
@@ -238,8 +238,7 @@ def test_the_environment_and_its_log_are_private(plugin_root: Path, data: Path) 
 def test_a_failing_build_is_reported_by_every_search_with_the_retry_command(
     plugin_root: Path, data: Path, tmp_path: Path
 ) -> None:
-    missing = (data.parent / "missing" / "stubdep-1.0-py3-none-any.whl").as_uri()
-    write_pyproject(plugin_root, [f"stubdep @ {missing}"])
+    write_lock(plugin_root, data.parent / "missing" / "stubdep-1.0-py3-none-any.whl")
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
     session = Session(plugin_root, data, project)
