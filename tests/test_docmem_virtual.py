@@ -56,7 +56,7 @@ def test_a_session_is_a_tree_of_its_summary_and_observations(store, session):
 
 
 def test_deleted_memories_leave_the_tree(store, session, db):
-    memories.delete(db, session[0].removeprefix("memory:"))
+    memories.delete(db, session[0].removeprefix("memory:"), project_id=None)
     assert [n.id for n in store.children("session:s-1")] == session[1:]
     assert store.find(session[0]) is None
 
@@ -87,7 +87,7 @@ def test_virtual_nodes_cannot_be_edited_moved_or_deleted(store, session):
     ):
         with pytest.raises(ValidationError, match="captured memory"):
             attempt()
-    assert memories.get(store.db, session[0].removeprefix("memory:")).content == "Tests need the fixture."
+    assert memories.get(store.db, session[0].removeprefix("memory:"), project_id=None).content == "Tests need the fixture."
 
 
 def test_notes_can_be_attached_to_a_session(store, session):

@@ -13,6 +13,7 @@ from hook_helpers import (
     run_hook, tool_call, write_config,
 )
 
+from ccmemory import redaction
 from ccmemory.config import load
 from ccmemory.hooks import capture, privacy
 
@@ -52,11 +53,11 @@ def test_documented_bash_payload(home: Path, project_dir: Path) -> None:
     assert json.loads(memory["metadata"])["tool_use_id"] == "toolu_fake1"
 
 
-def test_skips_results_over_10_kb(home: Path, project_dir: Path) -> None:
+def test_skips_results_over_10000_characters(home: Path, project_dir: Path) -> None:
     big = tool_call("s-big", project_dir, "Read", {"file_path": "/test/file.ts"}, "x" * 20000, "toolu_big")
     assert_quiet_success(run_hook("post_tool_use", big, home))
     assert memories_of(home, "s-big") == []
-    write_config(home, {"capture": {"max_result_bytes": 50000}})
+    write_config(home, {"capture": {"max_result_chars": 50000}})
     assert_quiet_success(run_hook("post_tool_use", big, home))
     assert len(memories_of(home, "s-big")) == 1
 
@@ -136,7 +137,7 @@ def test_private_spans_and_secrets_never_reach_the_database(home: Path, project_
 
 
 def test_injected_context_is_not_recorded_back(home: Path, project_dir: Path) -> None:
-    echoed = f"before <{privacy.CONTEXT_TAG}>\n- [abcd1234] earlier memory\n</{privacy.CONTEXT_TAG}> after"
+    echoed = f"before <{redaction.CONTEXT_TAG}>\n- [abcd1234] earlier memory\n</{redaction.CONTEXT_TAG}> after"
     assert_quiet_success(run_hook("post_tool_use", bash_call("s-ctx", project_dir, "cat notes", echoed, "t1"), home))
     [memory] = memories_of(home, "s-ctx")
     assert "earlier memory" not in memory["content"] and "before  after" in memory["content"]
@@ -322,4 +323,4 @@ def test_mcp_error_results_are_gotchas() -> None:
     ("keep <private>x</private> this <PRIVATE>unclosed", "keep  this "),
 ])
 def test_redaction_precision(text: str, expected: str) -> None:
-    assert privacy.sanitize(text) == expected
+    assert redaction.redact(text) == expected

@@ -13,7 +13,7 @@ from hook_helpers import (
     write_config, write_transcript,
 )
 
-from ccmemory import db as database, memories, projects, sessions
+from ccmemory import db as database, memories, projects, redaction, sessions
 from ccmemory.hooks import context, privacy
 
 
@@ -46,7 +46,7 @@ def test_session_end_ends_and_promotes_only_salient_memories(home: Path, project
     try:
         read = next(m for m in memories.list_memories(db, session_id="e1") if m.content.startswith("Read"))
         for _ in range(4):
-            memories.reinforce(db, read.id, 0.3)
+            memories.reinforce(db, read.id, 0.3, project_id=None)
     finally:
         db.close()
     assert_quiet_success(run_hook("session_end", session_end("e1", project_dir), home))
@@ -123,13 +123,13 @@ def test_session_start_injects_summaries_and_salient_memories(home: Path, projec
                                 sector="semantic", category="architecture", importance=0.9)
         faded = memories.add(db, project_id=project, content="Old note about offsets.", importance=0.8)
         newer = memories.add(db, project_id=project, content="Offsets were removed in v2.", importance=0.2)
-        memories.supersede(db, faded.id, newer.id)
+        memories.supersede(db, faded.id, newer.id, project_id=None)
         gone = memories.add(db, project_id=project, content="Deleted note.", importance=0.95)
-        memories.delete(db, gone.id)
+        memories.delete(db, gone.id, project_id=None)
     finally:
         db.close()
     text = injected(run_hook("session_start", session_start("new", project_dir), home))
-    assert text.startswith(f"<{privacy.CONTEXT_TAG}>") and text.endswith(f"</{privacy.CONTEXT_TAG}>")
+    assert text.startswith(f"<{redaction.CONTEXT_TAG}>") and text.endswith(f"</{redaction.CONTEXT_TAG}>")
     assert "memory_get" in text and "memory_timeline" in text
     sessions_part, memories_part = text.split("Project memories (most salient first):")
     assert sessions_part.index("(session old2)") < sessions_part.index("(session old1)")
@@ -201,7 +201,7 @@ def test_session_ids_used_by_context_are_fetchable(home: Path, project_dir: Path
     ids = [line.split("]")[0][3:] for line in text.splitlines() if line.startswith("- [")]
     db = database.connect(vectors=False)
     try:
-        found, missing = memories.get_many(db, ids)
+        found, missing = memories.get_many(db, ids, project_id=None)
         assert missing == [] and len(found) == len(ids) > 0
         assert sessions.get(db, "n7")["started_at"]
     finally:

@@ -186,8 +186,8 @@ def test_project_is_claude_project_dir_else_the_working_directory(home: Path, pr
     with running_server(home, project_dir, cwd=elsewhere) as server:
         by_cwd = server.call("memory_add", {"content": "Belongs to the working directory"}).text.split()[2]
     project_of = {row["path"]: row["id"] for row in db.rows("SELECT id, path FROM projects")}
-    assert memories.get(db, by_env).project_id == project_of[str(project_dir.resolve())]
-    assert memories.get(db, by_cwd).project_id == project_of[str(elsewhere.resolve())]
+    assert memories.get(db, by_env, project_id=None).project_id == project_of[str(project_dir.resolve())]
+    assert memories.get(db, by_cwd, project_id=None).project_id == project_of[str(elsewhere.resolve())]
 
 
 @pytest.mark.parametrize("mode, version", [("auto", "2026-07-28"), ("legacy", "2025-11-25")])

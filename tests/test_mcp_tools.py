@@ -78,7 +78,7 @@ def test_memory_add_creates_memory_with_sector_in_the_session(server, db) -> Non
     answer = server.call("memory_add", {"content": "User prefers TypeScript for tooling", "sector": "emotional"})
     assert not answer.is_error
     assert "Memory created" in answer.text and "emotional" in answer.text
-    memory = memories.get(db, created_id(answer.text))
+    memory = memories.get(db, created_id(answer.text), project_id=None)
     assert memory.session_id == SESSION and memory.source == "mcp" and memory.tier == "project"
     usage = db.scalar("SELECT usage_type FROM session_memories WHERE session_id = ? AND memory_id = ?",
                       (SESSION, memory.id))
@@ -87,7 +87,7 @@ def test_memory_add_creates_memory_with_sector_in_the_session(server, db) -> Non
 
 def test_memory_add_classifies_and_normalises(server, db) -> None:
     memory = memories.get(db, add(server, "To release, run make dist then upload the wheel",
-                                  category="no-such-category", tags=["release", "build"], importance=0.8))
+                                  category="no-such-category", tags=["release", "build"], importance=0.8), project_id=None)
     assert memory.category == "general" and memory.tags == ["release", "build"]
     assert memory.sector == "procedural" and memory.importance == pytest.approx(0.8)
 
@@ -121,7 +121,7 @@ def test_memory_search_returns_an_index_with_session_context(server, db, project
     assert "session 20" in text and "Migrated the frontend" in text
     assert re.search(r"score \d\.\d\d", text) and re.search(r"~\d+ tok", text)
     assert len(text) < 1200, "an index entry must stay compact; full text comes from memory_get"
-    assert memories.get(db, memory.id).reference_count == 1
+    assert memories.get(db, memory.id, project_id=None).reference_count == 1
 
 
 def test_memory_search_excludes_superseded_by_default_and_includes_on_request(server) -> None:
@@ -203,9 +203,11 @@ def test_memory_get_shows_deleted_and_superseded_state(server) -> None:
     old = add(server, "Staging runs on host alpha")
     new = add(server, "Staging runs on host beta")
     server.call("memory_supersede", {"old_memory_id": old, "new_memory_id": new})
+    text = server.call("memory_get", {"ids": [old]}).text
+    assert "SUPERSEDED on 20" in text and f"by {new}" in text
     server.call("memory_delete", {"memory_id": new})
     text = server.call("memory_get", {"ids": [old, new]}).text
-    assert "SUPERSEDED on 20" in text and f"by {new}" in text
+    assert "SUPERSEDED" not in text, "deleting the newer memory shows the older one again"
     assert "DELETED on" in text and f"ccmemory restore {new}" in text
 
 
@@ -235,7 +237,7 @@ def test_memory_reinforce_increases_salience_with_diminishing_returns(server, db
     assert "reinforced" in first.text and "0.50 -> 0.60" in first.text
     for _ in range(4):
         server.call("memory_reinforce", {"memory_id": memory_id, "amount": 0.2})
-    salience = memories.get(db, memory_id).salience
+    salience = memories.get(db, memory_id, project_id=None).salience
     assert 0.8 < salience < 1.0
 
 
@@ -243,7 +245,7 @@ def test_memory_deemphasize_reduces_salience(server, db) -> None:
     memory_id = add(server, "Less important note about lint settings")
     answer = server.call("memory_deemphasize", {"memory_id": memory_id, "amount": 0.3})
     assert "de-emphasized" in answer.text
-    assert memories.get(db, memory_id).salience < 0.5
+    assert memories.get(db, memory_id, project_id=None).salience < 0.5
 
 
 def test_memory_delete_soft_by_default(server, db) -> None:
@@ -273,7 +275,7 @@ def test_memory_supersede_creates_relationship_and_sets_valid_until(server, db) 
     assert "superseded" in answer.text
     assert db.scalar("SELECT COUNT(*) FROM memory_relationships WHERE source_id = ? AND target_id = ? "
                      "AND relationship_type = 'SUPERSEDES'", (new, old)) == 1
-    assert memories.get(db, old).valid_until is not None
+    assert memories.get(db, old, project_id=None).valid_until is not None
 
 
 def test_memory_supersede_errors(server) -> None:

@@ -89,7 +89,7 @@ def test_superseded_hidden_by_default_and_marked_on_request(corpus, embedder):
     old = made[CORPUS[6]]
     new = memories.add(db, project_id=project, content="The cache layer is Redis with a one hour TTL")
     embeddings.embed_pending(db, embedder)
-    memories.supersede(db, old.id, new.id)
+    memories.supersede(db, old.id, new.id, project_id=None)
     default = search.search(db, "Redis cache TTL", project_id=project, embedder=embedder)
     assert old.id not in {hit.memory.id for hit in default}
     assert new.id in {hit.memory.id for hit in default}
@@ -100,7 +100,7 @@ def test_superseded_hidden_by_default_and_marked_on_request(corpus, embedder):
 
 def test_deleted_memories_never_appear(corpus, embedder):
     db, project, made = corpus
-    memories.delete(db, made[CORPUS[7]].id)
+    memories.delete(db, made[CORPUS[7]].id, project_id=None)
     for mode in search.MODES:
         hits = search.search(db, "Zustand frontend store", project_id=project, mode=mode, embedder=embedder)
         assert CORPUS[7] not in _contents(hits)
@@ -108,7 +108,7 @@ def test_deleted_memories_never_appear(corpus, embedder):
 
 def test_hard_deleted_memories_leave_the_vector_index(corpus, embedder):
     db, project, made = corpus
-    memories.delete(db, made[CORPUS[7]].id, hard=True)
+    memories.delete(db, made[CORPUS[7]].id, hard=True, project_id=None)
     embeddings.embed_pending(db, embedder)
     assert db.scalar("SELECT COUNT(*) FROM memory_vec") == len(CORPUS) - 1
 
@@ -119,9 +119,9 @@ def test_sector_filter_and_reference_counting(corpus, embedder):
     embeddings.embed_pending(db, embedder)
     hits = search.search(db, "Redis", project_id=project, sector="emotional", embedder=embedder)
     assert [hit.memory.id for hit in hits] == [preference.id]
-    assert memories.get(db, preference.id).reference_count == 1
+    assert memories.get(db, preference.id, project_id=None).reference_count == 1
     search.search(db, "Redis", project_id=project, sector="emotional", embedder=embedder, track=False)
-    assert memories.get(db, preference.id).reference_count == 1
+    assert memories.get(db, preference.id, project_id=None).reference_count == 1
 
 
 def test_other_projects_are_never_searched(corpus, embedder, tmp_path):

@@ -64,18 +64,18 @@ def test_unknown_category_becomes_general(db, project):
 @pytest.mark.parametrize("bad", ["", "   ", None, "no-such-id", "1234567"])
 def test_lookups_of_unknown_ids_say_how_to_find_ids(db, project, bad):
     with pytest.raises((NotFoundError, ValidationError), match="memory_search"):
-        memories.get(db, bad)
+        memories.get(db, bad, project_id=None)
     with pytest.raises((NotFoundError, ValidationError)):
-        memories.reinforce(db, bad)
+        memories.reinforce(db, bad, project_id=None)
 
 
 @pytest.mark.parametrize("amount", [-0.1, 1.1, "a lot", None])
 def test_reinforce_and_deemphasize_check_amount(db, project, amount):
     memory = memories.add(db, project_id=project, content="x")
     with pytest.raises(ValidationError, match="Amount"):
-        memories.reinforce(db, memory.id, amount)
+        memories.reinforce(db, memory.id, amount, project_id=None)
     with pytest.raises(ValidationError, match="Amount"):
-        memories.deemphasize(db, memory.id, amount)
+        memories.deemphasize(db, memory.id, amount, project_id=None)
 
 
 def test_list_and_timeline_check_their_arguments(db, project):
@@ -85,7 +85,7 @@ def test_list_and_timeline_check_their_arguments(db, project):
     with pytest.raises(ValidationError, match="sector"):
         memories.list_memories(db, project_id=project, sector="nope")
     with pytest.raises(ValidationError, match="depth_before"):
-        memories.timeline(db, memory.id, before=-1)
+        memories.timeline(db, memory.id, before=-1, project_id=None)
 
 
 # --- round trips ----------------------------------------------------------------------------------
@@ -96,12 +96,12 @@ def test_add_then_get_round_trips_every_field(db, project):
         tags=["auth", "jwt", "auth"], files=["/src/auth.py"], importance=0.8, source="manual",
         metadata={"why": "test", "n": 1}, session_id="s-1",
     )
-    again = memories.get(db, added.id)
+    again = memories.get(db, added.id, project_id=None)
     assert again == added
     assert again.tags == ["auth", "jwt"] and again.files == ["/src/auth.py"]
     assert again.salience == pytest.approx(0.8) and again.importance == pytest.approx(0.8)
     assert again.metadata == {"why": "test", "n": 1}
-    assert memories.get(db, added.id[:8]).id == added.id
+    assert memories.get(db, added.id[:8], project_id=None).id == added.id
     usage = db.rows("SELECT usage_type FROM session_memories WHERE memory_id = ?", (added.id,))
     assert usage == [{"usage_type": "created"}]
 
@@ -115,7 +115,7 @@ def test_sector_is_guessed_when_not_given(db, project):
 def test_get_many_keeps_order_and_reports_missing(db, project):
     first = memories.add(db, project_id=project, content="one")
     second = memories.add(db, project_id=project, content="two")
-    found, missing = memories.get_many(db, [second.id, "ghost", first.id])
+    found, missing = memories.get_many(db, [second.id, "ghost", first.id], project_id=None)
     assert [m.id for m in found] == [second.id, first.id]
     assert missing == ["ghost"]
 
@@ -166,45 +166,45 @@ def test_dedupe_key_makes_a_retried_write_a_no_op(db, project):
 
 def test_soft_delete_hides_restore_brings_back_hard_delete_removes(db, project):
     memory = memories.add(db, project_id=project, content="To be deleted", session_id="s")
-    assert memories.delete(db, memory.id) == {"deleted": True, "id": memory.id, "hard": False}
+    assert memories.delete(db, memory.id, project_id=None) == {"deleted": True, "id": memory.id, "hard": False}
     assert db.scalar("SELECT is_deleted FROM memories WHERE id = ?", (memory.id,)) == 1
     assert memories.list_memories(db, project_id=project) == []
-    assert memories.get(db, memory.id).is_deleted
-    assert not memories.restore(db, memory.id).is_deleted
-    assert memories.delete(db, memory.id, hard=True)["hard"] is True
+    assert memories.get(db, memory.id, project_id=None).is_deleted
+    assert not memories.restore(db, memory.id, project_id=None).is_deleted
+    assert memories.delete(db, memory.id, hard=True, project_id=None)["hard"] is True
     assert db.scalar("SELECT COUNT(*) FROM memories") == 0
     assert db.scalar("SELECT COUNT(*) FROM session_memories") == 0
     assert db.scalar("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'deleted'") == 0
 
 
 def test_delete_of_unknown_id_reports_not_found(db, project):
-    assert memories.delete(db, "nonexistent") == {"deleted": False, "id": "nonexistent", "reason": "Entry not found"}
+    assert memories.delete(db, "nonexistent", project_id=None) == {"deleted": False, "id": "nonexistent", "reason": "Entry not found"}
 
 
 def test_reinforce_has_diminishing_returns_and_never_reaches_one(db, project):
     memory = memories.add(db, project_id=project, content="High salience fact")
     saliences = [memory.salience]
     for _ in range(5):
-        saliences.append(memories.reinforce(db, memory.id, 0.2).salience)
+        saliences.append(memories.reinforce(db, memory.id, 0.2, project_id=None).salience)
     gains = [b - a for a, b in zip(saliences, saliences[1:])]
     assert all(later < earlier for earlier, later in zip(gains, gains[1:]))
     assert 0.8 < saliences[-1] < 1.0
     for _ in range(200):
-        memory = memories.reinforce(db, memory.id, 1.0)
+        memory = memories.reinforce(db, memory.id, 1.0, project_id=None)
     assert memory.salience < 1.0
 
 
 def test_deemphasize_lowers_salience_but_not_below_zero(db, project):
     memory = memories.add(db, project_id=project, content="Less important")
-    lower = memories.deemphasize(db, memory.id, 0.3)
+    lower = memories.deemphasize(db, memory.id, 0.3, project_id=None)
     assert lower.salience < memory.salience
-    assert memories.deemphasize(db, memory.id, 1.0).salience == 0.0
+    assert memories.deemphasize(db, memory.id, 1.0, project_id=None).salience == 0.0
 
 
 def test_supersede_links_and_keeps_history(db, project):
     old = memories.add(db, project_id=project, content="Old approach", session_id="s")
     new = memories.add(db, project_id=project, content="New approach", session_id="s")
-    old_after, _ = memories.supersede(db, old.id, new.id)
+    old_after, _ = memories.supersede(db, old.id, new.id, project_id=None)
     assert old_after.valid_until is not None and old_after.is_superseded
     links = db.rows("SELECT * FROM memory_relationships WHERE source_id = ? AND target_id = ? "
                     "AND relationship_type = 'SUPERSEDES'", (new.id, old.id))
@@ -212,18 +212,18 @@ def test_supersede_links_and_keeps_history(db, project):
     assert memories.superseded_by(db, [old.id]) == {old.id: new.id}
     assert memories.related_counts(db, [old.id, new.id]) == {old.id: 1, new.id: 1}
     assert [m.id for m in memories.list_memories(db, project_id=project, include_superseded=False)] == [new.id]
-    assert old.id in {m.id for m in memories.timeline(db, new.id)["before"]}
+    assert old.id in {m.id for m in memories.timeline(db, new.id, project_id=None)["before"]}
     with pytest.raises(ValidationError, match="itself"):
-        memories.supersede(db, new.id, new.id)
+        memories.supersede(db, new.id, new.id, project_id=None)
     with pytest.raises(ValidationError, match="already supersedes"):
-        memories.supersede(db, new.id, old.id)
+        memories.supersede(db, new.id, old.id, project_id=None)
 
 
 def test_timeline_orders_memories_around_the_anchor_with_sessions(db, project):
     sessions.ensure(db, "sess1", project)
     sessions.set_summary(db, "sess1", "Test session")
     made = [memories.add(db, project_id=project, content=f"action {n}", session_id="sess1") for n in range(9)]
-    result = memories.timeline(db, made[4].id, before=2, after=3)
+    result = memories.timeline(db, made[4].id, before=2, after=3, project_id=None)
     assert [m.content for m in result["before"]] == ["action 2", "action 3"]
     assert result["anchor"].id == made[4].id
     assert [m.content for m in result["after"]] == ["action 5", "action 6", "action 7"]
@@ -234,7 +234,7 @@ def test_touch_references_counts_hits(db, project):
     memory = memories.add(db, project_id=project, content="x", session_id="s")
     memories.touch_references(db, [memory.id], session_id="s")
     memories.touch_references(db, [memory.id])
-    again = memories.get(db, memory.id)
+    again = memories.get(db, memory.id, project_id=None)
     assert again.reference_count == 2 and again.last_accessed is not None
     assert db.scalar("SELECT COUNT(*) FROM session_memories WHERE usage_type = 'recalled'") == 1
 
@@ -253,9 +253,9 @@ def test_fts_follows_insert_update_and_delete(db, project):
         db.execute("UPDATE memories SET content = 'anchovy pizza decision' WHERE id = ?", (memory.id,))
     assert _fts(db, "pineapple") == set()
     assert _fts(db, "anchovy") == {memory.seq}
-    memories.reinforce(db, memory.id)
+    memories.reinforce(db, memory.id, project_id=None)
     assert _fts(db, "anchovy") == {memory.seq}
-    memories.delete(db, memory.id, hard=True)
+    memories.delete(db, memory.id, hard=True, project_id=None)
     assert _fts(db, "anchovy") == set()
     db.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")  # raises if out of sync
 

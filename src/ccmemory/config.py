@@ -39,8 +39,8 @@ SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
     "capture": {
         "enabled": {"type": "bool", "default": True,
                     "help": "Record tool calls (PostToolUse) and session summaries (Stop)."},
-        "max_result_bytes": {"type": "int", "default": 10240, "min": 0,
-                             "help": "Skip a tool call whose result serializes to more bytes than this."},
+        "max_result_chars": {"type": "int", "default": 10000, "min": 0,
+                             "help": "Skip a tool call whose result serializes (as JSON) to more characters than this."},
         "max_field_chars": {"type": "int", "default": 1500, "min": 100,
                             "help": "Cut each stored field (command, output) to this, keeping head and tail."},
         "skip_tools": {"type": "strings", "help": "Tools never recorded (names or shell-style patterns).",

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import chunking, clock, html_text, markdown_blocks
+from . import chunking, clock, html_text, markdown_blocks, safe_files
 from .db import Database
 from .errors import NotFoundError, ValidationError
+from .redaction import redact
 from .search import SearchResult, fts_query, keyword_ranking, query_terms, rank, validate_query, vector_ranking
 
 MAX_DOCUMENT_BYTES = 5 * 1024 * 1024
@@ -68,22 +70,19 @@ def chunk_text(text: str) -> tuple[str | None, list[tuple[str, str]]]:
     return parsed.title, chunking.chunk_sections(parsed.sections)
 
 
-def _read_path(path: str) -> tuple[str, str]:
-    file = Path(path).expanduser()
-    if not file.exists():
-        raise ValidationError(f"No file at {file}; check the path (relative paths are taken from the project)")
-    if file.is_dir():
+def _read_path(path: str, root: str | None) -> tuple[str, str]:
+    """A text file's content and real path: a regular file of at most MAX_DOCUMENT_BYTES, inside ``root`` if given."""
+    file = os.path.expanduser(path)
+    if os.path.isdir(file):
         raise ValidationError(f"{file} is a directory; ingest its files one at a time "
                               f"(`ccmemory docs ingest {file}/FILE.md`, or docs_ingest with path=FILE)")
-    data = file.read_bytes()
-    if len(data) > MAX_DOCUMENT_BYTES:
-        raise ValidationError(f"{file} is {len(data):,} bytes; documents are limited to {MAX_DOCUMENT_BYTES:,} bytes")
+    data = safe_files.read_regular(file, MAX_DOCUMENT_BYTES, root=root)
     if b"\0" in data[:8192]:
         raise ValidationError(f"{file} looks binary; only text documents (txt, md, ...) can be ingested")
     try:
-        return data.decode("utf-8"), str(file.resolve())
+        return data.decode("utf-8"), os.path.realpath(file)
     except UnicodeDecodeError:
-        return data.decode("latin-1"), str(file.resolve())
+        return data.decode("latin-1"), os.path.realpath(file)
 
 
 def _fetch_url(url: str) -> tuple[str, bool]:
@@ -118,8 +117,14 @@ def ingest(
     title: str | None = None,
     url: str | None = None,
     metadata: dict[str, Any] | None = None,
+    root: str | None = None,
 ) -> Document:
     """Store a document from exactly one of ``path``, ``url`` or ``content``; returns it.
+
+    A ``path`` must be a regular file (no FIFO, device or directory) of at most
+    :data:`MAX_DOCUMENT_BYTES`; with ``root`` (the MCP tool passes the project directory) it must
+    also lie inside that directory once symlinks are resolved. Pasted ``content`` is limited to
+    :data:`MAX_DOCUMENT_BYTES` too. Private spans and secrets are removed before anything is stored.
 
     Vectors for its chunks are made later by :func:`ccmemory.embeddings.embed_pending`.
     """
@@ -129,21 +134,26 @@ def ingest(
     source_path = None
     is_html = False
     if path:
-        text, source_path = _read_path(path)
+        text, source_path = _read_path(path, root)
         fallback = Path(path).stem
         is_html = Path(path).suffix.lower() in HTML_SUFFIXES
     elif url:
         (text, is_html), fallback = _fetch_url(url), url
     else:
         text, fallback = str(content), "Untitled"
-    digest = hashlib.sha256(text.encode()).hexdigest()
+        if len(text) > MAX_DOCUMENT_BYTES:
+            raise ValidationError(f"The text is {len(text):,} characters; documents are limited to "
+                                  f"{MAX_DOCUMENT_BYTES:,}. Save it to a file in the project and ingest parts of it.")
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     page_title = None
     if is_html or html_text.looks_like_html(text):
         text, page_title = html_text.to_markdown(text)
+    text = redact(text)
     if not text.strip():
-        raise ValidationError("The document is empty (or an HTML page without readable text); nothing to ingest")
+        raise ValidationError("The document is empty (or an HTML page without readable text, or only private "
+                              "spans); nothing to ingest")
     found_title, chunks = chunk_text(text)
-    title = (title or page_title or found_title or fallback).strip()
+    title = redact((title or page_title or found_title or fallback).strip())
     now = clock.now()
     with db.transaction():
         existing = None
@@ -154,7 +164,7 @@ def ingest(
             existing = db.one("SELECT id, content_hash FROM documents WHERE project_id = ? AND source_url = ?",
                               (project_id, url))
         if existing and existing["content_hash"] == digest:
-            document = get(db, existing["id"])
+            document = get(db, existing["id"], project_id=project_id)
             document.unchanged = True
             return document
         if existing:
@@ -172,7 +182,7 @@ def ingest(
         for ordinal, (heading, body) in enumerate(chunks):
             db.execute("INSERT INTO chunks(document_id, ordinal, heading, content) VALUES (?, ?, ?, ?)",
                        (document_id, ordinal, heading, body))
-    return get(db, document_id)
+    return get(db, document_id, project_id=project_id)
 
 
 _DOCUMENT_COLUMNS = (
@@ -181,10 +191,14 @@ _DOCUMENT_COLUMNS = (
 )
 
 
-def get(db: Database, document_id: str) -> Document:
-    row = db.one(f"SELECT {_DOCUMENT_COLUMNS} FROM documents d WHERE d.id = ?", (document_id,))
+def get(db: Database, document_id: str, *, project_id: int | None) -> Document:
+    """One document of ``project_id`` (None: any project); another project's is not found."""
+    where, params = ("", ()) if project_id is None else (" AND d.project_id = ?", (project_id,))
+    row = db.one(f"SELECT {_DOCUMENT_COLUMNS} FROM documents d WHERE d.id = ?{where}",
+                 (str(document_id)[:64], *params))
     if row is None:
-        raise NotFoundError(f"No document with id {document_id!r}; list documents with `ccmemory docs list`")
+        raise NotFoundError(f"No document with id {str(document_id)[:64]!r} in this project; "
+                            "list documents with `ccmemory docs list`")
     return Document(**row)
 
 
@@ -194,10 +208,11 @@ def list_documents(db: Database, project_id: int) -> list[Document]:
     return [Document(**row) for row in rows]
 
 
-def delete(db: Database, document_id: str) -> None:
-    get(db, document_id)
+def delete(db: Database, document_id: str, *, project_id: int | None) -> None:
+    """Delete a document of ``project_id`` and its chunks; NotFoundError (nothing changed) otherwise."""
+    document = get(db, document_id, project_id=project_id)
     with db.transaction():
-        db.execute("DELETE FROM documents WHERE id = ?", (document_id,))
+        db.execute("DELETE FROM documents WHERE id = ?", (document.id,))
 
 
 def search_with_info(
@@ -234,7 +249,7 @@ def search_with_info(
         if row is None:
             continue
         if row["document_id"] not in documents:
-            documents[row["document_id"]] = get(db, row["document_id"])
+            documents[row["document_id"]] = get(db, row["document_id"], project_id=project_id)
         hits.append(DocumentHit(document=documents[row["document_id"]], chunk=Chunk(**row), score=score))
     return SearchResult(hits=hits, mode_used=mode_used, warnings=warnings)
 

@@ -15,6 +15,7 @@ from . import clock, sessions
 from .db import Database
 from .errors import NotFoundError, ValidationError
 from .migrations import SECTORS, TIERS
+from .redaction import redact
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the capture hook imports this module: typing would cost it ~8 ms
@@ -30,6 +31,8 @@ INCLUSION = ("exclude", "include", "only")
 DEFAULT_SALIENCE = 0.5
 MAX_SALIENCE = 0.999
 MIN_ID_PREFIX = 8
+#: Longer "ids" are not looked up (a uuid has 36 characters).
+MAX_ID_CHARS = 64
 
 _MEMORY_COLUMNS = (
     "seq, id, project_id, session_id, content, sector, tier, category, tags, files, importance, salience, "
@@ -138,6 +141,14 @@ def _validate_content(content: Any) -> str:
     return content
 
 
+def _redacted_content(content: Any) -> str:
+    """Valid content with private spans and secrets removed: the store never holds either."""
+    content = redact(_validate_content(content))[:MAX_CONTENT_CHARS]
+    if not content.strip():
+        raise ValidationError("Nothing is left to store once <private> spans are removed")
+    return content
+
+
 def _validate_choice(value: str, allowed: Sequence[str], what: str) -> str:
     if value not in allowed:
         raise ValidationError(f"Unknown {what} {value!r}; use one of: {', '.join(allowed)}")
@@ -159,8 +170,9 @@ def _string_list(values: Iterable[Any] | None, what: str) -> list[str]:
     for value in values:
         if not isinstance(value, str):
             raise ValidationError(f"{what} must be strings, got {value!r}")
-        if value.strip() and value.strip() not in result:
-            result.append(value.strip())
+        value = redact(value.strip())
+        if value and value not in result:
+            result.append(value)
     return result
 
 
@@ -202,7 +214,7 @@ def add(
     ``dedupe_key`` makes a retried write in the same session a no-op that
     returns the memory already stored.
     """
-    content = _validate_content(content)
+    content = _redacted_content(content)
     sector = _validate_choice(sector, SECTORS, "sector") if sector else classify_sector(content)
     tier = _validate_choice(tier, TIERS, "tier")
     importance = DEFAULT_SALIENCE if importance is None else _validate_unit(importance, "Importance")
@@ -238,7 +250,7 @@ def add(
             )
         elif session_id:
             _link(db, session_id, [memory_id], "created")
-    return get(db, memory_id)
+    return get(db, memory_id, project_id=project_id)
 
 
 def record_usage(db: Database, session_id: str, memory_ids: Sequence[str], usage_type: str) -> None:
@@ -260,41 +272,59 @@ def _link(db: Database, session_id: str, memory_ids: Sequence[str], usage_type: 
             )
 
 
-def resolve_id(db: Database, memory_id: str) -> str:
-    """The full id of a memory given its id or a unique prefix of at least 8 characters."""
+def _scope(project_id: int | None) -> tuple[str, tuple[Any, ...]]:
+    """The SQL condition confining an id lookup to one project (None: every project, for admin tools)."""
+    if project_id is None:
+        return "", ()
+    if isinstance(project_id, bool) or not isinstance(project_id, int):
+        raise ValidationError(f"project_id must be a project's number, got {project_id!r}")
+    return " AND project_id = ?", (project_id,)
+
+
+def resolve_id(db: Database, memory_id: str, *, project_id: int | None) -> str:
+    """The full id of a memory of ``project_id`` given its id or a unique prefix of at least 8 characters.
+
+    A memory of another project is not found: ids never cross projects.
+    """
     if not isinstance(memory_id, str) or not memory_id.strip():
         raise ValidationError("A memory id is required; find ids with memory_search or `ccmemory list`")
     memory_id = memory_id.strip()
-    if db.scalar("SELECT 1 FROM memories WHERE id = ?", (memory_id,)):
-        return memory_id
-    if len(memory_id) >= MIN_ID_PREFIX:
-        found = [r["id"] for r in db.rows("SELECT id FROM memories WHERE substr(id, 1, ?) = ? LIMIT 2",
-                                          (len(memory_id), memory_id))]
-        if len(found) == 1:
-            return found[0]
+    where, params = _scope(project_id)
+    if len(memory_id) <= MAX_ID_CHARS:
+        if db.scalar(f"SELECT 1 FROM memories WHERE id = ?{where}", (memory_id, *params)):
+            return memory_id
+        if len(memory_id) >= MIN_ID_PREFIX:
+            found = [r["id"] for r in db.rows(
+                f"SELECT id FROM memories WHERE substr(id, 1, ?) = ?{where} LIMIT 2",
+                (len(memory_id), memory_id, *params))]
+            if len(found) == 1:
+                return found[0]
     raise NotFoundError(
-        f"No memory with id {memory_id!r}. Find ids with memory_search, memory_list or `ccmemory list`."
+        f"No memory with id {memory_id[:60]!r} in this project. "
+        "Find ids with memory_search, memory_list or `ccmemory list`."
     )
 
 
-def get(db: Database, memory_id: str) -> Memory:
-    """One memory by id (or unique id prefix); deleted ones included."""
-    row = db.one(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,))
+def get(db: Database, memory_id: str, *, project_id: int | None) -> Memory:
+    """One memory of ``project_id`` by id (or unique id prefix); deleted ones included."""
+    where, params = _scope(project_id)
+    row = db.one(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?{where}", (memory_id, *params))
     if row is None:
-        row = db.one(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?", (resolve_id(db, memory_id),))
+        full_id = resolve_id(db, memory_id, project_id=project_id)
+        row = db.one(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?", (full_id,))
     assert row is not None
     return Memory.from_row(row)
 
 
-def get_many(db: Database, memory_ids: Sequence[str]) -> tuple[list[Memory], list[str]]:
-    """The memories for a batch of ids, in the order asked, and the ids not found."""
+def get_many(db: Database, memory_ids: Sequence[str], *, project_id: int | None) -> tuple[list[Memory], list[str]]:
+    """The memories of ``project_id`` for a batch of ids, in the order asked, and the ids not found."""
     found: list[Memory] = []
     missing: list[str] = []
     for memory_id in memory_ids:
         try:
-            found.append(get(db, memory_id))
+            found.append(get(db, memory_id, project_id=project_id))
         except (NotFoundError, ValidationError):
-            missing.append(str(memory_id))
+            missing.append(str(memory_id)[:MAX_ID_CHARS])
     return found, missing
 
 
@@ -390,13 +420,17 @@ def count_memories(db: Database, *, cap: int = COUNT_CAP, **filters: Any) -> int
     return db.scalar(f"SELECT COUNT(*) FROM (SELECT 1 FROM memories {where} LIMIT ?)", (*params, cap))
 
 
-def delete(db: Database, memory_id: str, *, hard: bool = False) -> dict[str, Any]:
-    """Soft delete (restorable) or hard delete; an unknown id reports ``deleted: False``."""
+def delete(db: Database, memory_id: str, *, project_id: int | None, hard: bool = False) -> dict[str, Any]:
+    """Soft delete (restorable) or hard delete; an unknown id (or another project's) reports ``deleted: False``.
+
+    A memory it superseded is shown again unless another live memory still supersedes it.
+    """
     try:
-        full_id = resolve_id(db, memory_id)
+        full_id = resolve_id(db, memory_id, project_id=project_id)
     except (NotFoundError, ValidationError):
-        return {"deleted": False, "id": memory_id, "reason": "Entry not found"}
+        return {"deleted": False, "id": str(memory_id)[:MAX_ID_CHARS], "reason": "Entry not found"}
     with db.transaction():
+        replaced = _superseded_targets(db, full_id)
         if hard:
             db.execute("DELETE FROM memories WHERE id = ?", (full_id,))
         else:
@@ -404,51 +438,74 @@ def delete(db: Database, memory_id: str, *, hard: bool = False) -> dict[str, Any
                 "UPDATE memories SET is_deleted = 1, deleted_at = ?, updated_at = ? WHERE id = ?",
                 (clock.now(), clock.now(), full_id),
             )
+        _refresh_superseded(db, replaced)
     return {"deleted": True, "id": full_id, "hard": hard}
 
 
-def restore(db: Database, memory_id: str) -> Memory:
-    """Undo a soft delete."""
-    full_id = resolve_id(db, memory_id)
+def restore(db: Database, memory_id: str, *, project_id: int | None) -> Memory:
+    """Undo a soft delete; what it superseded is hidden again."""
+    full_id = resolve_id(db, memory_id, project_id=project_id)
     with db.transaction():
         db.execute("UPDATE memories SET is_deleted = 0, deleted_at = NULL, updated_at = ? WHERE id = ?",
                    (clock.now(), full_id))
-    return get(db, full_id)
+        _refresh_superseded(db, _superseded_targets(db, full_id))
+    return get(db, full_id, project_id=project_id)
 
 
-def reinforce(db: Database, memory_id: str, amount: float = 0.1, *, session_id: str | None = None) -> Memory:
+def _superseded_targets(db: Database, memory_id: str) -> list[str]:
+    return [r["target_id"] for r in db.rows(
+        "SELECT target_id FROM memory_relationships WHERE source_id = ? AND relationship_type = 'SUPERSEDES'",
+        (memory_id,))]
+
+
+def _refresh_superseded(db: Database, memory_ids: Sequence[str]) -> None:
+    """A memory is superseded exactly while a live (not deleted) memory supersedes it."""
+    now = clock.now()
+    for memory_id in memory_ids:
+        live = db.scalar(
+            "SELECT 1 FROM memory_relationships r JOIN memories m ON m.id = r.source_id "
+            "WHERE r.target_id = ? AND r.relationship_type = 'SUPERSEDES' AND m.is_deleted = 0 LIMIT 1",
+            (memory_id,))
+        if live:
+            db.execute("UPDATE memories SET valid_until = COALESCE(valid_until, ?) WHERE id = ?", (now, memory_id))
+        else:
+            db.execute("UPDATE memories SET valid_until = NULL WHERE id = ?", (memory_id,))
+
+
+def reinforce(db: Database, memory_id: str, amount: float = 0.1, *, project_id: int | None,
+              session_id: str | None = None) -> Memory:
     """Raise salience by ``amount`` of the distance left to 1: diminishing, never reaching 1."""
     amount = _validate_unit(amount, "Amount")
-    memory = get(db, memory_id)
+    memory = get(db, memory_id, project_id=project_id)
     salience = min(memory.salience + amount * (1.0 - memory.salience), MAX_SALIENCE)
     with db.transaction():
         db.execute("UPDATE memories SET salience = ?, last_accessed = ?, updated_at = ? WHERE id = ?",
                    (salience, clock.now(), clock.now(), memory.id))
         if session_id:
             record_usage(db, session_id, [memory.id], "reinforced")
-    return get(db, memory.id)
+    return get(db, memory.id, project_id=project_id)
 
 
-def deemphasize(db: Database, memory_id: str, amount: float = 0.2) -> Memory:
+def deemphasize(db: Database, memory_id: str, amount: float = 0.2, *, project_id: int | None) -> Memory:
     """Lower salience by ``amount`` of its current value: never below 0."""
     amount = _validate_unit(amount, "Amount")
-    memory = get(db, memory_id)
+    memory = get(db, memory_id, project_id=project_id)
     with db.transaction():
         db.execute("UPDATE memories SET salience = ?, updated_at = ? WHERE id = ?",
                    (memory.salience * (1.0 - amount), clock.now(), memory.id))
-    return get(db, memory.id)
+    return get(db, memory.id, project_id=project_id)
 
 
-def rewrite(db: Database, memory_id: str, content: str, *, files: Iterable[str] | None = None,
-            metadata: dict[str, Any] | None = None, tags: Iterable[str] | None = None,
-            sector: str | None = None) -> bool:
+def rewrite(db: Database, memory_id: str, content: str, *, project_id: int | None,
+            files: Iterable[str] | None = None, metadata: dict[str, Any] | None = None,
+            tags: Iterable[str] | None = None, sector: str | None = None) -> bool:
     """Replace a memory's text (and optionally files, metadata, tags and sector) in place; False when nothing changed.
 
     FTS follows by trigger and the memory's vector is dropped by trigger, so it
     is embedded again with its new text.
     """
-    content = _validate_content(content)
-    memory = get(db, memory_id)
+    content = _redacted_content(content)
+    memory = get(db, memory_id, project_id=project_id)
     new_files = memory.files if files is None else _string_list(files, "Files")
     new_metadata = memory.metadata if metadata is None else metadata
     new_tags = memory.tags if tags is None else _string_list(tags, "Tags")
@@ -475,14 +532,15 @@ def promote(db: Database, session_id: str, min_salience: float) -> int:
         return db.changes()
 
 
-def supersede(db: Database, old_memory_id: str, new_memory_id: str) -> tuple[Memory, Memory]:
+def supersede(db: Database, old_memory_id: str, new_memory_id: str, *,
+              project_id: int | None) -> tuple[Memory, Memory]:
     """Record that a newer memory replaces an older one.
 
     The old memory keeps its content, gets ``valid_until`` and a SUPERSEDES
     link from the new one; default search hides it, timeline and history keep it.
     """
-    old = get(db, old_memory_id)
-    new = get(db, new_memory_id)
+    old = get(db, old_memory_id, project_id=project_id)
+    new = get(db, new_memory_id, project_id=project_id)
     if old.id == new.id:
         raise ValidationError("A memory cannot supersede itself; pass two different ids")
     if old.is_deleted or new.is_deleted:
@@ -499,7 +557,7 @@ def supersede(db: Database, old_memory_id: str, new_memory_id: str) -> tuple[Mem
         )
         db.execute("UPDATE memories SET valid_until = COALESCE(valid_until, ?), updated_at = ? WHERE id = ?",
                    (now, now, old.id))
-    return get(db, old.id), get(db, new.id)
+    return get(db, old.id, project_id=project_id), get(db, new.id, project_id=project_id)
 
 
 def superseded_by(db: Database, memory_ids: Sequence[str]) -> dict[str, str]:
@@ -555,7 +613,8 @@ def touch_references(db: Database, memory_ids: Sequence[str], *, session_id: str
             record_usage(db, session_id, memory_ids, "recalled")
 
 
-def timeline(db: Database, anchor_id: str, *, before: int = 5, after: int = 5) -> dict[str, Any]:
+def timeline(db: Database, anchor_id: str, *, project_id: int | None, before: int = 5,
+             after: int = 5) -> dict[str, Any]:
     """The memories of the anchor's project just before and after it, with their sessions.
 
     Superseded memories stay in the timeline (they are history); deleted ones do not.
@@ -563,7 +622,7 @@ def timeline(db: Database, anchor_id: str, *, before: int = 5, after: int = 5) -
     for value, what in ((before, "depth_before"), (after, "depth_after")):
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
             raise ValidationError(f"{what} must be a whole number from 0 to 100, got {value!r}")
-    anchor = get(db, anchor_id)
+    anchor = get(db, anchor_id, project_id=project_id)
     cols = _MEMORY_COLUMNS
     earlier = db.rows(
         f"SELECT {cols} FROM memories WHERE project_id = ? AND is_deleted = 0 AND (created_at < ? OR "

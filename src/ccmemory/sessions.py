@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import clock
 from .db import Database
 from .errors import NotFoundError, ValidationError
+from .redaction import redact
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,7 +48,8 @@ def get_sessions(db: Database, session_ids: Sequence[str]) -> dict[str, dict[str
 def set_summary(db: Database, session_id: str, summary: str) -> None:
     """Store the session's summary; its end time becomes now (the last Stop so far)."""
     with db.transaction():
-        db.execute("UPDATE sessions SET summary = ?, ended_at = ? WHERE id = ?", (summary, clock.now(), session_id))
+        db.execute("UPDATE sessions SET summary = ?, ended_at = ? WHERE id = ?",
+                   (redact(summary), clock.now(), session_id))
 
 
 def end(db: Database, session_id: str) -> bool:

@@ -77,11 +77,12 @@ def list_docs(project_dir: str | None, as_json: bool) -> None:
 
 @docs.command(name="delete")
 @click.argument("document_id")
+@project_option
 @handles_errors
-def delete_doc(document_id: str) -> None:
-    """Delete a document and its chunks."""
-    db, _ = open_store(None)
-    documents.delete(db, document_id)
+def delete_doc(document_id: str, project_dir: str | None) -> None:
+    """Delete one of this project's documents and its chunks."""
+    db, project = open_store(project_dir)
+    documents.delete(db, document_id, project_id=project)
     click.echo(f"Document deleted: {document_id}")
 
 

@@ -103,11 +103,12 @@ def list_command(category: str | None, sector: str | None, limit: int, include_d
 @click.command()
 @click.argument("memory_ids", nargs=-1, required=True)
 @json_option
+@project_option
 @handles_errors
-def get(memory_ids: tuple[str, ...], as_json: bool) -> None:
-    """Show whole memories by id (or an id prefix of 8+ characters)."""
-    db = open_db()
-    found, missing = memories.get_many(db, list(memory_ids))
+def get(memory_ids: tuple[str, ...], as_json: bool, project_dir: str | None) -> None:
+    """Show whole memories of this project by id (or an id prefix of 8+ characters)."""
+    db, project = open_store(project_dir)
+    found, missing = memories.get_many(db, list(memory_ids), project_id=project)
     if as_json:
         emit_json({"memories": [memory.to_dict() for memory in found], "missing": missing})
     else:
@@ -127,11 +128,12 @@ def get(memory_ids: tuple[str, ...], as_json: bool) -> None:
 @click.argument("memory_id")
 @click.option("--hard", is_flag=True, help="Remove for good instead of a restorable soft delete.")
 @json_option
+@project_option
 @handles_errors
-def delete(memory_id: str, hard: bool, as_json: bool) -> None:
+def delete(memory_id: str, hard: bool, as_json: bool, project_dir: str | None) -> None:
     """Delete a memory (soft by default: `ccmemory restore` brings it back)."""
-    db = open_db()
-    result = memories.delete(db, memory_id, hard=hard)
+    db, project = open_store(project_dir)
+    result = memories.delete(db, memory_id, project_id=project, hard=hard)
     if as_json:
         emit_json(result)
     if not result["deleted"]:
@@ -143,43 +145,47 @@ def delete(memory_id: str, hard: bool, as_json: bool) -> None:
 
 @click.command()
 @click.argument("memory_id")
+@project_option
 @handles_errors
-def restore(memory_id: str) -> None:
+def restore(memory_id: str, project_dir: str | None) -> None:
     """Bring back a soft-deleted memory."""
-    db = open_db()
-    click.echo(f"Memory restored: {memories.restore(db, memory_id).id}")
+    db, project = open_store(project_dir)
+    click.echo(f"Memory restored: {memories.restore(db, memory_id, project_id=project).id}")
 
 
 @click.command()
 @click.argument("memory_id")
 @click.option("--amount", type=click.FloatRange(0, 1), default=0.1, show_default=True)
+@project_option
 @handles_errors
-def reinforce(memory_id: str, amount: float) -> None:
+def reinforce(memory_id: str, amount: float, project_dir: str | None) -> None:
     """Raise a memory's salience (diminishing returns; never reaches 1)."""
-    db = open_db()
-    memory = memories.reinforce(db, memory_id, amount)
+    db, project = open_store(project_dir)
+    memory = memories.reinforce(db, memory_id, amount, project_id=project)
     click.echo(f"Memory reinforced: {memory.id} (new salience: {memory.salience:.2f})")
 
 
 @click.command()
 @click.argument("memory_id")
 @click.option("--amount", type=click.FloatRange(0, 1), default=0.2, show_default=True)
+@project_option
 @handles_errors
-def deemphasize(memory_id: str, amount: float) -> None:
+def deemphasize(memory_id: str, amount: float, project_dir: str | None) -> None:
     """Lower a memory's salience."""
-    db = open_db()
-    memory = memories.deemphasize(db, memory_id, amount)
+    db, project = open_store(project_dir)
+    memory = memories.deemphasize(db, memory_id, amount, project_id=project)
     click.echo(f"Memory de-emphasized: {memory.id} (new salience: {memory.salience:.2f})")
 
 
 @click.command()
 @click.argument("old_id")
 @click.argument("new_id")
+@project_option
 @handles_errors
-def supersede(old_id: str, new_id: str) -> None:
+def supersede(old_id: str, new_id: str, project_dir: str | None) -> None:
     """Mark OLD_ID as replaced by NEW_ID (kept for history, hidden from default search)."""
-    db = open_db()
-    old, new = memories.supersede(db, old_id, new_id)
+    db, project = open_store(project_dir)
+    old, new = memories.supersede(db, old_id, new_id, project_id=project)
     click.echo(f"Memory {old.id} marked as superseded by {new.id}")
 
 

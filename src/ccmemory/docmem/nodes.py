@@ -27,10 +27,12 @@ from typing import Any
 from .. import clock
 from ..db import Database
 from ..errors import NotFoundError, ValidationError
+from ..redaction import redact
 from . import ordering, virtual
 
 MODES = ("append-child", "before", "after")
 MAX_CONTEXT_CHARS = 24
+MAX_NODE_CHARS = 100_000
 ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 ID_LENGTH = 8
 _ROOT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -108,13 +110,17 @@ def check_context(context_type: Any, context_name: Any, context_value: Any) -> t
             f"Context fields must be 0 to {MAX_CONTEXT_CHARS} characters; got "
             f"{', '.join(repr(f) for f in fields if len(f) > MAX_CONTEXT_CHARS)}."
         )
-    return (context_type, context_name, context_value)
+    return (redact(context_type), redact(context_name), redact(context_value))
 
 
 def _check_content(content: Any) -> str:
+    """Node text as stored: bounded, with private spans and secrets removed."""
     if not isinstance(content, str):
         raise ValidationError(f"Content must be text, got {type(content).__name__}.")
-    return content
+    if len(content) > MAX_NODE_CHARS:
+        raise ValidationError(f"Content is {len(content):,} characters; a node holds at most {MAX_NODE_CHARS:,}. "
+                              "Split it into several nodes.")
+    return redact(content)
 
 
 def _check_mode(mode: Any) -> str:

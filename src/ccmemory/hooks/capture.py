@@ -24,7 +24,7 @@ Read, Grep, Glob, LS (routine look-ups)   0.3       general
 
 So failures outlive their session, edits stay findable, and routine reads fade.
 Skipped: tools in ``capture.skip_tools``, ccmemory's own MCP tools, and results
-larger than ``capture.max_result_bytes``. For file-changing tools the size is
+larger than ``capture.max_result_chars`` (10,000 characters of JSON, as in the seed). For file-changing tools the size is
 measured without the fields that only echo the file back (``originalFile``,
 ``structuredPatch``, Write's ``content``), or every edit of a large file would be lost.
 """
@@ -39,9 +39,11 @@ if TYPE_CHECKING:
 
 from ..config import Config
 from . import log, payload as payloads
-from .privacy import sanitize
+from ..redaction import redact
 
 MAX_OBSERVATION_CHARS = 8000
+#: Characters read beyond a field's cut on each side, so no secret is cut in half before the scan.
+REDACTION_MARGIN = 10_000
 MAX_FILES = 20
 MAX_LISTED_NAMES = 10
 
@@ -89,10 +91,10 @@ def skip_reason(data: dict[str, Any], config: Config) -> str | None:
     for pattern in config.get("capture", "skip_tools"):
         if tool == pattern or (pattern.endswith("*") and tool.startswith(pattern[:-1])):
             return f"{tool} is in capture.skip_tools"
-    limit = config.get("capture", "max_result_bytes")
+    limit = config.get("capture", "max_result_chars")
     size = result_size(tool, tool_response(data))
     if size > limit:
-        return f"the {tool} result is {size} bytes, over capture.max_result_bytes={limit}"
+        return f"the {tool} result is {size} characters, over capture.max_result_chars={limit}"
     return None
 
 
@@ -102,13 +104,12 @@ def tool_response(data: dict[str, Any]) -> Any:
 
 
 def result_size(tool: str, response: Any) -> int:
+    """Characters of the result serialized as JSON (a string counts with its quotes, like JSON.stringify)."""
     if response is None:
         return 0
     if tool in _FILE_CHANGING and isinstance(response, dict):
         response = {k: v for k, v in response.items() if k not in _ECHO_FIELDS}
-    if isinstance(response, str):
-        return len(response.encode("utf-8", "replace"))
-    return len(_dumps(response).encode("utf-8", "replace"))
+    return len(_dumps(response))
 
 
 def cut(text: str, limit: int) -> str:
@@ -125,9 +126,20 @@ def _dumps(value: Any) -> str:
 
 
 def _clean(value: Any, limit: int) -> str:
-    """Any value as stored text: stringified, private spans and secrets removed, then cut."""
+    """Any value as stored text: stringified, private spans and secrets removed, then cut.
+
+    A huge value is first cut to its head and tail with :data:`REDACTION_MARGIN` characters to
+    spare, so the scanner reads a bounded amount and still sees whole every secret that can
+    reach the kept text.
+    """
     text = value if isinstance(value, str) else _dumps(value)
-    return cut(sanitize(text).strip(), limit)
+    head, tail = int(limit * 0.6), int(limit * 0.3)
+    if len(text) > limit + 2 * REDACTION_MARGIN:
+        kept_head = redact(text[:head + REDACTION_MARGIN]).lstrip()[:head]
+        kept_tail = redact(text[len(text) - tail - REDACTION_MARGIN:]).rstrip()
+        kept_tail = kept_tail[len(kept_tail) - tail:]
+        return f"{kept_head}\n[… about {len(text) - head - tail} characters elided …]\n{kept_tail}"
+    return cut(redact(text).strip(), limit)
 
 
 def response_text(response: Any) -> str:
@@ -174,7 +186,7 @@ class _Builder:
         """Record a path (made absolute against the cwd) and return it as shown: relative to the project."""
         if not isinstance(path, str) or not path.strip():
             return ""
-        path = sanitize(path.strip())
+        path = redact(path.strip())
         full = path if os.path.isabs(path) else os.path.normpath(os.path.join(self.cwd, path))
         if full not in self.files and len(self.files) < MAX_FILES:
             self.files.append(full)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 from ..config import Config
 from . import payload as payloads
-from .privacy import CONTEXT_TAG
+from ..redaction import CONTEXT_TAG
 
 CHARS_PER_TOKEN = 4
 #: Claude Code saves longer additionalContext to a file and shows only a preview.

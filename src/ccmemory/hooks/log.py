@@ -15,6 +15,8 @@ import time
 LOG_FILENAME = "hooks.log"
 DEFAULT_MAX_BYTES = 1_000_000
 DEFAULT_BACKUPS = 3
+#: A log line never carries more of a message than this (and never a secret: lines are redacted).
+MAX_MESSAGE_CHARS = 2000
 
 
 def log_path() -> str:
@@ -30,7 +32,10 @@ def write(level: str, event: str, message: str, *, max_bytes: int = DEFAULT_MAX_
         path = log_path()
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        line = f"{stamp} {level.upper()} {event} [{os.getpid()}] {' '.join(message.split())}\n"
+        from ..redaction import redact
+
+        text = " ".join(redact(message[:MAX_MESSAGE_CHARS]).split())
+        line = f"{stamp} {level.upper()} {event} [{os.getpid()}] {text}\n"
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, line.encode("utf-8", "replace"))

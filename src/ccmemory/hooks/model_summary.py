@@ -128,7 +128,7 @@ def run(session_id: str, memory_id: str) -> None:
     """Summarize one session with the model and rewrite its summary memory if it is still current."""
     from .. import config as settings, db as database, paths
     from .capture import cut
-    from .privacy import sanitize
+    from ..redaction import redact
     from .summary import session_observations, store_summary
 
     config = settings.load().section("summary")
@@ -143,7 +143,7 @@ def run(session_id: str, memory_id: str) -> None:
         db.close()
     text = ask_claude(prompt, command=config["claude_command"], model=config["model"],
                       timeout=float(config["timeout_seconds"]), cwd=str(paths.data_dir()))
-    summary = cut("Session summary (model-written)\n" + sanitize(text), 8000)
+    summary = cut("Session summary (model-written)\n" + redact(text), 8000)
     db = database.connect(vectors=False)
     try:
         with db.transaction():

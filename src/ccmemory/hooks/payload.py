@@ -10,6 +10,9 @@ if TYPE_CHECKING:
 
 #: Larger payloads are not parsed: no observation of that size is stored anyway.
 MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
+#: Containers nested deeper than this are replaced by a note, so the rest of the payload is kept.
+MAX_DEPTH = 100
+DEEP_PLACEHOLDER = "[nested too deep]"
 
 
 class PayloadError(Exception):
@@ -24,10 +27,14 @@ def read(stream: BinaryIO | None = None) -> dict[str, Any]:
         raise PayloadError(f"hook input is larger than {MAX_PAYLOAD_BYTES} bytes; ignored")
     if not data.strip():
         raise PayloadError("hook input was empty; expected one JSON object on stdin")
+    text = data.decode("utf-8", "replace")
     try:
-        payload = json.loads(data.decode("utf-8", "replace"))
-    except ValueError as exc:
-        raise PayloadError(f"hook input is not valid JSON ({exc}; {len(data)} bytes)") from None
+        try:
+            payload = json.loads(text)
+        except RecursionError:
+            payload = json.loads(flatten_deep(text))
+    except (ValueError, RecursionError) as exc:
+        raise PayloadError(f"hook input is not valid JSON ({type(exc).__name__}: {exc}; {len(data)} bytes)") from None
     if not isinstance(payload, dict):
         raise PayloadError(f"hook input must be a JSON object, got {type(payload).__name__}")
     return payload
@@ -37,3 +44,43 @@ def text(payload: dict[str, Any], key: str) -> str | None:
     """A non-empty string field of the payload, or None (wrong types count as missing)."""
     value = payload.get(key)
     return value if isinstance(value, str) and value.strip() else None
+
+
+def flatten_deep(text: str, max_depth: int = MAX_DEPTH) -> str:
+    """JSON text with every array or object deeper than ``max_depth`` replaced by a placeholder string.
+
+    One pass over the structural characters (strings and escapes respected), so a hostile
+    nesting costs linear time and the observation around it is still stored.
+    """
+    import re
+
+    parts: list[str] = []
+    depth = 0
+    skip_from = -1  # where the container being dropped starts
+    position = 0  # text before this is already in parts
+    escaped = -1  # index of a character escaped by a backslash
+    in_string = False
+    for match in re.finditer(r'["\\\[\]{}]', text):
+        char, index = match.group(), match.start()
+        if index == escaped:
+            continue
+        if in_string:
+            if char == "\\":
+                escaped = index + 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth == max_depth + 1:
+                skip_from = index
+        elif char in "]}":
+            if depth == max_depth + 1 and skip_from >= 0:
+                parts.append(text[position:skip_from])
+                parts.append(json.dumps(DEEP_PLACEHOLDER))
+                position = index + 1
+                skip_from = -1
+            depth -= 1
+    parts.append(text[position:])
+    return "".join(parts)

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from ..config import Config
 from . import activity, log, payload as payloads
 from .capture import cut
-from .privacy import sanitize
+from ..redaction import redact
 
 SUMMARY_SOURCE = "summary"
 SUMMARY_SALIENCE = 0.65
@@ -124,12 +124,12 @@ def extractive_summary(observations: Sequence[Any], *, prompts: Sequence[str], l
     calls = sum(counts.values())
     lines = [f"Session summary ({date}; {calls} tool call{'s' if calls != 1 else ''}"
              + (f": {tally})" if tally else ")")]
-    prompts = [sanitize(p) for p in prompts]
+    prompts = [redact(p) for p in prompts]
     if prompts:
         lines.append("Request: " + cut(" ".join(prompts[0].split()), 400))
         if len(prompts) > 1:
             lines.append(f"Last request ({len(prompts)} in all): " + cut(" ".join(prompts[-1].split()), 300))
-    outcome = sanitize(last_message or "").strip()
+    outcome = redact(last_message or "").strip()
     if outcome:
         lines.append("Outcome: " + cut(outcome, 900))
     shown = "\n".join(lines)
@@ -178,7 +178,7 @@ def store_summary(db: Any, *, project_id: int, session_id: str, text: str, files
                 metadata={"method": method},
             ).id
         else:
-            memories.rewrite(db, existing, text, files=files, metadata={"method": method})
+            memories.rewrite(db, existing, text, project_id=project_id, files=files, metadata={"method": method})
         sessions.set_summary(db, session_id, text)
     return existing
 

@@ -29,10 +29,10 @@ def docs_search(ctx: ToolContext, args: dict[str, Any]) -> str:
 def docs_ingest(ctx: ToolContext, args: dict[str, Any]) -> str:
     path = arguments.text(args, "path")
     if path:
-        path = str(Path(ctx.project_dir, Path(path).expanduser()))
+        path = str(Path(ctx.project_dir, path))
     document = documents.ingest(
         ctx.db, project_id=ctx.project_id, path=path, url=arguments.text(args, "url"),
-        content=arguments.text(args, "content"), title=arguments.text(args, "title"),
+        content=arguments.text(args, "content"), title=arguments.text(args, "title"), root=ctx.project_dir,
     )
     if document.unchanged:
         return f"Document already ingested and unchanged: {document.title} ({document.chunk_count} chunks)"

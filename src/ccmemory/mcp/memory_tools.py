@@ -53,7 +53,7 @@ def memory_search(ctx: ToolContext, args: dict[str, Any]) -> str:
 
 def memory_get(ctx: ToolContext, args: dict[str, Any]) -> str:
     ids = arguments.strings(args, "ids", required=True, most=MAX_GET_IDS)
-    found, missing = memories.get_many(ctx.db, ids)
+    found, missing = memories.get_many(ctx.db, ids, project_id=ctx.project_id)
     if not found:
         raise ToolError(f"No memory matches {', '.join(missing)}. Find ids with memory_search or memory_list.")
     if ctx.session_id:
@@ -84,7 +84,7 @@ def memory_list(ctx: ToolContext, args: dict[str, Any]) -> str:
 
 def memory_timeline(ctx: ToolContext, args: dict[str, Any]) -> str:
     result = memories.timeline(
-        ctx.db, arguments.text(args, "anchor_id", required=True),
+        ctx.db, arguments.text(args, "anchor_id", required=True), project_id=ctx.project_id,
         before=arguments.integer(args, "depth_before", 5, low=0, high=50),
         after=arguments.integer(args, "depth_after", 5, low=0, high=50),
     )
@@ -108,22 +108,23 @@ def memory_add(ctx: ToolContext, args: dict[str, Any]) -> str:
 
 def memory_reinforce(ctx: ToolContext, args: dict[str, Any]) -> str:
     memory_id = arguments.text(args, "memory_id", required=True)
-    before = memories.get(ctx.db, memory_id).salience
+    before = memories.get(ctx.db, memory_id, project_id=ctx.project_id).salience
     memory = memories.reinforce(ctx.db, memory_id, arguments.number(args, "amount", 0.1),
-                                session_id=ctx.session_id)
+                                project_id=ctx.project_id, session_id=ctx.session_id)
     return f"Memory reinforced: {memory.id} (salience {before:.2f} -> {memory.salience:.2f})"
 
 
 def memory_deemphasize(ctx: ToolContext, args: dict[str, Any]) -> str:
     memory_id = arguments.text(args, "memory_id", required=True)
-    before = memories.get(ctx.db, memory_id).salience
-    memory = memories.deemphasize(ctx.db, memory_id, arguments.number(args, "amount", 0.2))
+    before = memories.get(ctx.db, memory_id, project_id=ctx.project_id).salience
+    memory = memories.deemphasize(ctx.db, memory_id, arguments.number(args, "amount", 0.2),
+                                  project_id=ctx.project_id)
     return f"Memory de-emphasized: {memory.id} (salience {before:.2f} -> {memory.salience:.2f})"
 
 
 def memory_delete(ctx: ToolContext, args: dict[str, Any]) -> str:
     memory_id = arguments.text(args, "memory_id", required=True)
-    result = memories.delete(ctx.db, memory_id, hard=arguments.flag(args, "hard"))
+    result = memories.delete(ctx.db, memory_id, project_id=ctx.project_id, hard=arguments.flag(args, "hard"))
     if not result["deleted"]:
         raise ToolError(f"Entry not found: no memory with id {memory_id!r}, nothing was deleted. "
                         "Find ids with memory_search or memory_list.")
@@ -141,7 +142,7 @@ def memory_status(ctx: ToolContext, args: dict[str, Any]) -> str:
 
 def memory_supersede(ctx: ToolContext, args: dict[str, Any]) -> str:
     old, new = memories.supersede(ctx.db, arguments.text(args, "old_memory_id", required=True),
-                                  arguments.text(args, "new_memory_id", required=True))
+                                  arguments.text(args, "new_memory_id", required=True), project_id=ctx.project_id)
     return (f"Memory {old.id} superseded by {new.id}. Search now hides the old one "
             "(include_superseded=true shows it); timelines keep it as history.")
 

@@ -1,0 +1,138 @@
+"""A corpus of realistic fake secrets and harmless look-alikes, built at test time.
+
+The secrets are assembled from pieces and random characters here, so no literal in the
+repository looks like a live credential to a scanner. Each case is (format, text in which the
+secret appears as a developer would meet it, the secret itself).
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import string
+
+_RNG = random.Random(1107)
+UPPER, LOWER, DIGITS = string.ascii_uppercase, string.ascii_lowercase, string.digits
+ALNUM = UPPER + LOWER + DIGITS
+HEX = "0123456789abcdef"
+URLSAFE = ALNUM + "_-"
+
+
+def _r(alphabet: str, n: int) -> str:
+    return "".join(_RNG.choice(alphabet) for _ in range(n))
+
+
+def _j(*parts: str) -> str:
+    return "".join(parts)
+
+
+def _cases() -> list[tuple[str, str, str]]:
+    cases: list[tuple[str, str, str]] = []
+
+    def add(fmt: str, make_secret, contexts: list[str]) -> None:
+        for context in contexts:
+            secret = make_secret()
+            cases.append((fmt, context.format(s=secret), secret))
+
+    add("aws-access-key-id", lambda: _j("AK", "IA", _r(UPPER + "234567", 16)),
+        ["aws configure set aws_access_key_id {s}", "Found key {s} in ~/.aws/credentials"])
+    add("aws-secret-access-key", lambda: _r(ALNUM + "/+", 40),
+        ["aws_secret_access_key = {s}", 'export AWS_SECRET_ACCESS_KEY="{s}"'])
+    add("github-pat", lambda: _j("gh", "p_", _r(ALNUM, 36)),
+        ["git remote set-url origin https://x-access-token:{s}@github.com/acme/api.git", "GH_TOKEN={s} gh pr list"])
+    add("github-fine-grained", lambda: _j("github", "_pat_", _r(ALNUM, 22), "_", _r(ALNUM, 59)),
+        ["token: {s}", "using {s} for the release workflow"])
+    add("gitlab-pat", lambda: _j("gl", "pat-", _r(URLSAFE, 20)), ["CI_JOB_TOKEN={s}", "curl --header 'PRIVATE-TOKEN: {s}'"])
+    add("slack-bot-token", lambda: _j("xo", "xb-", _r(DIGITS, 12), "-", _r(DIGITS, 13), "-", _r(ALNUM, 24)),
+        ["SLACK_BOT_TOKEN={s}", "client = WebClient(token='{s}')"])
+    add("slack-webhook", lambda: _j("T", _r(UPPER + DIGITS, 10), "/B", _r(UPPER + DIGITS, 10), "/", _r(ALNUM, 24)),
+        ["curl -X POST https://hooks.slack.com/services/{s} -d @msg.json",
+         "webhook_url: https://hooks.slack.com/services/{s}"])
+    add("stripe-secret", lambda: _j("sk", "_live_", _r(ALNUM, 24)),
+        ["stripe.api_key = '{s}'", "Stripe key {s} was rotated"])
+    add("stripe-webhook", lambda: _j("wh", "sec_", _r(ALNUM, 32)), ["STRIPE_WEBHOOK_SECRET={s}", "signing secret {s}"])
+    add("openai-key", lambda: _j("sk", "-proj-", _r(URLSAFE, 48)), ["OPENAI_API_KEY={s}", "client = OpenAI(api_key=\"{s}\")"])
+    add("anthropic-key", lambda: _j("sk", "-ant-api03-", _r(URLSAFE, 93), "AA"),
+        ["export ANTHROPIC_API_KEY={s}", "x-api-key: {s}"])
+    add("google-api-key", lambda: _j("AI", "za", "Sy", _r(URLSAFE, 33)),
+        ["https://maps.googleapis.com/maps/api/geocode/json?key={s}", "GOOGLE_API_KEY: {s}"])
+    add("npm-token", lambda: _j("np", "m_", _r(ALNUM, 36)),
+        ["//registry.npmjs.org/:_authToken={s}", "NPM_TOKEN={s} npm publish"])
+    add("pypi-token", lambda: _j("py", "pi-", "AgEIcHlwaS5vcmc", _r(URLSAFE, 70)),
+        ["twine upload -u __token__ -p {s} dist/*", "password = {s}"])
+    add("huggingface-token", lambda: _j("h", "f_", _r(ALNUM, 34)), ["HF_TOKEN={s}", "huggingface-cli login --token {s}"])
+    add("twilio-api-key", lambda: _j("S", "K", _r(HEX, 32)), ["TWILIO_API_KEY={s}", "client = Client('{s}', secret)"])
+    add("sendgrid-key", lambda: _j("S", "G.", _r(URLSAFE, 22), ".", _r(URLSAFE, 43)),
+        ["SENDGRID_API_KEY={s}", "sg = SendGridAPIClient('{s}')"])
+    add("mailgun-key", lambda: _j("ke", "y-", _r(HEX, 32)), ["MAILGUN_API_KEY={s}", "auth=('api', '{s}')"])
+    add("digitalocean-token", lambda: _j("do", "p_v1_", _r(HEX, 64)), ["doctl auth init -t {s}", "DO_TOKEN={s}"])
+    add("azure-account-key", lambda: base64.b64encode(_RNG.randbytes(64)).decode(),
+        ["DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={s};EndpointSuffix=core.windows.net",
+         "az storage blob list --account-key {s}"])
+    add("discord-bot-token", lambda: _j("M", _r(ALNUM, 23), ".", _r(URLSAFE, 6), ".", _r(URLSAFE, 27)),
+        ["DISCORD_TOKEN={s}", "bot.run('{s}')"])
+    add("discord-webhook", lambda: _j(_r(DIGITS, 18), "/", _r(URLSAFE, 68)),
+        ["curl -d '{{}}' https://discord.com/api/webhooks/{s}", "hook https://discordapp.com/api/webhooks/{s}"])
+    add("telegram-bot-token", lambda: _j(_r(DIGITS, 10), ":AA", _r(URLSAFE, 33)),
+        ["curl https://api.telegram.org/bot{s}/getMe", "TELEGRAM_TOKEN={s}"])
+    add("jwt", lambda: ".".join([base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode().rstrip("="),
+                                 base64.urlsafe_b64encode(_j('{"sub":"', _r(DIGITS, 8), '","admin":true}').encode())
+                                 .decode().rstrip("="), _r(URLSAFE, 43)]),
+        ["Cookie: session={s}", "the id_token was {s}"])
+    add("private-key", lambda: _r(ALNUM + "+/", 64),
+        ["-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA{s}\n-----END RSA PRIVATE KEY-----",
+         '{{"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQ{s}\\n-----END PRIVATE KEY-----\\n"}}'])
+    add("url-password", lambda: _r(ALNUM, 14),
+        ["DATABASE_URL=postgres://app:{s}@db.internal:5432/prod", "git clone https://deploy:{s}@git.example.com/r.git"])
+    add("authorization-basic", lambda: base64.b64encode(_j("admin:", _r(ALNUM, 12)).encode()).decode(),
+        ["curl -H 'Authorization: Basic {s}' https://api.example.com", "authorization: Basic {s}"])
+    add("bearer-token", lambda: _r(ALNUM, 40), ["Authorization: Bearer {s}", "requests.get(url, headers={{'Authorization': 'Bearer {s}'}})"])
+    add("docker-login", lambda: _r(ALNUM, 20), ["docker login -u ci -p {s} registry.example.com",
+                                                "podman login --password {s} quay.io"])
+    add("curl-user", lambda: _r(ALNUM, 16), ["curl -u admin:{s} https://jenkins.local/api/json",
+                                             "curl --user deploy:{s} -X POST https://ci.example.com"])
+    add("mysql-inline", lambda: _r(ALNUM, 12), ["mysql -u root -p{s} -h 127.0.0.1 app", "mysqldump -uroot -p{s} app > dump.sql"])
+    add("sshpass", lambda: _r(ALNUM, 12), ["sshpass -p {s} ssh root@10.0.0.5", "sshpass -p '{s}' scp f host:"])
+    add("env-password", lambda: _r(LOWER, 8) + _r(DIGITS, 4),
+        ["DB_PASSWORD={s}", "DEBUG: DB_PASSWORD={s}", "MYSQL_ROOT_PASSWORD: {s}"])
+    add("json-secret", lambda: _r(ALNUM, 24), ['{{"client_secret": "{s}", "client_id": "web"}}',
+                                               '"apiKey": "{s}",'])
+    add("vault-token", lambda: _j("hv", "s.", _r(URLSAFE, 90)), ["VAULT_TOKEN={s}", "vault login {s}"])
+    add("shopify-token", lambda: _j("shp", "at_", _r(HEX, 32)), ["X-Shopify-Access-Token: {s}", "SHOPIFY_TOKEN={s}"])
+    add("databricks-token", lambda: _j("da", "pi", _r(HEX, 32)), ["DATABRICKS_TOKEN={s}", "databricks configure --token {s}"])
+    add("age-secret-key", lambda: _j("AGE-SEC", "RET-KEY-1", _r("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58)),
+        ["# created: 2024\n{s}", "age key {s}"])
+    add("grafana-token", lambda: _j("gl", "sa_", _r(ALNUM, 32), "_", _r(HEX, 8)), ["GRAFANA_TOKEN={s}", "token {s}"])
+    add("redis-cli", lambda: _r(ALNUM, 16), ["redis-cli -h cache -a {s} ping"])
+    add("netrc", lambda: _r(ALNUM, 16), ["machine api.heroku.com\n  login me@example.com\n  password {s}"])
+    return cases
+
+
+def _lookalikes() -> list[str]:
+    words = [
+        "max_tokens=4096", "token_count = len(tokens)", "--token-file ~/.config/gh/token", "secret_name: db-creds",
+        "password_hash = bcrypt.hashpw(pw, salt)", "Authorization: Bearer $TOKEN", "tokenizer = AutoTokenizer()",
+        "the author = bob", "password_min_length = 12", "api_key_header = 'X-API-Key'", "key = 'value'",
+        "export GITHUB_TOKEN=$(gh auth token)", "token: string", "password: str", "password = getpass.getpass()",
+        "SECRET_KEY = os.environ['SECRET_KEY']", "api_key = settings.OPENAI_API_KEY", "token = None",
+        "password: ${DB_PASSWORD}", "apiKey: process.env.API_KEY", "--password-stdin", "docker login -u ci --password-stdin",
+        "git commit -m 'rotate tokens'", "sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "commit 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39", "uuid 123e4567-e89b-12d3-a456-426614174000",
+        "Bearer authentication is described in RFC 6750", "the skeleton key of the design", "passing tests: 42",
+        "keyboard = Keyboard()", "monkeypatch.setenv('TOKEN', 'x')", "if password is None: raise", "pass",
+        "sk-learn is not a package name", "ghp is short", "AKIA in prose", "xoxb- alone",
+        "https://example.com/path?page=2", "http://localhost:8080/api", "ssh git@github.com",
+        "postgres://localhost/app", "mysql -u root -p app", "curl -u admin https://x", "user@example.com",
+        "Credential helper: osxkeychain", "auth: true", "token_type: bearer", "token_url = 'https://oauth/token'",
+        "access_token_expiry = 3600", "tokens.append(tok)", "password reset flow", "secrets.token_hex(16)",
+        "private_key_path = '~/.ssh/id_ed25519'", "BEGIN TRANSACTION;", "-----BEGIN CERTIFICATE-----",
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB public key", "const key = event.key;", "dict.get(key, default)",
+        "passwd -l bob", "auth_method = 'oauth'", "credentials_path = './creds.json'", "pk_test is a publishable prefix",
+        "sig = inspect.signature(fn)", "x-request-id: 7f3c", "SEED=1234", "version: 2.1.330",
+    ]
+    return words
+
+
+SECRETS = _cases()
+LOOKALIKES = _lookalikes()
+FORMATS = sorted({fmt for fmt, _, _ in SECRETS})
