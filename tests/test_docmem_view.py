@@ -126,16 +126,50 @@ def test_an_unknown_node_gives_guidance(workdir, db, project, trees):
     assert (workdir / "CLAUDE.md").read_text() == "hello\n"
 
 
-def test_a_broken_section_is_left_alone_and_a_new_one_appended(workdir, db, project, trees):
+def test_a_section_broken_mid_session_is_left_alone_and_a_new_one_appended(workdir, db, project, trees):
     broken = b"intro\n\n# DOCMEM Dynamic\n" + view.BEGIN.encode() + b"\n\n## old\n\nend fence deleted by hand\n"
-    (workdir / "CLAUDE.md").write_bytes(broken)
     ctx = start_server(db, project)
-    assert (workdir / "CLAUDE.md").read_bytes() == broken
+    (workdir / "CLAUDE.md").write_bytes(broken)
     call(ctx, "add", "alpha")
     data = (workdir / "CLAUDE.md").read_bytes()
     assert data.startswith(broken) and section_ids(data) == ["alpha"]
     call(ctx, "remove", "alpha")
     assert (workdir / "CLAUDE.md").read_bytes() == broken
+
+
+@pytest.mark.parametrize("stale,kept", [
+    # ours, end fence deleted by hand: removed up to the user's next top-level heading
+    (b"intro\n\n# DOCMEM Dynamic\n" + view.BEGIN.encode() + b"\n\n## old\n\nx\n", b"intro\n"),
+    (b"intro\n\n# DOCMEM Dynamic\n" + view.BEGIN.encode() + b"\n\n## old\n\nx\n\n# Mine\nkeep\n",
+     b"intro\n\n# Mine\nkeep\n"),
+    # a legacy unfenced section (## <node id> under the header), and two sections piled up
+    (b"intro\n\n# DOCMEM Dynamic\n\n## abc123\n\nold expansion\n", b"intro\n"),
+    (b"intro\n\n# DOCMEM Dynamic\n\n## a\n\nx\n\n" + view.render_section([("b", "y")]), b"intro\n"),
+    # the user's own prose under the same header is theirs
+    (b"intro\n\n# DOCMEM Dynamic\n\nMy notes on docmem.\n", b"intro\n\n# DOCMEM Dynamic\n\nMy notes on docmem.\n"),
+])
+def test_start_up_removes_every_stale_section_and_keeps_user_text(workdir, db, project, trees, stale, kept):
+    (workdir / "CLAUDE.md").write_bytes(stale)
+    ctx = start_server(db, project)
+    assert (workdir / "CLAUDE.md").read_bytes() == kept
+    call(ctx, "add", "alpha")
+    data = (workdir / "CLAUDE.md").read_bytes()
+    assert data.count(b"# DOCMEM Dynamic\n" + view.BEGIN.encode()) == 1 and section_ids(data) == ["alpha"]
+
+
+def test_symlinked_or_fifo_claude_md_is_never_written_through(workdir, db, project, trees, tmp_path):
+    outside = tmp_path / "other-project-CLAUDE.md"
+    outside.write_bytes(b"other project\n")
+    (workdir / "CLAUDE.md").symlink_to(outside)
+    ctx = start_server(db, project)
+    with pytest.raises(view.ClaudeMdError, match="symbolic link|outside the project"):
+        call(ctx, "add", "alpha")
+    assert outside.read_bytes() == b"other project\n"
+    (workdir / "CLAUDE.md").unlink()
+    os.mkfifo(workdir / "CLAUDE.md")
+    ctx = start_server(db, project)  # start-up must not hang on a FIFO
+    with pytest.raises(view.ClaudeMdError, match="not a regular file"):
+        call(ctx, "add", "alpha")
 
 
 def test_text_after_a_section_is_kept_and_the_section_moves_last(workdir, db, project, trees):

@@ -29,6 +29,13 @@ from . import clock, paths, vectors
 from .db import Database
 from .errors import CCMemoryError
 
+#: onnxruntime's official builds (1.29+ on Linux and macOS, all versions on Windows) send usage
+#: telemetry to Microsoft and write a device id under ``~/.cache/Microsoft/DeveloperTools``
+#: unless this variable is set before the library loads. ccmemory never lets anything leave the
+#: machine, so it is set here, before fastembed (and with it onnxruntime) can be imported.
+TELEMETRY_SWITCH = "ORT_DISABLE_TELEMETRY"
+os.environ[TELEMETRY_SWITCH] = "1"
+
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 BUILTIN_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 BUILTIN_ONNX_SIZE = 22_928_619
@@ -177,6 +184,7 @@ class Embedder:
         else:
             model_path = self.spec.path
         try:
+            os.environ[TELEMETRY_SWITCH] = "1"
             from fastembed import TextEmbedding
 
             kwargs: dict[str, Any] = {"threads": threads}

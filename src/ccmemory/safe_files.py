@@ -8,7 +8,7 @@ project's ``CLAUDE.md``) goes through here:
 * **bounded**: at most ``max_bytes`` are read, whatever the file claims;
 * **inside a root** when one is given: the real path (symlinks resolved) must lie under the
   root's real path;
-* writes never follow a symlink (``O_NOFOLLOW``) and go to a regular file only.
+* CLAUDE.md is read and written without following a symlink (``O_NOFOLLOW``).
 
 Standard library only: the Stop hook reads transcripts through :func:`open_regular`.
 """
@@ -29,68 +29,62 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 
 
+class UnsafeFileError(ValidationError):
+    """A path that cannot be used as it is; ``reason`` is the bare cause (e.g. "Permission denied")."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 def is_inside(path: str, root: str) -> bool:
     """Whether ``path`` resolves (symlinks followed) to ``root`` or below it."""
     real, base = os.path.realpath(path), os.path.realpath(root)
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
-def open_regular(path: str, *, root: str | None = None) -> BinaryIO:
-    """Open a regular file for reading; ValidationError for anything else or a path outside ``root``."""
+def open_fd(path: str, *, write: bool = False, root: str | None = None, follow: bool = True) -> int:
+    """A blocking file descriptor on a regular file; ValidationError for anything else.
+
+    ``follow=False`` refuses a symlink as the last component (``O_NOFOLLOW``); ``root`` refuses a
+    path whose real location is outside it. The open itself never blocks (``O_NONBLOCK``), so a
+    FIFO is refused instead of waiting for a writer.
+    """
     if root is not None and not is_inside(path, root):
-        raise ValidationError(f"{path} is outside the project ({root}); only files inside it can be read")
+        raise UnsafeFileError(f"{path} is outside the project ({root}); only files inside it can be used",
+                              "it resolves outside the project")
+    flags = (os.O_WRONLY if write else os.O_RDONLY) | _NONBLOCK | _BINARY | (0 if follow else _NOFOLLOW)
+    if not follow and os.path.islink(path):
+        raise UnsafeFileError(f"{path} is a symbolic link; ccmemory does not follow it", "it is a symbolic link")
     try:
-        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _BINARY)
+        fd = os.open(path, flags)
     except FileNotFoundError:
-        raise ValidationError(f"No file at {path}; check the path") from None
+        raise UnsafeFileError(f"No file at {path}; check the path", "there is no such file") from None
     except OSError as exc:
-        raise ValidationError(f"Cannot open {path}: {exc.strerror or exc}") from None
+        reason = exc.strerror or str(exc)
+        raise UnsafeFileError(f"Cannot open {path}: {reason}", reason) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a pipe, device or socket)"
-            raise ValidationError(f"{path} is {kind}; only regular files can be read")
+            raise UnsafeFileError(f"{path} is {kind}; only regular files are used", f"it is {kind}")
         if _NONBLOCK:
             os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
+        return fd
     except BaseException:
         os.close(fd)
         raise
 
 
-def read_regular(path: str, max_bytes: int, *, root: str | None = None) -> bytes:
+def open_regular(path: str, *, root: str | None = None) -> BinaryIO:
+    """Open a regular file for reading; ValidationError for anything else or a path outside ``root``."""
+    return os.fdopen(open_fd(path, root=root), "rb")
+
+
+def read_regular(path: str, max_bytes: int, *, root: str | None = None, follow: bool = True) -> bytes:
     """The whole content of a regular file of at most ``max_bytes``; ValidationError otherwise."""
-    with open_regular(path, root=root) as handle:
+    with os.fdopen(open_fd(path, root=root, follow=follow), "rb") as handle:
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise ValidationError(f"{path} is larger than {max_bytes:,} bytes, the limit")
     return data
-
-
-def write_regular(path: str, data: bytes, *, root: str) -> None:
-    """Replace the content of an existing regular file inside ``root``, never through a symlink.
-
-    The file is opened with ``O_NOFOLLOW`` (a symlink, even one pointing inside the project, is
-    refused) and ``O_NONBLOCK`` (a FIFO cannot block), checked to be a regular file, then
-    truncated and written.
-    """
-    if not is_inside(os.path.dirname(os.path.abspath(path)), root):
-        raise ValidationError(f"{path} is outside the project ({root}); nothing was written")
-    if os.path.islink(path):
-        raise ValidationError(f"{path} is a symbolic link; ccmemory writes only regular files it does not follow")
-    try:
-        fd = os.open(path, os.O_WRONLY | _NOFOLLOW | _NONBLOCK | _BINARY)
-    except OSError as exc:
-        raise ValidationError(f"Cannot open {path} for writing: {exc.strerror or exc}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValidationError(f"{path} is not a regular file; nothing was written")
-        if _NONBLOCK:
-            os.set_blocking(fd, True)
-        os.ftruncate(fd, 0)
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-    finally:
-        os.close(fd)

@@ -2,13 +2,22 @@
 
 The query runs on its own connection opened read-only, against a temporary
 ``nodes`` view holding the project's docmem nodes and its virtual ones (with
-their summary placements). An authorizer admits only reading statements, and a
-deadline stops runaway queries, so a query can neither write nor hang the server.
+their summary placements). An authorizer admits only reading statements, so a
+query cannot write. It cannot hang the server or flood the client either:
+
+* a deadline interrupts SQLite itself (a progress handler every 1,000 VM steps and a
+  timer calling ``interrupt()``), so a runaway query stops within its deadline;
+* no value may exceed :data:`MAX_VALUE_BYTES` (SQLite's length limit: ``printf('%.*c', 1e9, 'x')``
+  or ``zeroblob(1e9)`` fail at once instead of allocating a gigabyte);
+* the SQL text is at most :data:`MAX_SQL_CHARS`, rows at most :data:`MAX_LIMIT`, and the whole
+  answer at most :data:`MAX_RESULT_CHARS` (longer values are cut with a note; blobs are shown
+  as their size).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +28,10 @@ from . import virtual
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 DEADLINE_SECONDS = 5.0
+MAX_SQL_CHARS = 10_000
+MAX_VALUE_BYTES = 1_000_000
+MAX_RESULT_CHARS = 200_000
+_PROGRESS_STEPS = 1_000
 COLUMNS_HELP = ("id, parent_id, content, order_value, token_count, created_at, updated_at, context_type, "
                 "context_name, context_value, readonly, hash, kind (docmem|session|memory|document|section|chunk)")
 
@@ -63,23 +76,33 @@ def run(db_path: Path, project_id: int, sql: str, limit: int = DEFAULT_LIMIT, *,
     """The first ``limit`` rows of a SELECT over ``nodes``, and whether more rows were left out."""
     if not isinstance(sql, str) or not sql.strip():
         raise ValidationError(f"Write a SELECT statement against the \"nodes\" table. Columns: {COLUMNS_HELP}")
-    conn = sqlite3.connect(Path(db_path).resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None)
+    if len(sql) > MAX_SQL_CHARS:
+        raise ValidationError(f"The query is {len(sql):,} characters; at most {MAX_SQL_CHARS:,} are accepted.")
+    limit = max(1, min(int(limit), MAX_LIMIT))
+    conn = sqlite3.connect(Path(db_path).resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None,
+                           check_same_thread=False)
+    timer = threading.Timer(deadline_seconds, conn.interrupt)
     try:
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, MAX_SQL_CHARS * 4)
         conn.execute(_view_sql(project_id))
         authorizer = _Authorizer()
         conn.set_authorizer(authorizer)
         deadline = time.monotonic() + deadline_seconds
-        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_STEPS)
+        timer.start()
         try:
             cursor = conn.execute(sql)
             if cursor.description is None:
                 raise sqlite3.DatabaseError("the statement returns no rows")
             names = [d[0] for d in cursor.description]
             fetched = cursor.fetchmany(limit + 1)
-        except (sqlite3.Error, sqlite3.Warning) as exc:
+        except (sqlite3.Error, sqlite3.Warning, OverflowError, MemoryError) as exc:
             reason = str(exc).rstrip(".")
             if "interrupt" in reason.lower():
                 reason = f"it ran longer than {deadline_seconds:g} seconds"
+            elif "too big" in reason.lower() or isinstance(exc, (OverflowError, MemoryError)):
+                reason = f"a value would exceed {MAX_VALUE_BYTES:,} bytes"
             elif authorizer.refusal:
                 reason = authorizer.refusal
             raise ValidationError(
@@ -87,5 +110,28 @@ def run(db_path: Path, project_id: int, sql: str, limit: int = DEFAULT_LIMIT, *,
                 f"Columns: {COLUMNS_HELP}"
             ) from None
     finally:
+        timer.cancel()
         conn.close()
-    return [dict(zip(names, row)) for row in fetched[:limit]], len(fetched) > limit
+    rows = _bounded_rows(names, fetched[:limit])
+    return rows, len(fetched) > len(rows)
+
+
+def _bounded_rows(names: list[str], rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """Rows as dicts whose text fits :data:`MAX_RESULT_CHARS` in all; blobs become their size."""
+    budget = MAX_RESULT_CHARS
+    result: list[dict[str, Any]] = []
+    for row in rows:
+        record: dict[str, Any] = {}
+        for name, value in zip(names, row):
+            if isinstance(value, bytes):
+                value = f"[blob, {len(value):,} bytes]"
+            if isinstance(value, str):
+                room = max(budget // max(len(names), 1), 200)
+                if len(value) > room:
+                    value = f"{value[:room]}[… {len(value) - room:,} more characters]"
+                budget -= len(value)
+            record[name] = value
+        result.append(record)
+        if budget <= 0:
+            break
+    return result

@@ -215,10 +215,10 @@ def docmem_view(ctx: ToolContext, args: dict[str, Any]) -> str:
 
 
 def on_server_start(ctx: ToolContext) -> None:
-    """Start with no active views: remove any section an earlier server left in CLAUDE.md."""
+    """Start with no active views: remove every section an earlier server left in CLAUDE.md."""
     _views(ctx).ids.clear()
     try:
-        view.sync(_claude_md(), [])
+        view.clean_stale(_claude_md())
     except CCMemoryError as exc:
         print(f"ccmemory: could not clean the docmem section of CLAUDE.md: {exc}", file=sys.stderr)
 

@@ -28,11 +28,13 @@ first differing byte, so the bytes before the section are never rewritten.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CCMemoryError
+from .. import safe_files
+from ..errors import CCMemoryError, ValidationError
 
 FILE_NAME = "CLAUDE.md"
 HEADER = "# DOCMEM Dynamic"
@@ -43,6 +45,9 @@ TOKEN_BUDGET = 10_000
 _SECTION_START = re.compile(rb"(?m)^" + re.escape(HEADER.encode()) + rb"(\r?\n)" + re.escape(BEGIN.encode()) + rb"\1")
 _SECTION_END = re.compile(rb"(?m)^" + re.escape(END.encode()) + rb"(\r?\n|\Z)")
 _TOP_HEADING = re.compile(r"^( {0,3})(#(?:[ \t]|$))")
+_ANY_HEADER = re.compile(rb"(?m)^" + re.escape(HEADER.encode()) + rb"[ \t]*(?:\r?\n|\Z)")
+_TOP_LEVEL = re.compile(rb"(?m)^ {0,3}#(?:[ \t]|\r?$)")
+MAX_FILE_BYTES = 10 * 1024 * 1024
 _UNSUPPORTED_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 
 
@@ -149,18 +154,23 @@ def claude_md(directory: str | Path) -> Path:
 
 
 def read(path: Path) -> bytes | None:
-    """The file's bytes, or None when there is no CLAUDE.md (then docmem_view does nothing)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    """The file's bytes, or None when there is no CLAUDE.md (then docmem_view does nothing).
+
+    Only a regular file in its directory is used: a symlink (which could point into another
+    project), a FIFO (which would block) or a device is an error, and at most
+    :data:`MAX_FILE_BYTES` are read.
+    """
+    if not os.path.lexists(path):
         return None
-    except IsADirectoryError:
-        raise ClaudeMdError(f"{path} is a directory, not a file; docmem_view needs CLAUDE.md to be a file.") from None
-    except OSError as exc:
+    try:
+        data = safe_files.read_regular(str(path), MAX_FILE_BYTES, root=str(path.parent), follow=False)
+    except safe_files.UnsafeFileError as exc:
         raise ClaudeMdError(
-            f"Cannot read {path}: {exc.strerror or exc}. Give yourself read and write permission on it "
-            f"(chmod u+rw {path.name}) and call docmem_view again."
+            f"Cannot read {path}: {exc.reason}. docmem_view needs CLAUDE.md to be a regular file of the project "
+            f"(no symlink, FIFO or directory) that you can read and write (chmod u+rw {path.name})."
         ) from None
+    except ValidationError as exc:
+        raise ClaudeMdError(f"Cannot read {path}: {exc}") from None
     if data.startswith(_UNSUPPORTED_BOMS):
         raise ClaudeMdError(
             f"{path} is UTF-16/UTF-32 encoded; docmem_view only writes into UTF-8 files. "
@@ -180,19 +190,23 @@ def _common_prefix(old: bytes, new: bytes) -> int:
 
 
 def write(path: Path, old: bytes, new: bytes) -> None:
-    """Turn ``old`` into ``new`` in place, writing only from the first byte that differs."""
+    """Turn ``old`` into ``new`` in place, writing only from the first byte that differs.
+
+    Opened with ``O_NOFOLLOW`` and checked to be a regular file, so a symlink swapped in since
+    the read is refused rather than written through.
+    """
     if old == new:
         return
     same = _common_prefix(old, new)
     try:
-        handle = open(path, "r+b")
-    except OSError as exc:
+        fd = safe_files.open_fd(str(path), write=True, root=str(path.parent), follow=False)
+    except safe_files.UnsafeFileError as exc:
         raise ClaudeMdError(
-            f"Cannot write {path}: {exc.strerror or exc}. Give yourself write permission on it "
-            f"(chmod u+w {path.name}); the file was not changed."
+            f"Cannot write {path}: {exc.reason}. Make it a regular file you can write (chmod u+w {path.name}); "
+            "the file was not changed."
         ) from None
     try:
-        with handle:
+        with os.fdopen(fd, "wb") as handle:
             handle.seek(same)
             handle.write(new[same:])
             handle.truncate(len(new))
@@ -201,6 +215,57 @@ def write(path: Path, old: bytes, new: bytes) -> None:
             f"Writing {path} failed: {exc.strerror or exc}. The text before the docmem section is intact; "
             "free space or fix the file system, then call docmem_view again."
         ) from None
+
+
+def stale_spans(data: bytes) -> list[tuple[int, int]]:
+    """What start-up removes: every section ccmemory wrote, whole, even when it was damaged.
+
+    Ours is (1) a header line followed by the begin fence, up to the end fence, or, when that
+    fence is gone, up to the next top-level heading or the end of the file (our text never
+    contains an unescaped top-level heading, so that heading is the user's); and (2) an
+    unfenced legacy section written by earlier docmem servers: the header line whose first
+    non-blank line below is a ``## <node id>`` subheading, up to the next top-level heading or
+    the end. A ``# DOCMEM Dynamic`` header the user wrote with their own prose under it is kept.
+    """
+    spans = []
+    for match in _ANY_HEADER.finditer(data):
+        begin = match.start()
+        if spans and begin < spans[-1][1]:
+            continue
+        body_start = match.end()
+        fenced = data.startswith(BEGIN.encode(), body_start)
+        following = _TOP_LEVEL.search(data, body_start)
+        stop = following.start() if following else len(data)
+        if fenced:
+            end = _SECTION_END.search(data, body_start, stop)
+            stop = end.end() if end else stop
+        else:
+            first = next((line for line in data[body_start:stop].splitlines() if line.strip()), b"")
+            if not first.startswith(b"## "):
+                continue
+        if spans and begin <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], stop)
+        else:
+            spans.append((begin, stop))
+    if spans and spans[-1][1] == len(data):  # the last section takes the line ending written before it
+        begin = spans[-1][0]
+        begin -= 2 if data[begin - 2:begin] == b"\r\n" else 1 if begin > 0 and data[begin - 1:begin] == b"\n" else 0
+        spans[-1] = (begin, len(data))
+    return spans
+
+
+def clean_stale(path: Path) -> bool:
+    """Start-up: remove every section an earlier server left (see :func:`stale_spans`); False without a file."""
+    data = read(path)
+    if data is None:
+        return False
+    kept, position = [], 0
+    for begin, end in stale_spans(data):
+        kept.append(data[position:begin])
+        position = end
+    kept.append(data[position:])
+    write(path, data, b"".join(kept))
+    return True
 
 
 def sync(path: Path, entries: list[tuple[str, str]]) -> bool:

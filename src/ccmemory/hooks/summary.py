@@ -27,6 +27,8 @@ SUMMARY_SOURCE = "summary"
 SUMMARY_SALIENCE = 0.65
 MAX_OBSERVATIONS = 500
 MAX_TRANSCRIPT_BYTES = 20 * 1024 * 1024
+MAX_LINE_BYTES = 1024 * 1024
+MAX_PROMPTS = 1000
 _CHANGING_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 _DECISION_CUES = re.compile(
     r"\b(decided|decision|chose|chosen|opted|instead of|going with|went with|switched to|we will|we'll use|"
@@ -37,27 +39,38 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def user_prompts(transcript_path: str | None) -> list[str]:
-    """The prompts the user typed, in order, from the transcript JSONL (unknown lines are skipped)."""
+    """The prompts the user typed, in order, from the transcript JSONL (unknown lines are skipped).
+
+    Only a regular file is read (a FIFO or a device such as ``/dev/zero`` is refused before
+    reading), at most :data:`MAX_TRANSCRIPT_BYTES` in all and :data:`MAX_LINE_BYTES` per line.
+    """
+    from .. import safe_files
+    from ..errors import ValidationError
+
     if not transcript_path:
         return []
     prompts: list[str] = []
     try:
-        with open(transcript_path, "rb") as handle:
+        with safe_files.open_regular(transcript_path) as handle:
             read = 0
-            for raw in handle:
-                read += len(raw)
-                if read > MAX_TRANSCRIPT_BYTES:
+            partial = False  # inside a line longer than MAX_LINE_BYTES: skip to its end
+            while read < MAX_TRANSCRIPT_BYTES and len(prompts) < MAX_PROMPTS:
+                raw = handle.readline(MAX_LINE_BYTES)
+                if not raw:
                     break
-                if b'"user"' not in raw:
+                read += len(raw)
+                skip, partial = partial, len(raw) >= MAX_LINE_BYTES and not raw.endswith(b"\n")
+                if skip or partial or b'"user"' not in raw:
                     continue
                 try:
                     entry = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue
                 prompt = _typed_prompt(entry)
                 if prompt:
                     prompts.append(prompt)
-    except OSError:
+    except (OSError, ValidationError) as exc:
+        log.error("summary", f"transcript not read: {exc}")
         return []
     return prompts
 

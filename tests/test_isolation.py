@@ -1,0 +1,155 @@
+"""Project isolation by id: from another project every id is "not found" and nothing changes.
+
+Project A's memories, document and docmem tree are made first; then every operation that takes
+an id is tried from project B (store functions, every id-taking MCP tool over stdio, every
+id-taking CLI command) with A's full ids and 8-character prefixes. Each must fail as not found,
+and a dump of the whole database must be byte-for-byte what it was before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from ccmemory import db as database, documents, memories, projects
+from ccmemory.docmem.nodes import Docmem
+from ccmemory.errors import NotFoundError
+from mcp_helpers import running_server
+
+TABLES = ("memories", "memory_relationships", "documents", "chunks", "docmem_nodes", "docmem_placements",
+          "session_memories")
+
+
+def snapshot(db: database.Database) -> str:
+    """Every row of every table that an id operation could change, as text."""
+    return json.dumps({t: db.rows(f"SELECT * FROM {t} ORDER BY rowid") for t in TABLES}, sort_keys=True, default=str)
+
+
+@pytest.fixture
+def two_projects(tmp_path: Path, db: database.Database) -> dict[str, Any]:
+    a_dir, b_dir = tmp_path / "alpha", tmp_path / "beta"
+    for folder in (a_dir, b_dir):
+        (folder / ".git").mkdir(parents=True)
+    a, b = projects.project_id(db, a_dir), projects.project_id(db, b_dir)
+    old = memories.add(db, project_id=a, content="Staging DB port is 5433")
+    new = memories.add(db, project_id=a, content="Staging DB port is 6543 since the move")
+    memories.add(db, project_id=a, content="A neighbour in project alpha")
+    mine = memories.add(db, project_id=b, content="Project beta's own memory")
+    document = documents.ingest(db, project_id=a, content="# Alpha runbook\n\nRestart with make bounce.")
+    tree = Docmem(db, a)
+    root = tree.create("alpha-notes")
+    node = tree.create_node(root.id, "Alpha private note", ("note", "alpha", ""), "append-child")
+    return {"a_dir": a_dir, "b_dir": b_dir, "a": a, "b": b, "old": old.id, "new": new.id, "mine": mine.id,
+            "document": document.id, "root": root.id, "node": node.id}
+
+
+def _store_operations(p: dict[str, Any]) -> list[tuple[str, Callable[[database.Database, str], Any]]]:
+    b = p["b"]
+    return [
+        ("get", lambda db, i: memories.get(db, i, project_id=b)),
+        ("resolve_id", lambda db, i: memories.resolve_id(db, i, project_id=b)),
+        ("timeline", lambda db, i: memories.timeline(db, i, project_id=b)),
+        ("reinforce", lambda db, i: memories.reinforce(db, i, 0.5, project_id=b)),
+        ("deemphasize", lambda db, i: memories.deemphasize(db, i, 0.5, project_id=b)),
+        ("restore", lambda db, i: memories.restore(db, i, project_id=b)),
+        ("rewrite", lambda db, i: memories.rewrite(db, i, "overwritten", project_id=b)),
+        ("supersede-old", lambda db, i: memories.supersede(db, i, p["mine"], project_id=b)),
+        ("supersede-new", lambda db, i: memories.supersede(db, p["mine"], i, project_id=b)),
+        ("document-get", lambda db, i: documents.get(db, p["document"], project_id=b)),
+        ("document-delete", lambda db, i: documents.delete(db, p["document"], project_id=b)),
+        ("docmem-get", lambda db, i: Docmem(db, b).get(p["node"])),
+        ("docmem-delete", lambda db, i: Docmem(db, b).delete(p["root"])),
+        ("docmem-update", lambda db, i: Docmem(db, b).update_content(p["node"], "overwritten")),
+    ]
+
+
+def test_store_operations_from_another_project_find_nothing_and_change_nothing(
+        db: database.Database, two_projects: dict[str, Any]) -> None:
+    p = two_projects
+    before = snapshot(db)
+    for memory_id in (p["old"], p["old"][:8], p["new"][:12]):
+        for name, operation in _store_operations(p):
+            with pytest.raises(NotFoundError):
+                operation(db, memory_id)
+        assert memories.get_many(db, [memory_id], project_id=p["b"]) == ([], [memory_id])
+        assert memories.delete(db, memory_id, project_id=p["b"])["deleted"] is False
+        assert memories.delete(db, memory_id, project_id=p["b"], hard=True)["deleted"] is False
+    assert snapshot(db) == before
+    assert memories.get(db, p["old"][:8], project_id=p["a"]).id == p["old"]
+
+
+MCP_CALLS = [
+    ("memory_get", lambda p, i: {"ids": [i]}),
+    ("memory_timeline", lambda p, i: {"anchor_id": i}),
+    ("memory_reinforce", lambda p, i: {"memory_id": i, "amount": 0.5}),
+    ("memory_deemphasize", lambda p, i: {"memory_id": i, "amount": 0.5}),
+    ("memory_delete", lambda p, i: {"memory_id": i}),
+    ("memory_delete", lambda p, i: {"memory_id": i, "hard": True}),
+    ("memory_supersede", lambda p, i: {"old_memory_id": i, "new_memory_id": p["mine"]}),
+    ("memory_supersede", lambda p, i: {"old_memory_id": p["mine"], "new_memory_id": i}),
+    ("docmem_delete", lambda p, i: {"id": p["root"]}),
+    ("docmem_update_content", lambda p, i: {"id": p["node"], "content": "x"}),
+    ("docmem_update_context", lambda p, i: {"id": p["node"], "context_type": "a", "context_name": "b",
+                                            "context_value": "c"}),
+    ("docmem_copy_node", lambda p, i: {"source_id": p["node"], "target_id": p["root"], "mode": "append-child"}),
+    ("docmem_move_node", lambda p, i: {"source_id": p["node"], "target_id": p["root"], "mode": "append-child"}),
+    ("docmem_add_summary", lambda p, i: {"start_node_id": p["node"], "end_node_id": p["node"], "content": "s",
+                                         "context_type": "a", "context_name": "b", "context_value": "c"}),
+    ("docmem_serialize", lambda p, i: {"node_id": p["root"]}),
+    ("docmem_expand_to_length", lambda p, i: {"node_id": p["root"], "max_tokens": 100}),
+    ("docmem_get_root", lambda p, i: {"node_id": p["node"]}),
+    ("docmem_create_node", lambda p, i: {"target_id": p["root"], "content": "x", "context_type": "a",
+                                         "context_name": "b", "context_value": "c", "mode": "append-child"}),
+    ("docmem_serialize", lambda p, i: {"node_id": f"memory:{p['old']}"}),
+    ("docmem_serialize", lambda p, i: {"node_id": f"doc:{p['document']}"}),
+    ("docmem_view", lambda p, i: {"action": "add", "node_id": p["root"]}),
+]
+
+
+def test_every_id_taking_mcp_tool_from_another_project(home: Path, db: database.Database,
+                                                      two_projects: dict[str, Any]) -> None:
+    p = two_projects
+    before = snapshot(db)
+    tools_called = set()
+    with running_server(home, p["b_dir"]) as server:
+        for memory_id in (p["old"], p["old"][:8]):
+            for name, make_args in MCP_CALLS:
+                answer = server.call(name, make_args(p, memory_id))
+                assert answer.is_error, (name, answer.text)
+                assert "not found" in answer.text.lower() or "no memory" in answer.text.lower(), (name, answer.text)
+                assert "Staging DB port" not in answer.text and "Alpha" not in answer.text
+                tools_called.add(name)
+        answer = server.call("docmem_query_nodes", {"sql": "SELECT id, content FROM nodes"})
+        assert "Alpha" not in answer.text and "Staging" not in answer.text
+    assert snapshot(db) == before
+    id_taking = {t for t, _ in MCP_CALLS}
+    assert tools_called == id_taking
+
+
+def _cli(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CCMEMORY_HOME": str(home)}
+    env.pop("CLAUDE_PROJECT_DIR", None)
+    return subprocess.run([sys.executable, "-m", "ccmemory", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_every_id_taking_cli_command_from_another_project(home: Path, db: database.Database,
+                                                         two_projects: dict[str, Any]) -> None:
+    p = two_projects
+    before = snapshot(db)
+    memory_id = p["old"][:8]
+    for args in (["get", memory_id], ["get", p["old"]], ["delete", memory_id], ["delete", memory_id, "--hard"],
+                 ["restore", memory_id], ["reinforce", memory_id], ["deemphasize", memory_id],
+                 ["supersede", memory_id, p["mine"]], ["supersede", p["mine"], memory_id],
+                 ["docs", "delete", p["document"]]):
+        result = _cli(home, p["b_dir"], *args)
+        assert result.returncode == 1, (args, result.stdout, result.stderr)
+        assert "Staging DB port" not in result.stdout + result.stderr
+    assert snapshot(db) == before
+    assert _cli(home, p["a_dir"], "get", memory_id).returncode == 0

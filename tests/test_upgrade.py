@@ -1,0 +1,107 @@
+"""Upgrading a database made by the first released schema, full of data.
+
+The database is built with the first migration only (schema version 1, as ccmemory 0.1.0 wrote
+it) and filled through plain SQL with every kind of row. Opening it with today's code must
+take a backup first, keep every row and every value, and be idempotent.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from ccmemory import db as database, migrations, paths
+
+V1_TABLES = ("projects", "sessions", "memories", "session_memories", "memory_relationships", "documents", "chunks")
+PROJECTS, SESSIONS, MEMORIES_PER_SESSION = 3, 20, 50
+
+
+def _first_schema_database(path: Path) -> None:
+    db = database.connect(path, migrate=False)
+    try:
+        with db.transaction():
+            migrations.MIGRATIONS[0](db)
+            db.execute("PRAGMA user_version = 1")
+        with db.transaction():
+            stamp = "2025-01-01T00:00:00.000000Z"
+            for p in range(1, PROJECTS + 1):
+                db.execute("INSERT INTO projects(id, path, name, created_at) VALUES (?, ?, ?, ?)",
+                           (p, f"/work/project-{p}", f"project-{p}", stamp))
+                for s in range(SESSIONS):
+                    session = f"s-{p}-{s}"
+                    db.execute("INSERT INTO sessions(id, project_id, started_at, summary) VALUES (?, ?, ?, ?)",
+                               (session, p, stamp, f"Session {s} of project {p}: fixed the flaky test"))
+                    for m in range(MEMORIES_PER_SESSION):
+                        memory = f"{p:02d}{s:03d}{m:03d}-0000-4000-8000-000000000000"
+                        db.execute(
+                            "INSERT INTO memories(id, project_id, session_id, content, sector, tier, category, "
+                            "tags, files, created_at, updated_at, is_deleted, valid_until) "
+                            "VALUES (?, ?, ?, ?, 'episodic', 'session', 'general', '[\"Bash\"]', '[]', ?, ?, ?, ?)",
+                            (memory, p, session, f"Ran pytest -k case{m} in session {s} \u00e9\u4e2d", stamp, stamp,
+                             int(m % 17 == 0), stamp if m % 13 == 0 else None))
+                        db.execute("INSERT INTO session_memories(session_id, memory_id, usage_type, created_at) "
+                                   "VALUES (?, ?, 'created', ?)", (session, memory, stamp))
+                        if m:
+                            db.execute("INSERT INTO memory_relationships(source_id, target_id, relationship_type, "
+                                       "created_at) VALUES (?, ?, 'RELATED', ?)",
+                                       (memory, f"{p:02d}{s:03d}{m - 1:03d}-0000-4000-8000-000000000000", stamp))
+                db.execute("INSERT INTO documents(id, project_id, title, content_hash, created_at, updated_at) "
+                           "VALUES (?, ?, 'Runbook', 'h', ?, ?)", (f"doc-{p}", p, stamp, stamp))
+                for c in range(30):
+                    db.execute("INSERT INTO chunks(document_id, ordinal, heading, content) VALUES (?, ?, 'H', ?)",
+                               (f"doc-{p}", c, f"Chunk {c}: restart the worker with make bounce"))
+    finally:
+        db.close()
+
+
+def _dump(path: Path) -> dict[str, list[tuple]]:
+    connection = sqlite3.connect(path)
+    try:
+        return {table: connection.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall() for table in V1_TABLES}
+    finally:
+        connection.close()
+
+
+def _dump_v1_columns(path: Path, reference: Path) -> dict[str, list[tuple]]:
+    """The rows of ``path`` restricted to the columns the first schema had, in its column order."""
+    old = sqlite3.connect(reference)
+    new = sqlite3.connect(path)
+    try:
+        result = {}
+        for table in V1_TABLES:
+            columns = [row[1] for row in old.execute(f"PRAGMA table_info({table})")]
+            result[table] = new.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid").fetchall()
+        return result
+    finally:
+        old.close()
+        new.close()
+
+
+def test_first_schema_database_upgrades_with_backup_every_row_kept_and_idempotently(tmp_path: Path) -> None:
+    path = tmp_path / "data" / paths.DB_FILENAME
+    _first_schema_database(path)
+    original = tmp_path / "original.db"
+    source = sqlite3.connect(path)
+    source.execute("VACUUM INTO ?", (str(original),))
+    source.close()
+    before = _dump(original)
+    assert len(before["memories"]) == PROJECTS * SESSIONS * MEMORIES_PER_SESSION
+
+    db = database.connect(path)
+    assert migrations.current_version(db) == migrations.target_version()
+    db.close()
+    backups = sorted(p for p in path.parent.iterdir() if p.name.endswith(".bak"))
+    assert len(backups) == 1 and ".v1-" in backups[0].name
+    assert _dump(backups[0]) == before, "the backup is the database as it was before the upgrade"
+    assert _dump_v1_columns(path, original) == before, "every row and value of the first schema is kept"
+    fts = sqlite3.connect(path).execute("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'pytest'")
+    assert fts.fetchone()[0] == len(before["memories"])
+
+    for _ in range(2):
+        again = database.connect(path)
+        assert migrations.migrate(again) == 0
+        again.close()
+    assert sorted(p for p in path.parent.iterdir() if p.name.endswith(".bak")) == backups
+    assert _dump_v1_columns(path, original) == before
+    assert oct(os.stat(backups[0]).st_mode & 0o777) == oct(0o600)
