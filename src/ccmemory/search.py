@@ -24,6 +24,8 @@ from .migrations import SECTORS
 MODES = ("hybrid", "semantic", "keyword")
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 100
+#: Longer queries are refused: a search costs work per distinct word, and a query is a question, not a document.
+MAX_QUERY_CHARS = 2_000
 RRF_K = 60
 #: Cosine similarity under which a vector neighbour is noise, not a match (MiniLM puts unrelated texts near 0-0.1).
 MIN_SIMILARITY = 0.15
@@ -64,6 +66,9 @@ def validate_query(query: Any, limit: Any, mode: str) -> str:
     """Common argument checks of memory and document search."""
     if not isinstance(query, str) or not query.strip():
         raise ValidationError("Query cannot be empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValidationError(f"The query is {len(query):,} characters; at most {MAX_QUERY_CHARS:,} are searched. "
+                              "Ask about one thing at a time, in a sentence or a few keywords.")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise ValidationError(f"Limit must be a whole number from 1 to {MAX_LIMIT}, got {limit!r}")
     if mode not in MODES:

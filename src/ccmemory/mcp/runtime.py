@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import db as database, projects
 from ..errors import CCMemoryError
+from ..redaction import storable
 from .background import STATE_KEY, Background
 from .registry import TOOL_MODULES, Tool, ToolContext, ToolError
 
@@ -23,6 +24,8 @@ log = logging.getLogger("ccmemory.mcp")
 
 #: Set for a server that takes over a session the bootstrap server already started.
 HANDOVER_ENV = "CCMEMORY_MCP_HANDOVER"
+#: Claude Code warns above 25,000 tokens of tool output; no answer of ours needs more than this.
+MAX_RESULT_CHARS = 100_000
 
 INSTRUCTIONS = (
     "Persistent memory of this project across sessions. Look things up with memory_search (a compact index), "
@@ -111,7 +114,7 @@ class Runtime:
         """Run one tool; returns its text and whether it is an error."""
         with self._lock:
             try:
-                return tool.handler(self._open(), arguments), False
+                return bounded_result(tool.handler(self._open(), arguments)), False
             except (ToolError, CCMemoryError) as exc:
                 return str(exc), True
             except Exception as exc:
@@ -130,3 +133,11 @@ class Runtime:
                 self._context = None
         finally:
             self._lock.release()
+
+
+def bounded_result(text: str) -> str:
+    """A tool's text as sent: at most :data:`MAX_RESULT_CHARS` (with a note) and valid UTF-8."""
+    if len(text) > MAX_RESULT_CHARS:
+        text = (text[:MAX_RESULT_CHARS] + f"\n[… {len(text) - MAX_RESULT_CHARS:,} more characters cut; "
+                "ask for less: fewer ids, a lower limit or a narrower query]")
+    return storable(text)
