@@ -133,9 +133,9 @@ def human_size(size: int) -> str:
 
 def _redact(text: str) -> tuple[str, str]:
     """Content as stored (private spans and secrets removed) and the note that says so, if any."""
-    from ..hooks.privacy import sanitize
+    from ..redaction import redact
 
-    clean = sanitize(text)
+    clean = redact(text)
     if clean == text:
         return text, ""
     added = clean.count(_REDACTED) - text.count(_REDACTED)

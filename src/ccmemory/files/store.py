@@ -108,9 +108,9 @@ def log(db: Any, *, project_id: int | None, session_id: str | None, source: str,
 
     Paths and details pass through the redaction too: a rejected path may be the very secret it looked like.
     """
-    from ..hooks.privacy import sanitize
+    from ..redaction import redact
 
-    path, new_path, detail = (sanitize(v) if v else v for v in (path, new_path, detail))
+    path, new_path, detail = (redact(v) if v else v for v in (path, new_path, detail))
     db.execute(
         "INSERT INTO memory_file_log(at, project_id, session_id, source, command, path, new_path, ok, detail) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

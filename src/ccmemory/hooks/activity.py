@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 from .. import local_context
 from .capture import cut
-from .privacy import sanitize
+from ..redaction import redact
 
 CHANGING_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 
@@ -64,8 +64,8 @@ def build_entry(observations: Sequence[Any], *, prompt: str | None, last_message
         if memory.category == "gotcha":
             errors.append(cut(first, 160))
     read = [f for f in read if f not in changed]
-    outcome = sanitize(last_message or "").strip()
-    request = sanitize(prompt or "").strip()
+    outcome = redact(last_message or "").strip()
+    request = redact(prompt or "").strip()
     chosen = decisions([outcome, request], limit=3)
     if not observations and not chosen:
         return None
