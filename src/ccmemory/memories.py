@@ -438,7 +438,7 @@ def delete(db: Database, memory_id: str, *, project_id: int | None, hard: bool =
                 "UPDATE memories SET is_deleted = 1, deleted_at = ?, updated_at = ? WHERE id = ?",
                 (clock.now(), clock.now(), full_id),
             )
-        _refresh_superseded(db, replaced)
+        refresh_superseded(db, replaced)
     return {"deleted": True, "id": full_id, "hard": hard}
 
 
@@ -448,7 +448,7 @@ def restore(db: Database, memory_id: str, *, project_id: int | None) -> Memory:
     with db.transaction():
         db.execute("UPDATE memories SET is_deleted = 0, deleted_at = NULL, updated_at = ? WHERE id = ?",
                    (clock.now(), full_id))
-        _refresh_superseded(db, _superseded_targets(db, full_id))
+        refresh_superseded(db, _superseded_targets(db, full_id))
     return get(db, full_id, project_id=project_id)
 
 
@@ -458,7 +458,7 @@ def _superseded_targets(db: Database, memory_id: str) -> list[str]:
         (memory_id,))]
 
 
-def _refresh_superseded(db: Database, memory_ids: Sequence[str]) -> None:
+def refresh_superseded(db: Database, memory_ids: Sequence[str]) -> None:
     """A memory is superseded exactly while a live (not deleted) memory supersedes it."""
     now = clock.now()
     for memory_id in memory_ids:

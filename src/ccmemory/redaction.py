@@ -228,6 +228,22 @@ def storable(text: str) -> str:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def redact_value(value: Any) -> Any:
+    """A JSON-like value with every string in it redacted (keys kept), before it is serialized.
+
+    Serializing first would turn line breaks into ``\\n`` and glue each line's first word to
+    an ``n``, hiding it from word-boundary rules; callers redact the serialized text again for
+    ``"password": "…"`` pairs, which need the key.
+    """
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: redact_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_value(item) for item in value]
+    return value
+
+
 def redact(text: str) -> str:
     """Everything applied to text before it is stored: private spans, then secrets, then storable UTF-8."""
     if not isinstance(text, str) or not text:

@@ -1,4 +1,4 @@
-"""Commands that look after the store: stats, embed, doctor, vacuum."""
+"""Commands that look after the store: stats, embed, doctor, vacuum, gc."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from .. import embeddings, migrations, paths, status, vectors
+from .. import embeddings, migrations, paths, retention, status, vectors
 from .. import db as database
 from .common import emit_json, handles_errors, json_option, load_settings, open_db, open_store, project_option
 
@@ -132,4 +132,39 @@ def vacuum() -> None:
     click.echo(f"Vacuumed {db.path}: {before / 1e6:.1f} MB -> {os.path.getsize(db.path) / 1e6:.1f} MB")
 
 
-COMMANDS = [stats, embed, doctor, vacuum]
+@click.command()
+@click.option("--older-than", "older_than", type=click.FloatRange(min=0), default=retention.DEFAULT_OLDER_THAN_DAYS,
+              show_default=True, help="Remove memories older than this many days (in the chosen tiers).")
+@click.option("--tier", "tiers", multiple=True, type=click.Choice(migrations.TIERS),
+              help="Tier(s) that expire [default: session; project-tier memories are kept unless named].")
+@click.option("--sector", "sectors", multiple=True, type=click.Choice(migrations.SECTORS),
+              help="Only expire memories of these sectors [default: every sector].")
+@click.option("--deleted-after", "deleted_after", type=click.FloatRange(min=0),
+              default=retention.DEFAULT_DELETED_AFTER_DAYS, show_default=True,
+              help="Purge soft-deleted memories deleted more than this many days ago.")
+@click.option("--no-vacuum", is_flag=True, help="Skip VACUUM (faster; the file keeps its size).")
+@click.option("--all-projects", is_flag=True, help="Collect in every project, not only this one.")
+@click.option("--dry-run", is_flag=True, help="Count what would be removed; change nothing.")
+@project_option
+@json_option
+@handles_errors
+def gc(older_than: float, tiers: tuple[str, ...], sectors: tuple[str, ...], deleted_after: float, no_vacuum: bool,
+       all_projects: bool, dry_run: bool, project_dir: str | None, as_json: bool) -> None:
+    """Retention: remove old session-tier memories and long soft-deleted ones, then VACUUM."""
+    db, project = open_store(project_dir)
+    report = retention.collect(
+        db, project_id=None if all_projects else project, older_than_days=older_than,
+        tiers=tiers or retention.DEFAULT_TIERS, sectors=sectors or None, deleted_after_days=deleted_after,
+        vacuum=not no_vacuum, dry_run=dry_run,
+    )
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    verb = "Would remove" if dry_run else "Removed"
+    sectors_text = ", ".join(f"{name} {count}" for name, count in sorted(report.by_sector.items())) or "-"
+    click.echo(f"{verb} {report.expired} expired and {report.purged} soft-deleted memories ({sectors_text}).")
+    if not dry_run:
+        click.echo(f"Database: {report.bytes_before / 1e6:.2f} MB -> {report.bytes_after / 1e6:.2f} MB")
+
+
+COMMANDS = [stats, embed, doctor, vacuum, gc]

@@ -103,7 +103,7 @@ def _problem(raw: object) -> str | None:
     canonical = raw.rstrip("/") or ROOT
     if posixpath.normpath(canonical) != canonical:
         return "it is not in canonical form"
-    from ..hooks.privacy import redact_secrets
+    from ..redaction import redact_secrets
 
     if redact_secrets(canonical) != canonical:
         return "it looks like it contains a secret"

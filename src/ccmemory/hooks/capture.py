@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 from ..config import Config
 from . import log, payload as payloads
-from ..redaction import redact
+from ..redaction import redact, redact_value
 
 MAX_OBSERVATION_CHARS = 8000
 #: Characters read beyond a field's cut on each side, so no secret is cut in half before the scan.
@@ -132,7 +132,7 @@ def _clean(value: Any, limit: int) -> str:
     spare, so the scanner reads a bounded amount and still sees whole every secret that can
     reach the kept text.
     """
-    text = value if isinstance(value, str) else _dumps(value)
+    text = value if isinstance(value, str) else _dumps(redact_value(value))
     head, tail = int(limit * 0.6), int(limit * 0.3)
     if len(text) > limit + 2 * REDACTION_MARGIN:
         kept_head = redact(text[:head + REDACTION_MARGIN]).lstrip()[:head]

@@ -1,0 +1,139 @@
+"""The redaction corpus through every write channel, then a byte search of the whole data directory.
+
+Every realistic fake secret of :mod:`secret_corpus` (≥ 60 in ≥ 30 formats) is sent through each
+way text reaches the store: the capture hook (Bash command and output, Write, Edit, Read, an MCP
+tool's input), transcripts read by the Stop hook, the MCP tools ``memory_add``, ``docs_ingest``
+(text and a file in the project) and ``docmem_create_node``, the CLI ``add`` and ``docs ingest``,
+and the store's own ``add`` as an importer calls it. Then every file under the data directory
+(database, WAL, logs, backups) is searched byte for byte: none of the secrets may be there.
+The look-alikes go through ``memory_add``: at most 2 may come back changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from ccmemory import db as database, memories, migrations, projects
+from hook_helpers import assert_quiet_success, common, run_hook, tool_call, write_config, write_transcript
+from mcp_helpers import running_server
+from secret_corpus import LOOKALIKES, SECRETS
+
+
+def _chunks(texts: list[str], limit: int) -> list[str]:
+    """Texts joined by newlines into pieces of at most ``limit`` characters (one text may stand alone)."""
+    chunks, current = [], ""
+    for text in texts:
+        if current and len(current) + 1 + len(text) > limit:
+            chunks.append(current)
+            current = ""
+        current = f"{current}\n{text}" if current else text
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _hook_channels(home: Path, project_dir: Path, texts: list[str]) -> int:
+    calls = 0
+    for index, chunk in enumerate(_chunks(texts, 3000)):
+        f = str(project_dir / f"f{index}.txt")
+        payloads = [
+            tool_call("s-bash", project_dir, "Bash", {"command": chunk},
+                      {"stdout": chunk, "stderr": chunk, "interrupted": False}, f"b{index}"),
+            tool_call("s-write", project_dir, "Write", {"file_path": f, "content": chunk}, {"type": "create"},
+                      f"w{index}"),
+            tool_call("s-edit", project_dir, "Edit", {"file_path": f, "old_string": chunk, "new_string": chunk},
+                      {"filePath": f}, f"e{index}"),
+            tool_call("s-read", project_dir, "Read", {"file_path": f},
+                      {"type": "text", "file": {"filePath": f, "content": chunk, "numLines": 3}}, f"r{index}"),
+            tool_call("s-mcp", project_dir, "mcp__deploy__run", {"script": chunk},
+                      {"content": [{"type": "text", "text": chunk}]}, f"m{index}"),
+        ]
+        # a skipped tool is logged with its name (debug log on): the log line must be redacted too
+        payloads.append(tool_call("s-skip", project_dir, f"Skipped {chunk}", {}, "", f"k{index}"))
+        for payload in payloads:
+            assert_quiet_success(run_hook("post_tool_use", payload, home, CCMEMORY_DEBUG="1"))
+            calls += 1
+    for index, chunk in enumerate(_chunks(texts, 280)):
+        session = f"s-transcript-{index}"
+        transcript = project_dir / f"{session}.jsonl"
+        write_transcript(transcript, [chunk, chunk])
+        assert_quiet_success(run_hook("post_tool_use", tool_call(session, project_dir, "Bash", {"command": "ls"},
+                                                                  {"stdout": "a"}, "t"), home))
+        assert_quiet_success(run_hook("stop", common(session, project_dir, "Stop", transcript_path=str(transcript),
+                                                     last_assistant_message=chunk), home))
+        calls += 1
+    return calls
+
+
+def _cli(home: Path, cwd: Path, *args: str, stdin: str | None = None) -> None:
+    env = {**os.environ, "CCMEMORY_HOME": str(home)}
+    env.pop("CLAUDE_PROJECT_DIR", None)
+    result = subprocess.run([sys.executable, "-m", "ccmemory", *args], cwd=cwd, env=env, input=stdin,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
+def _data_files(home: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(home)): p.read_bytes() for p in home.rglob("*") if p.is_file()}
+
+
+def test_every_secret_through_every_channel_leaves_no_byte_in_the_data_directory(
+        home: Path, project_dir: Path) -> None:
+    write_config(home, {"capture": {"max_field_chars": 9000, "max_result_chars": 60000,
+                                    "skip_tools": ["Skipped*"]}})
+    texts = [text for _, text, _ in SECRETS]
+    secrets = [secret for _, _, secret in SECRETS]
+    hook_calls = _hook_channels(home, project_dir, texts)
+
+    with running_server(home, project_dir) as server:
+        for text in texts:
+            assert not server.call("memory_add", {"content": text}).is_error
+        for chunk in _chunks(texts, 20_000):
+            assert not server.call("docs_ingest", {"content": chunk, "title": "Runbook"}).is_error
+        (project_dir / "ops.md").write_text("# Ops\n\n" + "\n\n".join(texts))
+        assert not server.call("docs_ingest", {"path": "ops.md"}).is_error
+        root = server.call("docmem_create", {}).text.rsplit(" ", 1)[-1]
+        for text in texts[:20]:
+            answer = server.call("docmem_create_node", {"target_id": root, "content": text, "context_type": "note",
+                                                        "context_name": "ops", "context_value": "", "mode": "append-child"})
+            assert not answer.is_error, answer.text
+
+    for chunk in _chunks(texts, 9000):
+        _cli(home, project_dir, "add", "--category", "gotcha", stdin=chunk)
+    (project_dir / "cli.md").write_text("# CLI\n\n" + "\n\n".join(texts))
+    _cli(home, project_dir, "docs", "ingest", str(project_dir / "cli.md"))
+
+    db = database.connect(home / "ccmemory.db")
+    try:
+        project = projects.project_id(db, project_dir)
+        for text in texts:  # what an importer does: one store call per record
+            memories.add(db, project_id=project, content=text, source="import")
+        stored = db.scalar("SELECT COUNT(*) FROM memories")
+        migrations._backup(db, migrations.current_version(db))  # the copy an upgrade writes beside the file
+        files = _data_files(home)  # while a connection is open, so the WAL is still there
+    finally:
+        db.close()
+    assert hook_calls >= 5 and stored >= 2 * len(texts)
+    assert {"ccmemory.db", "ccmemory.db-wal", "logs/hooks.log"} <= set(files)
+    assert any(name.endswith(".bak") for name in files) and b"Skipped" in files["logs/hooks.log"]
+    found = {secret: name for secret in secrets for name, data in files.items() if secret.encode() in data}
+    assert found == {}, f"{len(found)} secrets found on disk, e.g. {list(found.items())[:3]}"
+
+
+def test_look_alikes_through_memory_add_are_kept(home: Path, project_dir: Path) -> None:
+    with running_server(home, project_dir) as server:
+        ids = [re.search(r"Memory created: (\S+)", server.call("memory_add", {"content": text}).text).group(1)
+               for text in LOOKALIKES]
+    db = database.connect(home / "ccmemory.db")
+    try:
+        stored = {m.id: m.content for m in memories.get_many(db, ids, project_id=None)[0]}
+    finally:
+        db.close()
+    touched = [text for memory_id, text in zip(ids, LOOKALIKES) if stored[memory_id] != text]
+    assert len(touched) <= 2, touched
+    assert json.dumps(touched)
