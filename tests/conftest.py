@@ -63,3 +63,15 @@ def embedder(tmp_path_factory: pytest.TempPathFactory) -> embeddings.Embedder:
             os.environ.pop("CCMEMORY_HOME", None)
         else:
             os.environ["CCMEMORY_HOME"] = previous
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The ``long`` loops run when CCMEMORY_LONG_TESTS=1 (.ci/run sets it); their short forms always run."""
+    import os
+
+    if os.environ.get("CCMEMORY_LONG_TESTS") == "1":
+        return
+    skip = pytest.mark.skip(reason="full-size loop: set CCMEMORY_LONG_TESTS=1 to run it (.ci/run does)")
+    for item in items:
+        if "long" in item.keywords:
+            item.add_marker(skip)

@@ -94,6 +94,18 @@ def strip_private(text: str) -> str:
 
 def is_secret_name(name: str) -> bool:
     """Whether a field, variable or flag name ends in a secret word (``DB_PASSWORD``, ``apiKey``, ``--token``)."""
+    known = _name_verdicts.get(name)
+    if known is None:
+        if len(_name_verdicts) > 10_000:
+            _name_verdicts.clear()
+        known = _name_verdicts[name] = _judge_name(name)
+    return known
+
+
+_name_verdicts: dict[str, bool] = {}
+
+
+def _judge_name(name: str) -> bool:
     table = rules()
     words = [w.lower().rstrip("0123456789") for w in re.split(_WORD_SPLIT, name.lstrip("-")) if w]
     words = [w for w in words if w]
@@ -131,35 +143,79 @@ def _secret_group(match: re.Match[str]) -> str | int:
 _EXTEND = r"[^\s\"'`,;&|)}\]<>]*"
 
 
-def _rule_spans(rule: dict[str, Any], text: str) -> list[tuple[int, int, str]]:
-    """Where one rule finds secrets in ``text``: (start, end, replacement)."""
-    pattern = re.compile(rule["regex"])
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_MAX_NAME_BACK = 64
+
+
+def _accepted(rule: dict[str, Any], match: re.Match[str], text: str) -> tuple[int, int, str] | None:
+    """The span a rule's match redacts, or None when its check says the candidate is not a secret."""
     check = rule.get("check")
-    replacement = rule.get("replacement", REDACTED)
+    group = _secret_group(match)
+    start, end = match.span(group)
+    value = match.group(group)
+    accepted = (
+        (check == "name" and is_secret_name(match.group("name")) and plausible_value(value, expressions=True))
+        or (check == "value" and plausible_value(value))
+        or (check == "opaque" and _opaque(value))
+        or check is None
+    )
+    if not accepted:
+        return None
+    if rule.get("extend") and group == "bare":
+        end = re.compile(_EXTEND).match(text, end).end()
+    return start, end, rule.get("replacement", REDACTED)
+
+
+def _occurrences(lower: str, words: list[str]) -> list[tuple[int, int]]:
+    """(start, end) of every occurrence of every word in ``lower``, in order."""
+    found = []
+    for word in words:
+        position = lower.find(word)
+        while position >= 0:
+            found.append((position, position + len(word)))
+            position = lower.find(word, position + 1)
+    found.sort()
+    return found
+
+
+def _rule_spans(rule: dict[str, Any], text: str, lower: str) -> list[tuple[int, int, str]]:
+    """Where one rule finds secrets in ``text``: (start, end, replacement).
+
+    A rule with ``anchors`` (the named rules) is tried only at the name around each occurrence
+    of an anchor word (a secret word, found with ``str.find`` in the lower-cased text), not at
+    every identifier; others search the text. Either way a rejected candidate moves the scan
+    forward, so every position is read a bounded number of times.
+    """
+    pattern = re.compile(rule["regex"])
     spans: list[tuple[int, int, str]] = []
+    if "anchors" in rule:
+        resume = 0
+        for anchor_start, anchor_end in _occurrences(lower, rule["anchors"]):
+            if anchor_start < resume:
+                continue
+            start = anchor_start
+            floor = max(start - _MAX_NAME_BACK, 0)
+            while start > floor and text[start - 1] in _NAME_CHARS:
+                start -= 1
+            match = pattern.match(text, start)
+            if match is None or match.end("name") < anchor_end:
+                continue
+            span = _accepted(rule, match, text)
+            if span is not None:
+                spans.append(span)
+                resume = span[1]
+        return spans
     position = 0
     while position <= len(text):
         match = pattern.search(text, position)
         if match is None:
             break
-        group = _secret_group(match)
-        start, end = match.span(group)
-        value = match.group(group)
-        accepted = (
-            (check == "name" and is_secret_name(match.group("name")) and plausible_value(value, expressions=True))
-            or (check == "value" and plausible_value(value))
-            or (check == "opaque" and _opaque(value))
-            or check is None
-        )
-        if not accepted:
-            # Resume just past the name (or the match start), so a wrong candidate such as
-            # ``DEBUG: DB_PASSWORD=x`` does not hide the right one inside it.
-            position = match.end("name") if "name" in match.re.groupindex else match.start() + 1
+        span = _accepted(rule, match, text)
+        if span is None:
+            position = match.start() + 1
             continue
-        if rule.get("extend") and group == "bare":
-            end = re.compile(_EXTEND).match(text, end).end()
-        spans.append((start, end, replacement))
-        position = max(end, match.end(), match.start() + 1)
+        spans.append(span)
+        position = max(span[1], match.end(), match.start() + 1)
     return spans
 
 
@@ -184,6 +240,8 @@ def find_secrets(text: str) -> list[tuple[int, int, str]]:
     """Non-overlapping (start, end, replacement) spans of every secret in ``text``, in order."""
     table = rules()
     lower = text.lower()
+    if len(lower) != len(text):  # a few characters lower-case to two (İ): keep positions aligned
+        lower = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
     spans: list[tuple[int, int, str]] = []
     for block in table.blocks:
         if any(k in lower for k in block["keywords"]):
@@ -191,7 +249,7 @@ def find_secrets(text: str) -> list[tuple[int, int, str]]:
     for rule in table.rules:
         keywords = rule["keywords"]
         if not keywords or any(k in lower for k in keywords):
-            spans.extend(_rule_spans(rule, text))
+            spans.extend(_rule_spans(rule, text, lower))
     spans.sort()
     merged: list[tuple[int, int, str]] = []
     for start, end, replacement in spans:
