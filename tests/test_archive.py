@@ -48,11 +48,11 @@ def build_store(home: Path, project_dir: Path, other_dir: Path) -> None:
                            tags=["deploy", "make"], importance=0.7)
         new = memories.add(db, project_id=project, content="We deploy with the GitHub release workflow",
                            category="pattern", tags=["deploy"])
-        memories.supersede(db, old.id, new.id)
-        memories.reinforce(db, new.id, 0.2, session_id="sess-1")
+        memories.supersede(db, old.id, new.id, project_id=None)
+        memories.reinforce(db, new.id, 0.2, project_id=None, session_id="sess-1")
         memories.record_usage(db, "sess-1", [old.id], "recalled")
         gone = memories.add(db, project_id=project, content="Temporary note about the demo")
-        memories.delete(db, gone.id)
+        memories.delete(db, gone.id, project_id=None)
         memories.add(db, project_id=other, content="The other project uses Go modules", category="architecture")
         documents.ingest(db, project_id=project, content="# Runbook\n\nRestart the worker.\n\n## Backups\n\n"
                          "Nightly at 02:00.", title="Runbook")

@@ -87,13 +87,15 @@ def test_memory_add_creates_memory_with_sector_in_the_session(server, db) -> Non
 
 def test_memory_add_classifies_and_normalises(server, db) -> None:
     memory = memories.get(db, add(server, "To release, run make dist then upload the wheel",
-                                  category="no-such-category", tags=["release", "build"], importance=0.8), project_id=None)
+                                  category="no-such-category", tags=["release", "build"], importance=0.8),
+                          project_id=None)
     assert memory.category == "general" and memory.tags == ["release", "build"]
     assert memory.sector == "procedural" and memory.importance == pytest.approx(0.8)
 
 
 def test_memory_add_takes_the_time_it_happened(server, db) -> None:
-    memory = memories.get(db, add(server, "Quarterly planning moved to Thursdays", created_at="2024-02-29T09:30"))
+    memory = memories.get(db, add(server, "Quarterly planning moved to Thursdays", created_at="2024-02-29T09:30"),
+                          project_id=None)
     assert memory.created_at == "2024-02-29T09:30:00.000Z"
 
 

@@ -24,7 +24,7 @@ from ccmemory.config import load
 from ccmemory.docmem import tools as docmem_tools
 from ccmemory.errors import CCMemoryError
 from ccmemory.hooks import capture, payload as payloads, runner
-from ccmemory.mcp import background, docs_tools, memory_tools, server
+from ccmemory.mcp import background, docs_tools, memory_tools, runtime
 from ccmemory.mcp.registry import ToolContext, ToolError
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=()), max_size=300)  # surrogates included
@@ -161,10 +161,10 @@ def test_any_tool_arguments(tool_context: ToolContext, tool_name: str, monkeypat
                 if key in args:
                     args[key] = tool_context.state["known"][0 if "memory" in key or "anchor" in key else 2]
         try:
-            text = server.bounded_result(ALL_TOOLS[tool_name].handler(tool_context, args))
+            text = runtime.bounded_result(ALL_TOOLS[tool_name].handler(tool_context, args))
         except (ToolError, CCMemoryError) as exc:
             text = str(exc)
-        assert isinstance(text, str) and len(text) <= server.MAX_RESULT_CHARS + 200
+        assert isinstance(text, str) and len(text) <= runtime.MAX_RESULT_CHARS + 200
         text.encode("utf-8")
 
     check()

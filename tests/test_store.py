@@ -49,7 +49,7 @@ def test_a_memory_can_be_given_the_time_it_happened(db, project):
     assert old.updated_at > old.created_at  # written now, happened then
     listed = memories.list_memories(db, project_id=project)
     assert [m.id for m in listed] == [now.id, day.id, old.id]
-    assert [m.id for m in memories.timeline(db, day.id)["before"]] == [old.id]
+    assert [m.id for m in memories.timeline(db, day.id, project_id=None)["before"]] == [old.id]
 
 
 def test_content_at_the_limit_is_accepted(db, project):

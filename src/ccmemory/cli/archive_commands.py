@@ -11,7 +11,7 @@ import click
 from .. import projects
 from ..archive import jsonl, markdown, records
 from ..errors import ValidationError
-from ..hooks.privacy import sanitize
+from ..redaction import redact
 from .common import default_project_dir, emit_json, handles_errors, json_option, open_db
 
 _SINCE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?Z?)?$")
@@ -73,7 +73,7 @@ def import_(source: TextIO, project_dir: str | None, as_json: bool) -> None:
     """
     db = open_db()
     into = projects.project_id(db, project_dir or default_project_dir()) if project_dir else None
-    report = jsonl.import_lines(db, source, redact=sanitize, into_project=into)
+    report = jsonl.import_lines(db, source, redact=redact, into_project=into)
     if as_json:
         emit_json(report.to_dict())
     else:
