@@ -59,13 +59,9 @@ def _parallel_captures(home: Path, project_dir: Path, calls: int, workers: int) 
     _integrity(home / "ccmemory.db")
 
 
-def test_parallel_captures_are_stored_exactly_once(home: Path, project_dir: Path) -> None:
-    _parallel_captures(home, project_dir, calls=60, workers=12)
-
-
-@pytest.mark.long
-def test_parallel_captures_long(home: Path, project_dir: Path) -> None:
-    _parallel_captures(home, project_dir, calls=1600, workers=16)
+@pytest.mark.parametrize("calls", [60, pytest.param(1600, marks=pytest.mark.long)])
+def test_parallel_captures_are_stored_exactly_once(home: Path, project_dir: Path, calls: int) -> None:
+    _parallel_captures(home, project_dir, calls=calls, workers=16)
 
 
 WRITER = """
@@ -103,13 +99,9 @@ def _kill_writers(home: Path, project_dir: Path, kills: int) -> None:
         db.close()
 
 
-def test_kill_9_of_writers_never_corrupts(home: Path, project_dir: Path) -> None:
-    _kill_writers(home, project_dir, kills=8)
-
-
-@pytest.mark.long
-def test_kill_9_of_writers_long(home: Path, project_dir: Path) -> None:
-    _kill_writers(home, project_dir, kills=100)
+@pytest.mark.parametrize("kills", [8, pytest.param(100, marks=pytest.mark.long)])
+def test_kill_9_of_writers_never_corrupts(home: Path, project_dir: Path, kills: int) -> None:
+    _kill_writers(home, project_dir, kills=kills)
 
 
 def _kill_embed(home: Path, project_dir: Path, kills: int) -> None:
@@ -155,10 +147,6 @@ def _kill_embed(home: Path, project_dir: Path, kills: int) -> None:
         db.close()
 
 
-def test_kill_9_of_embed_resumes(home: Path, project_dir: Path) -> None:
-    _kill_embed(home, project_dir, kills=2)
-
-
-@pytest.mark.long
-def test_kill_9_of_embed_long(home: Path, project_dir: Path) -> None:
-    _kill_embed(home, project_dir, kills=9)
+@pytest.mark.parametrize("kills", [2, pytest.param(9, marks=pytest.mark.long)])
+def test_kill_9_of_embed_resumes(home: Path, project_dir: Path, kills: int) -> None:
+    _kill_embed(home, project_dir, kills=kills)

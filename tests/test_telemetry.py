@@ -27,8 +27,7 @@ def _run(code: str, home: Path, *, env_extra: dict[str, str] | None = None) -> N
 
 
 def test_embedding_model_writes_no_device_id_and_switches_telemetry_off(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
+    home = tmp_path
     _run("import os\nfrom ccmemory import embeddings\n"
          "model = embeddings.Embedder(embeddings.ModelSpec())\n"
          "assert model.dims == 384\n"
@@ -37,8 +36,7 @@ def test_embedding_model_writes_no_device_id_and_switches_telemetry_off(tmp_path
 
 
 def test_control_without_the_switch_onnxruntime_writes_a_device_id(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
+    home = tmp_path
     # onnxruntime reads the switch when it loads: imported before ccmemory, it has telemetry on.
     _run("import os, glob, onnxruntime\n"
          "from ccmemory.embeddings import builtin_model_dir\n"
