@@ -143,8 +143,11 @@ def test_a_section_broken_mid_session_is_left_alone_and_a_new_one_appended(workd
     (b"intro\n\n# DOCMEM Dynamic\n" + view.BEGIN.encode() + b"\n\n## old\n\nx\n\n# Mine\nkeep\n",
      b"intro\n\n# Mine\nkeep\n"),
     # a legacy unfenced section (## <node id> under the header), and two sections piled up
-    (b"intro\n\n# DOCMEM Dynamic\n\n## abc123\n\nold expansion\n", b"intro\n"),
-    (b"intro\n\n# DOCMEM Dynamic\n\n## a\n\nx\n\n" + view.render_section([("b", "y")]), b"intro\n"),
+    (b"intro\n\n# DOCMEM Dynamic\n\n## abc123\n\nabc123 note:a:1 2026-01-02T03:04:05.678Z\nold\n", b"intro\n"),
+    (b"intro\n\n# DOCMEM Dynamic\n\n## a\n\na doc:b: 2026-01-02T03:04:05.678Z\nx\n\n"
+     + view.render_section([("b", "y")]), b"intro\n"),
+    # a header and a subheading the user wrote, without rendered blocks, are the user's
+    (b"intro\n\n# DOCMEM Dynamic\n## alpha\n", b"intro\n\n# DOCMEM Dynamic\n## alpha\n"),
     # the user's own prose under the same header is theirs
     (b"intro\n\n# DOCMEM Dynamic\n\nMy notes on docmem.\n", b"intro\n\n# DOCMEM Dynamic\n\nMy notes on docmem.\n"),
 ])

@@ -44,7 +44,7 @@ def _first_schema_database(path: Path) -> None:
                                    "VALUES (?, ?, 'created', ?)", (session, memory, stamp))
                         if m:
                             db.execute("INSERT INTO memory_relationships(source_id, target_id, relationship_type, "
-                                       "created_at) VALUES (?, ?, 'RELATED', ?)",
+                                       "created_at) VALUES (?, ?, 'RELATES_TO', ?)",
                                        (memory, f"{p:02d}{s:03d}{m - 1:03d}-0000-4000-8000-000000000000", stamp))
                 db.execute("INSERT INTO documents(id, project_id, title, content_hash, created_at, updated_at) "
                            "VALUES (?, ?, 'Runbook', 'h', ?, ?)", (f"doc-{p}", p, stamp, stamp))

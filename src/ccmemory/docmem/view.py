@@ -48,6 +48,8 @@ _TOP_HEADING = re.compile(r"^( {0,3})(#(?:[ \t]|$))")
 _ANY_HEADER = re.compile(rb"(?m)^" + re.escape(HEADER.encode()) + rb"[ \t]*(?:\r?\n|\Z)")
 _TOP_LEVEL = re.compile(rb"(?m)^ {0,3}#(?:[ \t]|\r?$)")
 MAX_FILE_BYTES = 10 * 1024 * 1024
+#: The first line of a block rendered by expand-to-length: ``<id> <type>:<name>:<value> <updated_at>``.
+_RENDERED_BLOCK = re.compile(rb"(?m)^\S{1,200} [^\n]{0,80}:[^\n]{0,80} \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z\r?$")
 _UNSUPPORTED_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 
 
@@ -224,8 +226,9 @@ def stale_spans(data: bytes) -> list[tuple[int, int]]:
     fence is gone, up to the next top-level heading or the end of the file (our text never
     contains an unescaped top-level heading, so that heading is the user's); and (2) an
     unfenced legacy section written by earlier docmem servers: the header line whose first
-    non-blank line below is a ``## <node id>`` subheading, up to the next top-level heading or
-    the end. A ``# DOCMEM Dynamic`` header the user wrote with their own prose under it is kept.
+    non-blank line below is a ``## <node id>`` subheading and whose body holds a rendered block
+    (a ``<id> <type>:<name>:<value> <timestamp>`` line), up to the next top-level heading or the
+    end. A ``# DOCMEM Dynamic`` header the user wrote with their own text under it is kept.
     """
     spans = []
     for match in _ANY_HEADER.finditer(data):
@@ -240,8 +243,9 @@ def stale_spans(data: bytes) -> list[tuple[int, int]]:
             end = _SECTION_END.search(data, body_start, stop)
             stop = end.end() if end else stop
         else:
-            first = next((line for line in data[body_start:stop].splitlines() if line.strip()), b"")
-            if not first.startswith(b"## "):
+            body = data[body_start:stop]
+            first = next((line for line in body.splitlines() if line.strip()), b"")
+            if not first.startswith(b"## ") or not _RENDERED_BLOCK.search(body):
                 continue
         if spans and begin <= spans[-1][1]:
             spans[-1] = (spans[-1][0], stop)
