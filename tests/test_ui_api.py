@@ -164,7 +164,7 @@ def test_validation_errors_name_the_argument_and_the_fix(client: TestClient, db:
         assert expected in _error(response, 400), (response.request.url, response.text)
     assert "No project with id 999" in _error(client.get("/api/projects/999/memories"), 404)
     assert "No API route" in _error(client.get("/api/nothing"), 404)
-    assert memories.get(db, a["memories"][0].id).content == a["memories"][0].content
+    assert memories.get(db, a["memories"][0].id, project_id=None).content == a["memories"][0].content
 
 
 # ------------------------------------------------------------------ no project's data leaks into another's
@@ -217,7 +217,7 @@ def test_an_edit_changes_content_tags_and_sector_in_place(client: TestClient, db
                                      "sector": "procedural"}).json()
     assert detail["memory"]["content"] == "The parser now streams tokens"
     assert detail["memory"]["tags"] == ["parser", "perf"] and detail["memory"]["sector"] == "procedural"
-    stored = memories.get(db, a["memories"][0].id)
+    stored = memories.get(db, a["memories"][0].id, project_id=None)
     assert (stored.content, stored.tags, stored.sector) == ("The parser now streams tokens", ["parser", "perf"],
                                                            "procedural")
     hits = client.get(f"/api/projects/{a['project']}/search?q=streams&mode=keyword").json()["hits"]
@@ -236,7 +236,8 @@ def test_edits_and_new_memories_are_redacted_like_every_other_write(client: Test
     created = client.post(base, json={"content": text, "tags": ["hunter2hunter2"]}).json()["memory"]
     replaced = client.post(f"{base}/{a['memories'][1].id}/supersede", json={"content": text}).json()["new"]["memory"]
     for content in (edited, created["content"], replaced["content"],
-                    memories.get(db, a["memories"][0].id).content, memories.get(db, created["id"]).content):
+                    memories.get(db, a["memories"][0].id, project_id=None).content,
+                    memories.get(db, created["id"], project_id=None).content):
         assert "Notes:" in content and "[REDACTED" in content
         for secret in SECRET_TEXTS:
             assert secret not in content
@@ -277,7 +278,7 @@ def test_paging_walks_every_memory_once_newest_first(client: TestClient, db: dat
                                                       project: int) -> None:
     added = [memories.add(db, project_id=project, content=f"note {i}", tier="session" if i % 3 else "project")
              for i in range(120)]
-    memories.delete(db, added[5].id)
+    memories.delete(db, added[5].id, project_id=None)
     seen: list[str] = []
     cursor = None
     pages = 0

@@ -130,7 +130,7 @@ def _screenshot(driver: Any, name: str) -> None:
 def _stored(memory_id: str) -> memories.Memory | None:
     db = database.connect()
     try:
-        return memories.get(db, memory_id)
+        return memories.get(db, memory_id, project_id=None)
     except LookupError:
         return None
     finally:

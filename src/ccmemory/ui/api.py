@@ -61,7 +61,7 @@ class Call:
         if not isinstance(memory_id, str) or not memory_id.strip():
             raise ValidationError(f"Field {key!r} must be a memory id (text)")
         try:
-            memory = memories.get(self.db, memory_id.strip())
+            memory = memories.get(self.db, memory_id.strip(), project_id=self.project_id)
         except NotFoundError:
             memory = None
         if memory is None or memory.project_id != self.project_id:
@@ -205,20 +205,23 @@ def edit_memory(call: Call) -> dict[str, Any]:
     memory = call.memory()
     content = call.body.get("content", memory.content)
     tags = arguments.strings(call.body, "tags") if "tags" in call.body else None
-    memories.rewrite(call.db, memory.id, content, tags=tags, sector=arguments.choice(call.body, "sector", SECTORS))
+    memories.rewrite(call.db, memory.id, content, project_id=memory.project_id, tags=tags,
+                     sector=arguments.choice(call.body, "sector", SECTORS))
     call.viewer.background.wake()
-    return memory_detail(call, memories.get(call.db, memory.id))
+    return memory_detail(call, memories.get(call.db, memory.id, project_id=memory.project_id))
 
 
 def reinforce(call: Call) -> dict[str, Any]:
     _only_fields(call.body, ("amount",))
-    memory = memories.reinforce(call.db, call.memory().id, arguments.number(call.body, "amount", 0.1))
+    memory = memories.reinforce(call.db, call.memory().id, arguments.number(call.body, "amount", 0.1),
+                                project_id=call.project_id)
     return memory_detail(call, memory)
 
 
 def deemphasize(call: Call) -> dict[str, Any]:
     _only_fields(call.body, ("amount",))
-    memory = memories.deemphasize(call.db, call.memory().id, arguments.number(call.body, "amount", 0.2))
+    memory = memories.deemphasize(call.db, call.memory().id, arguments.number(call.body, "amount", 0.2),
+                                  project_id=call.project_id)
     return memory_detail(call, memory)
 
 
@@ -236,17 +239,17 @@ def supersede(call: Call) -> dict[str, Any]:
                            tier=old.tier, category=old.category, tags=old.tags, importance=old.importance,
                            source="ui")
         call.viewer.background.wake()
-    old, new = memories.supersede(call.db, old.id, new.id)
+    old, new = memories.supersede(call.db, old.id, new.id, project_id=old.project_id)
     return {"old": memory_detail(call, old), "new": memory_detail(call, new)}
 
 
 def delete_memory(call: Call) -> dict[str, Any]:
     hard = arguments.flag(call.query, "hard")
-    return memories.delete(call.db, call.memory().id, hard=hard)
+    return memories.delete(call.db, call.memory().id, project_id=call.project_id, hard=hard)
 
 
 def restore_memory(call: Call) -> dict[str, Any]:
-    return memory_detail(call, memories.restore(call.db, call.memory().id))
+    return memory_detail(call, memories.restore(call.db, call.memory().id, project_id=call.project_id))
 
 
 # ---------------------------------------------------------------- docmem and CLAUDE.md
