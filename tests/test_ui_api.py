@@ -226,14 +226,13 @@ def test_an_edit_changes_content_tags_and_sector_in_place(client: TestClient, db
     assert only_tags["tags"] == [] and only_tags["content"] == "The parser now streams tokens"
 
 
-@pytest.mark.xfail(strict=True, reason="the store's write path redacts once issue 11 (branch security) is merged")
 def test_edits_and_new_memories_are_redacted_like_every_other_write(client: TestClient, db: database.Database,
                                                                      two_projects: dict[str, Any]) -> None:
     a = two_projects["alpha"]
     base = f"/api/projects/{a['project']}/memories"
     text = "Notes:\n" + "\n".join(SECRET_TEXTS.values())
     edited = client.patch(f"{base}/{a['memories'][0].id}", json={"content": text}).json()["memory"]["content"]
-    created = client.post(base, json={"content": text, "tags": ["hunter2hunter2"]}).json()["memory"]
+    created = client.post(base, json={"content": text, "tags": ["DB_PASSWORD=hunter2hunter2"]}).json()["memory"]
     replaced = client.post(f"{base}/{a['memories'][1].id}/supersede", json={"content": text}).json()["new"]["memory"]
     for content in (edited, created["content"], replaced["content"],
                     memories.get(db, a["memories"][0].id, project_id=None).content,
