@@ -332,8 +332,43 @@ def _m005_rare_row_indexes(db: Database) -> None:
     _run_script(db, _M005)
 
 
-MIGRATIONS: List[Callable[[Database], None]] = [_m001_initial, _m002_docmem, _m003_memory_files, _m004_local_context,
-                                                _m005_rare_row_indexes]
+_M006 = """
+-- The markdown knowledge index (ccmemory.knowledge): one row per indexed file of a project's
+-- .claude/knowledge tree. Its entries are memories with source 'knowledge' whose metadata names
+-- the file; content_hash covers the bytes and the chunking settings, so an unchanged file is skipped.
+CREATE TABLE knowledge_files (
+    project_id   INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    path         TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    entries      INTEGER NOT NULL,
+    indexed_at   TEXT NOT NULL,
+    PRIMARY KEY (project_id, path)
+);
+CREATE INDEX memories_source ON memories(project_id, source);
+
+-- When each discovery was referenced (a search hit), for promotion of discoveries referenced
+-- 3+ times in 7 days. Only discoveries are logged, so the table stays small.
+CREATE TABLE memory_references (
+    memory_seq INTEGER NOT NULL REFERENCES memories(seq) ON DELETE CASCADE,
+    at         TEXT NOT NULL
+);
+CREATE INDEX memory_references_memory ON memory_references(memory_seq, at);
+CREATE TRIGGER discovery_referenced AFTER UPDATE OF reference_count ON memories
+WHEN new.reference_count > old.reference_count AND new.category = 'discovery' BEGIN
+    INSERT INTO memory_references(memory_seq, at)
+        VALUES (new.seq, COALESCE(new.last_accessed, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')));
+END;
+"""
+
+
+def _m006_knowledge(db: Database) -> None:
+    """Indexed knowledge files, a (project, source) index to find their entries, discovery reference times."""
+    _run_script(db, _M006)
+
+
+MIGRATIONS: List[Callable[[Database], None]] = [
+    _m001_initial, _m002_docmem, _m003_memory_files, _m004_local_context, _m005_rare_row_indexes, _m006_knowledge,
+]
 _BACKUPS_KEPT = 3
 
 

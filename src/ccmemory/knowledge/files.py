@@ -1,0 +1,128 @@
+"""Finding and reading the knowledge files, and every way one can be unusable (seed 001, F2 edge cases).
+
+``*.md`` files anywhere under the knowledge directory, except names starting
+with ``_`` and folders named in ``ignored_dirs`` or starting with a dot.
+Symbolic links are followed, but a link back into a folder already being walked
+(a cycle) is skipped with a warning. A file that cannot be read (permission
+denied) is an error for that file only. Empty and binary files are skipped
+with a warning, files over 1 MB are read with a warning, and a file that is not
+UTF-8 is read as cp1252 (or Latin-1) with a warning.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+LARGE_FILE_BYTES = 1024 * 1024
+_BINARY_PROBE_BYTES = 8192
+
+
+@dataclass
+class Found:
+    """The markdown files of a knowledge tree (relative '/' paths, sorted) and what was skipped on the way."""
+
+    files: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # folders (relative) that could not be listed
+
+
+@dataclass
+class Read:
+    """A file's text and bytes, or why it is skipped (``skip``: a warning; ``error``: it could not be read)."""
+
+    text: str | None = None
+    data: bytes = b""
+    warnings: list[str] = field(default_factory=list)
+    skip: str | None = None
+    error: str | None = None
+
+
+def find(root: str, ignored_dirs: tuple[str, ...] = ()) -> Found:
+    """Every indexable markdown file under ``root``."""
+    found = Found()
+    ignored = set(ignored_dirs)
+
+    def walk(folder: str, relative: str, active: set[tuple[int, int]]) -> None:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except PermissionError:
+            found.errors.append(f"Permission denied: {relative or '.'}/ (skipped; check the folder's permissions)")
+            found.unreadable.append(relative)
+            return
+        except OSError as exc:
+            found.errors.append(f"Cannot read folder {relative or '.'}/: {exc.strerror or exc}")
+            found.unreadable.append(relative)
+            return
+        for entry in entries:
+            path = f"{relative}/{entry.name}" if relative else entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=True)
+                is_file = not is_dir and entry.is_file(follow_symlinks=True)
+            except OSError as exc:  # ELOOP on a link to itself, or an unreadable link
+                found.warnings.append(f"Unreadable link skipped: {path} ({exc.strerror or exc})")
+                continue
+            if is_dir:
+                if entry.name.startswith(".") or entry.name in ignored:
+                    continue
+                try:
+                    info = os.stat(entry.path)
+                except OSError as exc:
+                    found.warnings.append(f"Unreadable folder skipped: {path} ({exc.strerror or exc})")
+                    continue
+                key = (info.st_dev, info.st_ino)
+                if key in active:
+                    found.warnings.append(f"Circular symlink skipped: {path}")
+                    continue
+                walk(entry.path, path, active | {key})
+            elif is_file and entry.name.lower().endswith(".md") and not entry.name.startswith("_"):
+                found.files.append(path)
+            elif not is_file and not is_dir and entry.is_symlink() and entry.name.lower().endswith(".md"):
+                found.warnings.append(f"Broken link skipped: {path}")
+
+    try:
+        top = os.stat(root)
+    except OSError as exc:
+        found.errors.append(f"Cannot read {root}: {exc.strerror or exc}")
+        return found
+    walk(root, "", {(top.st_dev, top.st_ino)})
+    return found
+
+
+def decode(data: bytes) -> tuple[str, str | None]:
+    """The text of ``data`` and, when it is not UTF-8, the encoding it was read with."""
+    try:
+        return data.decode("utf-8-sig"), None
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode("cp1252"), "cp1252"
+    except UnicodeDecodeError:
+        return data.decode("latin-1"), "latin-1"
+
+
+def read(path: str, relative: str) -> Read:
+    """Read one knowledge file, classifying what makes it unusable."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except PermissionError:
+        return Read(error=f"Permission denied: {relative} (not indexed; check the file's permissions)")
+    except OSError as exc:
+        return Read(error=f"Cannot read {relative}: {exc.strerror or exc}")
+    result = Read(data=data)
+    if b"\0" in data[:_BINARY_PROBE_BYTES]:
+        result.skip = f"Binary file skipped: {relative}"
+        return result
+    text, encoding = decode(data)
+    if not text.strip():
+        result.skip = f"Empty file: {relative}"
+        return result
+    if encoding:
+        result.warnings.append(f"Not UTF-8: {relative} (read as {encoding}; save it as UTF-8)")
+    if len(data) > LARGE_FILE_BYTES:
+        result.warnings.append(f"Large file ({len(data) / 1024 / 1024:.1f} MB): {relative} (indexed; "
+                               "consider splitting it into smaller files)")
+    result.text = text
+    return result

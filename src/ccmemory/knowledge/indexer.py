@@ -1,0 +1,243 @@
+"""``ccmemory index``: the knowledge markdown of a project into memories, incrementally.
+
+Each file's sha256 (over its bytes and the chunking settings) is kept in
+``knowledge_files``; an unchanged file is skipped, a changed one has its old
+entries removed and new ones added in one transaction, and a file that is gone
+takes its entries with it. ``force`` re-reads every file. Entries are
+memories with source ``knowledge`` (see :mod:`ccmemory.knowledge`), so they are
+embedded by :func:`ccmemory.embeddings.embed_pending` and found by the same search.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .. import clock, memories
+from ..db import Database
+from ..errors import NotFoundError
+from . import SOURCE, files, sections
+from .settings import ProjectSettings
+
+#: Bump when the way files become entries changes, so every file is indexed again.
+PARSER_VERSION = 1
+#: Knowledge folders (first path component) and the memory category of their entries.
+CATEGORY_OF_FOLDER = {
+    "architecture": "architecture", "components": "component", "component": "component", "domain": "domain",
+    "patterns": "pattern", "pattern": "pattern", "gotchas": "gotcha", "gotcha": "gotcha",
+    "discoveries": "discovery", "discovery": "discovery",
+}
+
+
+class KnowledgeDirMissing(NotFoundError):
+    """The project has no knowledge directory yet."""
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    action: str  # indexed, unchanged, skipped, failed, removed
+    entries: int = 0
+    note: str = ""
+
+
+@dataclass
+class IndexReport:
+    """What an index run did (or, for a dry run, would do)."""
+
+    knowledge_dir: str
+    dry_run: bool = False
+    outcomes: list[FileOutcome] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    entries_created: int = 0
+    entries_removed: int = 0
+    embedded: int = 0
+    seconds: float = 0.0
+
+    def count(self, action: str) -> int:
+        return sum(1 for outcome in self.outcomes if outcome.action == action)
+
+    @property
+    def exit_code(self) -> int:
+        """0 success, 2 completed with warnings or per-file errors (fatal errors raise instead)."""
+        return 2 if self.warnings or self.errors else 0
+
+    def summary(self) -> str:
+        verb = "Would index" if self.dry_run else "Indexed"
+        created = "would be created" if self.dry_run else "created"
+        parts = [f"{self.count('unchanged')} unchanged", f"{self.count('skipped')} skipped"]
+        if self.count("failed"):
+            parts.append(f"{self.count('failed')} failed")
+        if self.count("removed"):
+            parts.append(f"{self.count('removed')} removed")
+        return (f"{verb} {self.count('indexed')} file(s) ({', '.join(parts)}): {self.entries_created} entries "
+                f"{created}, {self.entries_removed} removed in {self.seconds:.1f}s")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "knowledge_dir": self.knowledge_dir, "dry_run": self.dry_run,
+            "files": [outcome.__dict__ for outcome in self.outcomes],
+            "files_indexed": self.count("indexed"), "files_unchanged": self.count("unchanged"),
+            "files_skipped": self.count("skipped"), "files_failed": self.count("failed"),
+            "entries_created": self.entries_created, "entries_removed": self.entries_removed,
+            "embedded": self.embedded, "seconds": round(self.seconds, 3),
+            "warnings": self.warnings, "errors": self.errors, "exit_code": self.exit_code,
+        }
+
+
+def category_of(path: str) -> str:
+    """The memory category of a knowledge file, from its folder (or its name, e.g. ``gotchas.md``)."""
+    first = path.split("/", 1)[0]
+    name = first[:-3] if first.lower().endswith(".md") else first
+    return CATEGORY_OF_FOLDER.get(name.lower(), "general")
+
+
+def _fits(settings: ProjectSettings) -> tuple[Callable[[str], bool], str]:
+    """The entry-size test (characters and the embedder's tokens) and a key describing it."""
+    from .. import tokens
+
+    counter = tokens.counter()
+    limit = settings.chunk_size
+
+    def fits(text: str) -> bool:
+        return len(text) < limit and counter.count(text) <= counter.room
+
+    return fits, f"v{PARSER_VERSION}:{limit}:{counter.window}:{int(counter.exact)}"
+
+
+def _entries_of(db: Database, project_id: int, path: str) -> list[str]:
+    return [row["id"] for row in db.rows(
+        "SELECT id FROM memories WHERE project_id = ? AND source = ? AND json_extract(metadata, '$.knowledge.file') = ?",
+        (project_id, SOURCE, path))]
+
+
+def _remove_file(db: Database, project_id: int, path: str) -> int:
+    """Delete a file's entries and its row; returns how many entries went."""
+    ids = _entries_of(db, project_id, path)
+    with db.transaction():
+        for memory_id in ids:
+            db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+        db.execute("DELETE FROM knowledge_files WHERE project_id = ? AND path = ?", (project_id, path))
+    return len(ids)
+
+
+def _store_file(db: Database, project_id: int, path: str, digest: str, parsed: sections.ParsedFile) -> tuple[int, int]:
+    """Replace a file's entries with ``parsed``'s in one transaction; (created, removed)."""
+    category = category_of(path)
+    with db.transaction():
+        removed = 0
+        for memory_id in _entries_of(db, project_id, path):
+            db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            removed += 1
+        for entry in parsed.entries:
+            memories.add(
+                db, project_id=project_id, content=entry.content, sector="semantic", tier="project",
+                category=category, tags=entry.keywords, source=SOURCE,
+                metadata={"knowledge": {"file": path, "anchor": entry.anchor, "heading": entry.heading,
+                                        "title": entry.title, "keywords": entry.keywords, "part": entry.part,
+                                        "parts": entry.parts}},
+            )
+        db.execute(
+            "INSERT INTO knowledge_files(project_id, path, content_hash, entries, indexed_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(project_id, path) DO UPDATE SET content_hash = excluded.content_hash, "
+            "entries = excluded.entries, indexed_at = excluded.indexed_at",
+            (project_id, path, digest, len(parsed.entries), clock.now()),
+        )
+    return len(parsed.entries), removed
+
+
+def _known(db: Database, project_id: int) -> dict[str, dict[str, Any]]:
+    """The indexed files of a project, with how many entries each still has in the store."""
+    rows = db.rows("SELECT path, content_hash, entries FROM knowledge_files WHERE project_id = ?", (project_id,))
+    counts = {row["file"]: row["n"] for row in db.rows(
+        "SELECT json_extract(metadata, '$.knowledge.file') AS file, COUNT(*) AS n FROM memories "
+        "WHERE project_id = ? AND source = ? AND is_deleted = 0 GROUP BY file", (project_id, SOURCE))}
+    return {row["path"]: {**row, "present": counts.get(row["path"], 0)} for row in rows}
+
+
+def index(
+    db: Database,
+    project_id: int,
+    settings: ProjectSettings,
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    on_start: Callable[[int], None] | None = None,
+    on_file: Callable[[FileOutcome], None] | None = None,
+) -> IndexReport:
+    """Bring the project's knowledge entries in line with its markdown; embedding is left to the caller.
+
+    Raises :class:`KnowledgeDirMissing` when the knowledge directory does not exist.
+    """
+    started = time.perf_counter()
+    root = settings.knowledge_dir
+    if not os.path.isdir(root):
+        raise KnowledgeDirMissing(f"Knowledge directory not found: {root}. Run 'ccmemory init' first.")
+    report = IndexReport(knowledge_dir=root, dry_run=dry_run)
+    report.warnings.extend(settings.problems)
+    found = files.find(root, settings.ignored_dirs)
+    report.warnings.extend(found.warnings)
+    report.errors.extend(found.errors)
+    fits, settings_key = _fits(settings)
+    known = _known(db, project_id)
+    if on_start:
+        on_start(len(found.files))
+
+    def done(outcome: FileOutcome) -> None:
+        report.outcomes.append(outcome)
+        if on_file:
+            on_file(outcome)
+
+    for path in found.files:
+        loaded = files.read(os.path.join(root, *path.split("/")), path)
+        if loaded.error:
+            report.errors.append(loaded.error)
+            done(FileOutcome(path, "failed", note=loaded.error))
+            continue
+        digest = hashlib.sha256(settings_key.encode() + b"\0" + loaded.data).hexdigest()
+        previous = known.get(path)
+        if (not force and previous and previous["content_hash"] == digest
+                and previous["present"] == previous["entries"]):
+            done(FileOutcome(path, "unchanged", previous["entries"], f"Skipping unchanged: {path}"))
+            continue
+        if loaded.skip:
+            report.warnings.append(loaded.skip)
+            removed = 0 if dry_run or not previous else _remove_file(db, project_id, path)
+            report.entries_removed += removed
+            done(FileOutcome(path, "skipped", note=loaded.skip))
+            continue
+        report.warnings.extend(loaded.warnings)
+        parsed = sections.parse(loaded.text or "", path, fits=fits)
+        report.warnings.extend(f"{path}: {warning}" for warning in parsed.warnings)
+        if not parsed.indexed:
+            removed = 0 if dry_run or not previous else _remove_file(db, project_id, path)
+            report.entries_removed += removed
+            done(FileOutcome(path, "skipped", note=f"Skipping (vector-index: false): {path}"))
+            continue
+        if dry_run:
+            report.entries_created += len(parsed.entries)
+            report.entries_removed += previous["present"] if previous else 0
+        else:
+            created, removed = _store_file(db, project_id, path, digest, parsed)
+            report.entries_created += created
+            report.entries_removed += removed
+        done(FileOutcome(path, "indexed", len(parsed.entries)))
+    present = set(found.files)
+    for path in sorted(set(known) - present):
+        if any(not folder or path.startswith(folder + "/") for folder in found.unreadable):
+            continue  # behind a folder that could not be read this time: keep its entries
+        removed = known[path]["present"] if dry_run else _remove_file(db, project_id, path)
+        report.entries_removed += removed
+        done(FileOutcome(path, "removed", note=f"Removed (file gone): {path}"))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def indexed_files(db: Database, project_id: int) -> list[dict[str, Any]]:
+    """The knowledge files indexed for a project: path, entries, indexed_at."""
+    return db.rows("SELECT path, entries, indexed_at FROM knowledge_files WHERE project_id = ? ORDER BY path",
+                   (project_id,))

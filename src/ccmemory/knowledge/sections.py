@@ -1,0 +1,270 @@
+"""Markdown knowledge files cut into entries: one per H3 section, with its H1/H2 context.
+
+Rules (seed 001, F2.2-F2.4):
+
+- Each H3 (header and text until the next H1/H2/H3) is one entry; H4-H6 stay
+  inside their H3. Text under an H1 or H2 before its first H3, and text before
+  any heading, are entries too, so nothing written is lost.
+- A file without any H3 is one entry titled from its file name.
+- An entry longer than the limit (characters from ``chunk_size``, and tokens
+  of the embedder's window) is split at paragraph, then sentence boundaries;
+  every part repeats the heading path so it can be found and read alone.
+- ``<!-- vector-index: false -->`` anywhere in the file skips it; a value
+  other than true/false is a warning and counts as true.
+- ``<!-- keywords: a, b -->`` gives the section it is in its keywords (trimmed,
+  lower-cased, other characters kept); keywords before the first heading apply
+  to every entry of the file.
+
+Headings are ATX (``### Title``) or setext (underlined with ``===``/``---``);
+lines inside ``` or ~~~ fences are never headings or directives, and a YAML
+front matter block is dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_DIRECTIVE = re.compile(r"<!--\s*(vector-index|keywords)\s*:(.*?)-->", re.IGNORECASE | re.DOTALL)
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+_FRONT_MATTER_END = re.compile(r"^(---|\.\.\.)[ \t]*$")
+
+
+@dataclass
+class Entry:
+    """One searchable unit of a knowledge file."""
+
+    anchor: str
+    heading: str  # the heading path, "H1 > H2 > H3" ("" for a whole-file entry without headings)
+    title: str
+    content: str  # what is stored, searched and embedded: the heading path, then the section text
+    keywords: list[str] = field(default_factory=list)
+    part: int = 1
+    parts: int = 1
+
+
+@dataclass
+class ParsedFile:
+    entries: list[Entry]
+    indexed: bool = True  # False when the file says <!-- vector-index: false -->
+    warnings: list[str] = field(default_factory=list)
+
+
+def slug(title: str) -> str:
+    """GitHub's heading anchor: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", title.strip().lower())
+    return text.replace(" ", "-")
+
+
+def parse_keywords(value: str) -> list[str]:
+    """``" Auth, JWT ,c++ "`` -> ``["auth", "jwt", "c++"]``: trimmed, lower-cased, deduplicated."""
+    found: list[str] = []
+    for word in value.split(","):
+        word = word.strip().lower()
+        if word and word not in found:
+            found.append(word)
+    return found
+
+
+@dataclass
+class _Block:
+    level: int  # 0: before any heading; 1-3: the heading that opened it
+    title: str
+    context: list[str]  # titles of the enclosing H1/H2 (and the H3 itself for level 3)
+    lines: list[str] = field(default_factory=list)
+    keywords: list[str] = field(default_factory=list)
+
+
+def _strip_front_matter(lines: list[str]) -> list[str]:
+    if lines and lines[0].strip() == "---":
+        for number, line in enumerate(lines[1:200], 1):
+            if _FRONT_MATTER_END.match(line):
+                return lines[number + 1:]
+    return lines
+
+
+def _directives(line: str, block: _Block, state: dict[str, object], warnings: list[str]) -> str:
+    """Apply the directives on ``line`` and return the line without them."""
+    for match in _DIRECTIVE.finditer(line):
+        name, value = match.group(1).lower(), match.group(2).strip()
+        if name == "keywords":
+            block.keywords.extend(k for k in parse_keywords(value) if k not in block.keywords)
+        elif value.lower() == "false":
+            state["indexed"] = False
+        elif value.lower() != "true":
+            warnings.append(f"malformed directive <!-- vector-index: {value} --> (use true or false); indexing it")
+    return _DIRECTIVE.sub("", line)
+
+
+def _blocks(text: str, warnings: list[str]) -> tuple[list[_Block], bool]:
+    """The file cut at H1/H2/H3 headings, directives applied and removed."""
+    lines = _strip_front_matter(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+    blocks = [_Block(level=0, title="", context=[])]
+    trail: dict[int, str] = {}
+    state: dict[str, object] = {"indexed": True}
+    fence: str | None = None
+    in_comment = False
+    for index, line in enumerate(lines):
+        block = blocks[-1]
+        opener = _FENCE.match(line)
+        if fence is not None:
+            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence) \
+                    and not line.strip()[len(opener.group(1)):].strip():
+                fence = None
+            block.lines.append(line)
+            continue
+        if opener:
+            fence = opener.group(1)
+            block.lines.append(line)
+            continue
+        if "<!--" in line and "-->" not in line[line.index("<!--"):]:
+            # a directive may span lines: join until the comment closes
+            rest = [line]
+            for following in lines[index + 1:]:
+                rest.append(following)
+                if "-->" in following:
+                    break
+            joined = " ".join(rest)
+            if _DIRECTIVE.search(joined):
+                _directives(joined, block, state, warnings)
+            in_comment = True
+        if in_comment:
+            if "-->" in line:
+                in_comment = False
+                line = line[line.index("-->") + 3:]
+                if not line.strip():
+                    continue
+            else:
+                continue
+        line = _directives(line, block, state, warnings) if "<!--" in line else line
+        heading = _ATX.match(line)
+        level, title = 0, ""
+        if heading:
+            level, title = len(heading.group(1)), (heading.group(2) or "").strip()
+        elif _SETEXT.match(line) and _is_paragraph_line(block.lines[-1] if block.lines else ""):
+            level, title = (1 if line.strip()[0] == "=" else 2), block.lines.pop().strip()
+        if level and level <= 3:
+            trail = {lvl: name for lvl, name in trail.items() if lvl < level}
+            trail[level] = title
+            context = [trail[lvl] for lvl in sorted(trail)]
+            blocks.append(_Block(level=level, title=title, context=context))
+            continue
+        block.lines.append(line)
+    return blocks, bool(state["indexed"])
+
+
+def _is_paragraph_line(line: str) -> bool:
+    """Whether a setext underline below ``line`` makes it a heading (not after a blank, list, quote or fence)."""
+    stripped = line.strip()
+    return bool(stripped) and not _FENCE.match(line) and not _ATX.match(line) \
+        and not re.match(r"^([-*+]|\d+[.)])\s|^>|^\|", stripped) and not _SETEXT.match(line)
+
+
+def _split_units(text: str) -> list[str]:
+    """The blank-line separated paragraphs of a section (``_pack`` cuts one further only when it must)."""
+    units: list[str] = []
+    for paragraph in re.split(r"\n[ \t]*\n", text):
+        paragraph = paragraph.strip("\n")
+        if paragraph.strip():
+            units.append(paragraph)
+    return units
+
+
+def _pack(units: list[str], fits: Callable[[str], bool]) -> list[str]:
+    """Greedy: as many consecutive units per piece as fit; a unit too big alone is cut at sentences, then words."""
+    pieces: list[str] = []
+    current = ""
+    queue = list(units)
+    while queue:
+        unit = queue.pop(0)
+        candidate = f"{current}\n\n{unit}" if current else unit
+        if fits(candidate):
+            current = candidate
+            continue
+        if current:
+            pieces.append(current)
+            current = ""
+            queue.insert(0, unit)
+            continue
+        sentences = [s for s in _SENTENCE_END.split(unit) if s.strip()]
+        if len(sentences) > 1:
+            queue[:0] = _join_fitting(sentences, " ", fits)
+            continue
+        words = unit.split(" ")
+        if len(words) > 1:
+            queue[:0] = _join_fitting(words, " ", fits)
+            continue
+        cut = len(unit) // 2
+        queue[:0] = [unit[:cut], unit[cut:]]
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def _join_fitting(parts: list[str], glue: str, fits: Callable[[str], bool]) -> list[str]:
+    """``parts`` joined greedily into pieces that fit (a part that never fits stays alone to be cut further)."""
+    joined: list[str] = []
+    current = ""
+    for part in parts:
+        candidate = f"{current}{glue}{part}" if current else part
+        if current and not fits(candidate):
+            joined.append(current)
+            current = part
+        else:
+            current = candidate
+    if current:
+        joined.append(current)
+    if len(joined) == 1 and not fits(joined[0]):  # no progress possible by this separator: halve
+        half = len(parts) // 2
+        return [glue.join(parts[:half]), glue.join(parts[half:])]
+    return joined
+
+
+def parse(text: str, file_name: str, *, fits: Callable[[str], bool]) -> ParsedFile:
+    """The entries of a knowledge file; ``fits(content)`` says whether an entry is small enough to embed."""
+    warnings: list[str] = []
+    blocks, indexed = _blocks(text, warnings)
+    file_title = os.path.splitext(os.path.basename(file_name))[0].replace("-", " ").replace("_", " ").strip()
+    shared_keywords = blocks[0].keywords
+    has_h3 = any(block.level == 3 for block in blocks)
+    if not has_h3:
+        lines: list[str] = []
+        keywords = list(shared_keywords)
+        for block in blocks:
+            if block.level:
+                lines.append(f"{'#' * block.level} {block.title}")
+            lines.extend(block.lines)
+            keywords.extend(k for k in block.keywords if k not in keywords)
+        body = "\n".join(lines).strip()
+        units = [(file_title or file_name, "", "", body, keywords)] if body else []
+    else:
+        units = []
+        for block in blocks:
+            body = "\n".join(block.lines).strip()
+            if not body:
+                continue
+            keywords = list(shared_keywords) + [k for k in block.keywords if k not in shared_keywords]
+            if block.level == 0:
+                units.append((file_title or file_name, "", "", body, keywords))
+            else:
+                units.append((block.title, " > ".join(block.context), block.title, body, keywords))
+    entries: list[Entry] = []
+    seen: dict[str, int] = {}
+    for title, heading, anchor_title, body, keywords in units:
+        anchor = ""
+        if anchor_title:
+            base = slug(anchor_title) or "section"
+            number = seen.get(base, 0)
+            seen[base] = number + 1
+            anchor = base if number == 0 else f"{base}-{number}"
+        prefix = f"{heading}\n\n" if heading else ""
+        pieces = _pack(_split_units(body), lambda piece: fits(prefix + piece))
+        for part, piece in enumerate(pieces, 1):
+            entries.append(Entry(anchor=anchor, heading=heading, title=title, content=prefix + piece,
+                                 keywords=list(keywords), part=part, parts=len(pieces)))
+    return ParsedFile(entries=entries, indexed=indexed, warnings=warnings)

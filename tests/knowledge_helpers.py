@@ -1,0 +1,38 @@
+"""Fixture knowledge repositories built in temp directories, shared by the knowledge tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+GOTCHAS = """# Gotchas
+
+## Time
+### Dates are stored in UTC
+<!-- keywords: time, UTC -->
+All timestamps are stored in UTC and converted at the edges.
+
+### Cron runs in server time
+The scheduler uses the server's local clock.
+"""
+
+AUTH = """# Authentication
+## JWT flow
+### Token validation
+JWT tokens are validated on each request by the auth middleware with the RS256 public key.
+### Refresh
+Refresh tokens rotate on every use.
+"""
+
+
+def make_repo(root: Path, files: dict[str, str | bytes]) -> Path:
+    (root / ".git").mkdir(parents=True, exist_ok=True)
+    knowledge = root / ".claude" / "knowledge"
+    knowledge.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        path = knowledge / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return knowledge
