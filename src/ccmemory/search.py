@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from . import memories, sessions, vectors
+from . import knowledge, memories, sessions, vectors
 from .db import Database
 from .errors import ValidationError
 from .memories import Memory
@@ -32,6 +32,9 @@ MIN_SIMILARITY = 0.15
 COMMON_WORD_SHARE = 0.03
 _COMMON_WORD_MIN_ROWS = 1000
 _KEYWORD_CANDIDATES = 50
+#: Curated knowledge (sections of the project's markdown, see ccmemory.knowledge) outranks a raw
+#: observation that answers as well: its score is multiplied by this, capped at 1.
+KNOWLEDGE_BOOST = 1.25
 _STOPWORDS = frozenset(
     "a an and are as at be by do does did for from how i in is it its of on or so that the this to was we were "
     "what when where which who why with you your".split()
@@ -260,9 +263,9 @@ def search_with_info(
     hits: list[SearchHit] = []
     batch = limit * 2
     for start in range(0, len(ranked), batch):
-        # Salience only lowers a score (x 0.9..1.0), so once the next raw score is below the
-        # limit-th hit's final score, nothing further down can enter the results.
-        if len(hits) >= limit and ranked[start][1] < hits[limit - 1].score:
+        # The prior raises a raw score at most KNOWLEDGE_BOOST times, so once the next raw score
+        # times that is below the limit-th hit's final score, nothing further down can enter the results.
+        if len(hits) >= limit and ranked[start][1] * KNOWLEDGE_BOOST < hits[limit - 1].score:
             break
         chunk = ranked[start:start + batch]
         found = memories.by_seq(db, [seq for seq, _ in chunk])
@@ -272,13 +275,19 @@ def search_with_info(
                 continue
             if sector and memory.sector != sector:
                 continue
-            hits.append(SearchHit(memory=memory, score=score * (0.9 + 0.1 * memory.salience)))
+            hits.append(SearchHit(memory=memory, score=min(1.0, score * prior(memory))))
         hits.sort(key=lambda hit: -hit.score)
     hits = hits[:limit]
     _annotate(db, hits)
     if track and hits:
         memories.touch_references(db, [hit.memory.id for hit in hits], session_id=session_id)
     return SearchResult(hits=hits, mode_used=mode_used, warnings=warnings)
+
+
+def prior(memory: Memory) -> float:
+    """What a memory's own standing does to its score: salience nudges (x 0.9..1.0), knowledge is boosted."""
+    weight = 0.9 + 0.1 * memory.salience
+    return weight * KNOWLEDGE_BOOST if memory.source == knowledge.SOURCE else weight
 
 
 def search(db: Database, query: str, **options: Any) -> list[SearchHit]:

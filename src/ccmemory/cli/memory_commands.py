@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .. import memories, search as searching
+from .. import knowledge, memories, search as searching
 from ..memories import CATEGORIES, Memory
 from ..migrations import SECTORS
 from .common import (search_embedder, emit_json, fail, handles_errors, json_option, open_db, open_store, preview,
@@ -15,7 +15,9 @@ from .common import (search_embedder, emit_json, fail, handles_errors, json_opti
 
 def _describe(memory: Memory) -> str:
     marks = "".join((" [SUPERSEDED]" if memory.is_superseded else "", " [DELETED]" if memory.is_deleted else ""))
-    return f"{memory.id[:8]} {memory.sector}/{memory.category} {memory.created_at[:10]}{marks}"
+    where = knowledge.reference(memory)
+    return (f"{where + ' ' if where else ''}{memory.id[:8]} {memory.sector}/{memory.category} "
+            f"{memory.created_at[:10]}{marks}")
 
 
 @click.command()

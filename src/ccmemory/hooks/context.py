@@ -169,7 +169,7 @@ def build(db: Any, project_id: int, *, project_name: str, config: Config, exclud
 
     candidates = [m for m in memories.list_memories(db, project_id=project_id, tier="project",
                                                     include_superseded=False, limit=CANDIDATE_MEMORIES)
-                  if m.source != "summary"]
+                  if m.source not in ("summary", "knowledge")]  # knowledge: searched, not injected
     title = "\nProject memories (most salient first):\n"
     ranked = rank_memories(candidates)[: int(settings["memories"])]
     lines = _fitting([_memory_line(memory) + "\n" for memory in ranked], room - len(title))

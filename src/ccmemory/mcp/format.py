@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
+from .. import knowledge
 from ..memories import Memory
 
 SNIPPET_CHARS = 160
@@ -53,6 +54,9 @@ def index_entry(
 ) -> str:
     """One hit of a search or list: enough to decide whether to fetch it."""
     head = [f"[{position}] {memory.id}", stamp(memory.created_at), memory.sector]
+    where = knowledge.reference(memory)
+    if where:
+        head.insert(1, where)
     if score is not None:
         head.append(f"score {score:.2f}")
     head += [f"salience {memory.salience:.2f}", f"~{estimate_tokens(memory.content)} tok"]
@@ -126,6 +130,9 @@ def memory_record(
     ]
     if related:
         facts.append(f"{related} related")
+    where = knowledge.reference(memory)
+    if where:
+        facts.insert(0, f"knowledge {where}")
     lines = [f"=== {memory.id} ===", " · ".join(facts)]
     if memory.tags:
         lines.append("tags: " + ", ".join(memory.tags))
