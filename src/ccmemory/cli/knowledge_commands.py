@@ -1,0 +1,102 @@
+"""``ccmemory index``: the project's knowledge markdown into searchable entries.
+
+Exit codes (seed 001, F5.2): 0 success, 1 error (no knowledge directory, storage
+or model failure), 2 completed with warnings (files skipped or unreadable,
+entries left without vectors).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import click
+
+from .. import db as database
+from .. import projects
+from ..knowledge import indexer, settings as project_settings
+from .common import default_project_dir, emit_json, handles_errors, json_option, project_option
+
+
+class _FileProgress:
+    """A progress bar over the files, opened once their number is known (nothing when --json)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+
+    def start(self, total: int) -> None:
+        if self.enabled and total:
+            self.bar = click.progressbar(length=total, label="Indexing knowledge", file=sys.stderr)
+            self.bar.__enter__()
+
+    def step(self, _outcome: indexer.FileOutcome) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def finish(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+def _embed(db: database.Database, report: indexer.IndexReport, settings: project_settings.ProjectSettings,
+           show_progress: bool) -> None:
+    """Embed the new entries (and anything else pending); a model problem becomes a warning."""
+    from .. import embeddings
+
+    if not db.vectors_loaded:
+        report.warnings.append(f"Vector search unavailable ({db.vector_error}); entries are found by keywords only")
+    try:
+        embedder = embeddings.get_embedder()
+        warning = project_settings.model_mismatch(settings, embedder.spec.name)
+        if warning:
+            report.warnings.append(warning)
+        total = embeddings.pending_count(db, embedder.model_id)
+        if show_progress and total:
+            with click.progressbar(length=total, label="Embedding", file=sys.stderr) as bar:
+                report.embedded = embeddings.embed_pending(db, embedder, progress=bar.update)
+        else:
+            report.embedded = embeddings.embed_pending(db, embedder)
+    except Exception as exc:  # the entries are stored; their vectors wait for the next run or `ccmemory embed`
+        report.warnings.append(f"Entries stored without vectors ({exc}); run `ccmemory embed` once it is fixed")
+
+
+@click.command(name="index")
+@click.option("--force", is_flag=True, help="Ignore the content hashes and index every file again.")
+@click.option("--dry-run", is_flag=True, help="Show what would be indexed; write nothing.")
+@project_option
+@json_option
+@handles_errors
+def index_command(force: bool, dry_run: bool, project_dir: str | None, as_json: bool) -> None:
+    """Index .claude/knowledge/**/*.md: one searchable entry per H3 section."""
+    started = time.perf_counter()
+    root = projects.project_root(project_dir or default_project_dir())
+    settings = project_settings.load(root)
+    db = database.connect(vectors=not dry_run)
+    project = projects.project_id(db, root)
+    progress = _FileProgress(enabled=not as_json)
+    report = indexer.index(db, project, settings, force=force, dry_run=dry_run, on_start=progress.start,
+                           on_file=progress.step)
+    progress.finish()
+    if not dry_run and report.count("indexed"):
+        _embed(db, report, settings, show_progress=not as_json)
+    report.seconds = time.perf_counter() - started
+    if as_json:
+        emit_json(report.to_dict())
+        sys.exit(report.exit_code)
+    for outcome in report.outcomes:
+        if dry_run and outcome.action == "indexed":
+            click.echo(f"Would index: {outcome.path} ({outcome.entries} entries)")
+        elif outcome.note and outcome.action != "failed":
+            click.echo(outcome.note)
+    for warning in report.warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    for error in report.errors:
+        click.echo(f"Error: {error}", err=True)
+    click.echo(report.summary() + (" (dry run: nothing written)" if dry_run else ""))
+    sys.exit(report.exit_code)
+
+
+COMMANDS = [index_command]
