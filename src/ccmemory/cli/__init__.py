@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from .. import __version__
-from . import (archive_commands, config_commands, context, demo, docs_commands, files_commands, knowledge_commands,
-               maintenance, memory_commands, ui_command)
+from . import (analysis_commands, archive_commands, config_commands, context, demo, docs_commands, files_commands,
+               init_command, knowledge_commands, maintenance, memory_commands, ui_command)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -15,8 +15,8 @@ def cli() -> None:
     """Persistent, searchable memory of each project for Claude Code."""
 
 
-for _module in (memory_commands, docs_commands, files_commands, archive_commands, config_commands,
-                knowledge_commands, maintenance, context, demo, ui_command):
+for _module in (memory_commands, docs_commands, files_commands, archive_commands, config_commands, init_command,
+                knowledge_commands, analysis_commands, maintenance, context, demo, ui_command):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

@@ -7,6 +7,7 @@ entries left without vectors).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
@@ -15,7 +16,7 @@ import click
 
 from .. import db as database
 from .. import projects
-from ..knowledge import indexer, settings as project_settings
+from ..knowledge import githook, indexer, settings as project_settings
 from .common import default_project_dir, emit_json, handles_errors, json_option, project_option
 
 
@@ -41,9 +42,9 @@ class _FileProgress:
             self.bar = None
 
 
-def _embed(db: database.Database, report: indexer.IndexReport, settings: project_settings.ProjectSettings,
+def embed_new_entries(db: database.Database, report: indexer.IndexReport, settings: project_settings.ProjectSettings,
            show_progress: bool) -> None:
-    """Embed the new entries (and anything else pending); a model problem becomes a warning."""
+    """Embed the new entries (and anything else pending); a model problem becomes a warning of the report."""
     from .. import embeddings
 
     if not db.vectors_loaded:
@@ -81,7 +82,7 @@ def index_command(force: bool, dry_run: bool, project_dir: str | None, as_json: 
                            on_file=progress.step)
     progress.finish()
     if not dry_run and report.count("indexed"):
-        _embed(db, report, settings, show_progress=not as_json)
+        embed_new_entries(db, report, settings, show_progress=not as_json)
     report.seconds = time.perf_counter() - started
     if as_json:
         emit_json(report.to_dict())
@@ -99,4 +100,30 @@ def index_command(force: bool, dry_run: bool, project_dir: str | None, as_json: 
     sys.exit(report.exit_code)
 
 
-COMMANDS = [index_command]
+@click.command(name="git-hook", hidden=True)
+@click.argument("hook", type=click.Choice(["pre-commit"]))
+def git_hook(hook: str) -> None:
+    """Run by the git hook `ccmemory init` installs; always exits 0 so it never blocks a commit."""
+    root = projects.project_root(os.getcwd())
+    settings = project_settings.load(root)
+
+    def say(line: str) -> None:
+        click.echo(line, err=True)
+
+    def run_index() -> list[str]:
+        started = time.perf_counter()
+        db = database.connect(vectors=True)
+        try:
+            report = indexer.index(db, projects.project_id(db, root), settings)
+            if report.count("indexed"):
+                embed_new_entries(db, report, settings, show_progress=False)
+            report.seconds = time.perf_counter() - started
+        finally:
+            db.close()
+        say(f"ccmemory: {report.summary()}")
+        return [*report.warnings, *report.errors]
+
+    sys.exit(githook.run_pre_commit(settings, run_index, say))
+
+
+COMMANDS = [index_command, git_hook]

@@ -1,0 +1,108 @@
+"""Codebase analysis for any language (seed 001, F5.3, F7): ``ccmemory analyze``, ``init`` and ``discover``.
+
+``run(root, deep=False)`` walks the tree once (:mod:`.structure`) and, when
+deep, analyses a sample of the source files (:mod:`.deep`). The result is a
+plain dict (the ``--json`` output); :func:`render` is the text form.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from ..knowledge.settings import ProjectSettings
+from . import deep as deep_analysis
+from . import structure as structure_analysis
+
+
+def run(settings: ProjectSettings, *, deep: bool = False) -> dict[str, Any]:
+    """Analyse the project of ``settings`` (its ``ignored_dirs`` are skipped)."""
+    problems: list[str] = list(settings.problems)
+    found = structure_analysis.analyze(settings.root, settings.ignored_dirs)
+    result: dict[str, Any] = {"mode": "deep" if deep else "quick", **found.to_dict()}
+    if deep:
+        details = deep_analysis.analyze(found, problems=problems)
+        result["deep"] = details.to_dict()
+        result["complete"] = found.complete and details.complete
+        result["notes"] = [*result["notes"], *details.notes]
+    result["problems"] = problems
+    result["languages_text"] = structure_analysis.describe_languages(found)
+    return result
+
+
+def render(result: dict[str, Any]) -> str:
+    """The text of ``ccmemory analyze`` (seed 001's format first, then the details)."""
+    lines = [
+        f"Project: {result['project']}",
+        f"Languages: {result['languages_text']}",
+        f"Entry points: {', '.join(result['entry_points']) or 'none found'}",
+        f"Directories: {result['directories']:,} | Files: {result['files']:,} | "
+        f"Lines: {'~' if result['lines_estimated'] else ''}{result['lines']:,}",
+    ]
+    for label, key in (("Source", "source_dirs"), ("Tests", "test_dirs"), ("Docs", "doc_dirs"),
+                       ("Config", "config_files")):
+        if result[key]:
+            lines.append(f"{label}: {', '.join(result[key])}")
+    if len(result["by_directory"]) > 1:
+        lines.append("By directory: " + ", ".join(f"{d}/ {lang}" for d, lang in result["by_directory"].items()))
+    details = result.get("deep")
+    if details:
+        if details["frameworks"]:
+            lines.append(f"Frameworks: {', '.join(details['frameworks'])}")
+        conventions = [f"identifiers {details['naming']['style']}" if details["naming"].get("style") else "",
+                       f"files {details['file_naming']}" if details["file_naming"] else "",
+                       "comments " + ", ".join(details["comment_style"]) if details["comment_style"] else ""]
+        lines.append("Conventions: " + "; ".join(part for part in conventions if part))
+        if details["analyzers"]:
+            lines.append("Analyzers: " + ", ".join(f"{lang} {name}" for lang, name in details["analyzers"].items()))
+        if details["exports"]:
+            lines.append("Exports:")
+            for path, exports in list(details["exports"].items())[:15]:
+                names = ", ".join(item["name"] for item in exports[:8])
+                more = f" (+{len(exports) - 8})" if len(exports) > 8 else ""
+                lines.append(f"  {path}: {names}{more}")
+    for note in result["notes"]:
+        lines.append(note)
+    return "\n".join(lines)
+
+
+CACHE_FILE = "meta.json"
+#: A change in the file count by more than this share, or a new entry point, is "significant" (F4.4).
+SIGNIFICANT_FILE_SHARE = 0.2
+
+
+def cache_path(settings: ProjectSettings) -> str:
+    return os.path.join(settings.memory_dir, CACHE_FILE)
+
+
+def load_cache(settings: ProjectSettings) -> dict[str, Any]:
+    """The structure cache (``.claude/memory/meta.json``); empty when missing or unreadable."""
+    try:
+        with open(cache_path(settings), encoding="utf-8") as handle:
+            data = json.load(handle)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def save_cache(settings: ProjectSettings, result: dict[str, Any]) -> str | None:
+    """Store a quick analysis as the structure cache; returns a suggestion when the structure changed a lot."""
+    previous = load_cache(settings).get("structure") or {}
+    keep = ("project", "languages", "entry_points", "source_dirs", "test_dirs", "doc_dirs", "config_files",
+            "directories", "files", "lines")
+    structure = {key: result[key] for key in keep}
+    os.makedirs(settings.memory_dir, exist_ok=True)
+    path = cache_path(settings)
+    with open(path + ".tmp", "w", encoding="utf-8") as handle:
+        json.dump({"analyzed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "structure": structure},
+                  handle, indent=2)
+    os.replace(path + ".tmp", path)
+    if not previous:
+        return None
+    new_entries = set(structure["entry_points"]) - set(previous.get("entry_points") or [])
+    before = previous.get("files") or 0
+    if new_entries or (before and abs(structure["files"] - before) > before * SIGNIFICANT_FILE_SHARE):
+        return "Significant changes detected. Run 'ccmemory discover' for full analysis"
+    return None

@@ -1,0 +1,164 @@
+"""The deep analysis (seed 001, F5.3 --deep, F7.3, F7.4): exports, conventions, frameworks, within a deadline.
+
+Source files are sampled when there are many (entry points first, then an even
+spread over the tree, at most :data:`MAX_FILES`), each read once and passed to
+its language's analyzer. Conventions come from the same sample: identifier
+style (snake_case, camelCase, PascalCase), file naming, and comment style.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import analyzers
+from .languages import SOURCE_LANGUAGES
+from .structure import Structure
+
+MAX_FILES = 400
+MAX_FILE_BYTES = 256 * 1024
+DEEP_DEADLINE_SECONDS = 50.0
+_SNAKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+_CAMEL = re.compile(r"\b[a-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+\b")
+_PASCAL = re.compile(r"\b(?:[A-Z][a-z0-9]+){2,}\b")
+_COMMENTS = (("//", re.compile(r"^\s*//")), ("#", re.compile(r"^\s*#(?![!])(?!include|define|if|endif|pragma|import)")),
+             ("--", re.compile(r"^\s*--(?!-)")), ("/* */", re.compile(r"^\s*/\*")), (";", re.compile(r"^\s*;")))
+_C_LIKE = ("//", "/* */")
+#: The comment markers worth counting per language (a "#" in C is the preprocessor, "--" in Python a CLI flag).
+COMMENT_MARKERS = {
+    **{lang: _C_LIKE for lang in ("TypeScript", "JavaScript", "Go", "Rust", "Java", "Kotlin", "Swift", "C", "C++",
+                                  "C#", "Scala", "F#")},
+    **{lang: ("#",) for lang in ("Python", "Ruby", "Shell", "R", "Julia", "Elixir", "PowerShell", "Perl")},
+    "PHP": ("//", "/* */", "#"), "Lua": ("--",), "Haskell": ("--",), "SQL": ("--",), "Clojure": (";",),
+}
+FRAMEWORKS = (
+    "react", "next", "vue", "nuxt", "svelte", "angular", "express", "fastify", "nestjs", "koa", "jest", "vitest",
+    "mocha", "webpack", "vite", "typescript", "django", "flask", "fastapi", "pytest", "click", "sqlalchemy",
+    "pydantic", "numpy", "pandas", "torch", "rails", "spring", "gin", "tokio", "actix", "axum", "serde", "phoenix",
+)
+
+
+@dataclass
+class Deep:
+    exports: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    analyzers: dict[str, str] = field(default_factory=dict)  # language -> analyzer used
+    naming: dict[str, Any] = field(default_factory=dict)
+    file_naming: str = ""
+    comment_style: dict[str, int] = field(default_factory=dict)
+    frameworks: list[str] = field(default_factory=list)
+    sampled: int = 0
+    source_files: int = 0
+    complete: bool = True
+    interrupted: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _sample(structure: Structure) -> list[str]:
+    sources = [info.path for info in structure.files if info.language in SOURCE_LANGUAGES]
+    chosen = [path for path in structure.entry_points if path in set(sources)]
+    rest = [path for path in sources if path not in chosen]
+    room = MAX_FILES - len(chosen)
+    if len(rest) > room > 0:
+        step = len(rest) / room
+        rest = [rest[int(index * step)] for index in range(room)]
+    return chosen + rest[:max(room, 0)]
+
+
+def _file_naming(paths: list[str]) -> str:
+    styles: Counter[str] = Counter()
+    for path in paths:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        if "-" in stem:
+            styles["kebab-case"] += 1
+        elif "_" in stem.strip("_"):
+            styles["snake_case"] += 1
+        elif re.search(r"[a-z][A-Z]", stem):
+            styles["PascalCase" if stem[:1].isupper() else "camelCase"] += 1
+    return styles.most_common(1)[0][0] if styles else "lowercase"
+
+
+def _frameworks(root: str) -> list[str]:
+    names: set[str] = set()
+    try:
+        with open(os.path.join(root, "package.json"), encoding="utf-8") as handle:
+            package = json.load(handle)
+        for key in ("dependencies", "devDependencies", "peerDependencies"):
+            names.update(str(name).split("/")[-1].lower() for name in (package.get(key) or {}))
+    except (OSError, ValueError, AttributeError):
+        pass
+    for manifest in ("pyproject.toml", "requirements.txt", "Cargo.toml", "go.mod", "Gemfile", "mix.exs", "pom.xml"):
+        try:
+            with open(os.path.join(root, manifest), encoding="utf-8", errors="replace") as handle:
+                names.update(re.findall(r"[A-Za-z][\w.-]*", handle.read().lower()))
+        except OSError:
+            continue
+    return [name for name in FRAMEWORKS if name in names]
+
+
+def analyze(structure: Structure, *, deadline: float = DEEP_DEADLINE_SECONDS,
+            problems: list[str] | None = None) -> Deep:
+    """Exports and conventions of the sampled source files."""
+    started = time.monotonic()
+    problems = problems if problems is not None else []
+    custom = analyzers.load_custom(structure.root, problems)
+    result = Deep(frameworks=_frameworks(structure.root))
+    sample = _sample(structure)
+    result.source_files = sum(1 for info in structure.files if info.language in SOURCE_LANGUAGES)
+    languages = {info.path: info.language for info in structure.files}
+    naming: Counter[str] = Counter()
+    comments: Counter[str] = Counter()
+    try:
+        for path in sample:
+            if time.monotonic() - started > deadline:
+                result.complete = False
+                result.notes.append(f"Stopped after {deadline:.0f}s with {result.sampled} files analysed")
+                break
+            try:
+                with open(os.path.join(structure.root, *path.split("/")), "rb") as handle:
+                    text = handle.read(MAX_FILE_BYTES).decode("utf-8", "replace")
+            except OSError:
+                continue
+            result.sampled += 1
+            language = languages[path]
+            name, function = analyzers.pick(language, custom)
+            result.analyzers.setdefault(language, name)
+            try:
+                found = function(path, text) or {}
+            except Exception as exc:  # a custom analyzer must not stop the analysis
+                problems.append(f"Analyzer {name} failed on {path} ({exc}); used the heuristics")
+                found = analyzers.heuristic(path, text)
+            exports = [item if isinstance(item, dict) else {"name": str(item), "kind": "export", "signature": ""}
+                       for item in found.get("exports", [])]
+            if exports:
+                result.exports[path] = exports[:50]
+            naming["snake_case"] += len(_SNAKE.findall(text))
+            naming["camelCase"] += len(_CAMEL.findall(text))
+            naming["PascalCase"] += len(_PASCAL.findall(text))
+            markers = COMMENT_MARKERS.get(language)
+            for line in text.splitlines()[:2000]:
+                for style, pattern in _COMMENTS:
+                    if (markers is None or style in markers) and pattern.match(line):
+                        comments[style] += 1
+                        break
+    except KeyboardInterrupt:  # keep what was analysed; the caller saves it as incomplete
+        result.complete = False
+        result.interrupted = True
+        result.notes.append(f"Interrupted after {result.sampled} files")
+    if result.sampled < result.source_files:
+        result.notes.append(f"Sampled {result.sampled} of {result.source_files} source files")
+    identifiers = naming["snake_case"] + naming["camelCase"]
+    result.naming = {
+        "style": ("snake_case" if naming["snake_case"] >= naming["camelCase"] else "camelCase") if identifiers else "",
+        "counts": dict(naming),
+    }
+    result.file_naming = _file_naming(sample)
+    result.comment_style = dict(comments.most_common())
+    return result

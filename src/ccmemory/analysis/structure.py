@@ -1,0 +1,261 @@
+"""The quick analysis of any repository (seed 001, F7.1, F7.2, F7.4, F5.3 --quick): files, languages, layout.
+
+One walk of the tree, skipping hidden folders and ``ignored_dirs`` (vendored
+code: node_modules, vendor, ...). Languages are counted by file, by extension
+or, for a file without one, by its shebang; binary files are left out.
+Lines are counted for text files while the byte budget lasts, then estimated.
+A deadline keeps the walk within the quick mode's few seconds on huge trees.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .languages import OTHER, SOURCE_LANGUAGES, language_of
+
+SOURCE_DIR_NAMES = ("src", "lib", "app", "pkg", "cmd", "internal", "source", "packages", "apps", "crates", "modules")
+TEST_DIR_NAMES = ("test", "tests", "__tests__", "spec", "specs", "testing", "e2e")
+DOC_DIR_NAMES = ("docs", "doc", "documentation", "guides", "wiki")
+CONFIG_NAMES = (
+    "package.json", "tsconfig.json", "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pipfile",
+    "Cargo.toml", "go.mod", "Gemfile", "composer.json", "pom.xml", "build.gradle", "build.gradle.kts",
+    "settings.gradle", "Makefile", "CMakeLists.txt", "Dockerfile", "docker-compose.yml", "docker-compose.yaml",
+    "tox.ini", "mix.exs", "deno.json", "Project.toml", "stack.yaml", "dune-project", ".editorconfig",
+    ".eslintrc", ".eslintrc.js", ".eslintrc.json", ".prettierrc", "vite.config.ts", "vite.config.js",
+    "webpack.config.js", "jest.config.js", "babel.config.js", ".gitlab-ci.yml", "Justfile",
+)
+ENTRY_STEMS = ("main", "index", "app", "cli", "server", "__main__", "lib", "mod")
+BINARY_EXTENSIONS = frozenset(
+    ".png .jpg .jpeg .gif .bmp .ico .webp .pdf .zip .gz .tgz .bz2 .xz .7z .tar .jar .war .class .so .dll .dylib "
+    ".exe .bin .o .a .obj .pyc .pyo .woff .woff2 .ttf .otf .eot .mp3 .mp4 .mov .avi .wav .ogg .webm .sqlite .db "
+    ".lock .onnx .pt .npy .parquet".split())
+LINE_BUDGET_BYTES = 64 * 1024 * 1024
+MAX_LINE_FILE_BYTES = 1024 * 1024
+QUICK_DEADLINE_SECONDS = 4.0
+
+
+@dataclass
+class FileInfo:
+    path: str  # relative, '/' separated
+    language: str
+    size: int
+
+
+@dataclass
+class Structure:
+    """What the quick analysis found; ``files`` is kept for the deep pass and not serialized."""
+
+    project: str
+    root: str
+    languages: list[dict[str, Any]] = field(default_factory=list)
+    entry_points: list[str] = field(default_factory=list)
+    source_dirs: list[str] = field(default_factory=list)
+    test_dirs: list[str] = field(default_factory=list)
+    doc_dirs: list[str] = field(default_factory=list)
+    config_files: list[str] = field(default_factory=list)
+    directories: int = 0
+    file_count: int = 0
+    lines: int = 0
+    lines_estimated: bool = False
+    binary_files: int = 0
+    by_directory: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    complete: bool = True
+    files: list[FileInfo] = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {key: value for key, value in self.__dict__.items() if key != "files"}
+        data["files"] = data.pop("file_count")
+        return data
+
+
+def _project_name(root: str) -> str:
+    try:
+        with open(os.path.join(root, "package.json"), encoding="utf-8") as handle:
+            name = json.load(handle).get("name")
+            if isinstance(name, str) and name:
+                return name
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        import tomllib
+
+        with open(os.path.join(root, "pyproject.toml"), "rb") as handle:
+            name = tomllib.load(handle).get("project", {}).get("name")
+            if isinstance(name, str) and name:
+                return name
+    except (OSError, ValueError, AttributeError):
+        pass
+    return os.path.basename(os.path.abspath(root))
+
+
+def _manifest_entries(root: str) -> list[str]:
+    """Entry points the manifests declare (package.json main/bin, pyproject scripts)."""
+    found: list[str] = []
+    try:
+        with open(os.path.join(root, "package.json"), encoding="utf-8") as handle:
+            package = json.load(handle)
+        for key in ("main", "module"):
+            if isinstance(package.get(key), str):
+                found.append(package[key])
+        binaries = package.get("bin")
+        if isinstance(binaries, str):
+            found.append(binaries)
+        elif isinstance(binaries, dict):
+            found.extend(value for value in binaries.values() if isinstance(value, str))
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        import tomllib
+
+        with open(os.path.join(root, "pyproject.toml"), "rb") as handle:
+            scripts = tomllib.load(handle).get("project", {}).get("scripts", {})
+        for target in scripts.values() if isinstance(scripts, dict) else ():
+            module = str(target).split(":", 1)[0].replace(".", "/")
+            for candidate in (f"{module}.py", f"src/{module}.py", f"{module}/__init__.py",
+                              f"src/{module}/__init__.py"):
+                if os.path.isfile(os.path.join(root, candidate)):
+                    found.append(candidate)
+                    break
+    except (OSError, ValueError, AttributeError):
+        pass
+    return [os.path.normpath(path).replace(os.sep, "/") for path in found]
+
+
+def _read_head(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(4096)
+    except OSError:
+        return b""
+
+
+def _count_lines(path: str) -> int:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().count(b"\n")
+    except OSError:
+        return 0
+
+
+def analyze(root: str, ignored_dirs: tuple[str, ...] = (), *, deadline: float = QUICK_DEADLINE_SECONDS) -> Structure:
+    """Walk ``root`` once and describe it."""
+    root = os.path.abspath(root)
+    started = time.monotonic()
+    result = Structure(project=_project_name(root), root=root)
+    ignored = set(ignored_dirs)
+    languages: Counter[str] = Counter()
+    per_top: dict[str, Counter[str]] = {}
+    bytes_read = 0
+    counted_bytes = 0
+    text_bytes = 0
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ignored)
+        relative = os.path.relpath(folder, root).replace(os.sep, "/")
+        relative = "" if relative == "." else relative
+        if relative:
+            result.directories += 1
+        for name in sorted(names):
+            if time.monotonic() - started > deadline:
+                result.complete = False
+                break
+            path = os.path.join(folder, name)
+            rel = f"{relative}/{name}" if relative else name
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if not os.path.isfile(path):
+                continue
+            extension = os.path.splitext(name)[1].lower()
+            head = None
+            if extension in BINARY_EXTENSIONS:
+                result.binary_files += 1
+                continue
+            if not extension or extension not in (".md", ".json", ".yaml", ".yml", ".toml"):
+                head = _read_head(path) if not extension or bytes_read < LINE_BUDGET_BYTES else None
+                if head is not None and b"\0" in head:
+                    result.binary_files += 1
+                    continue
+            language = language_of(name, head)
+            result.file_count += 1
+            languages[language] += 1
+            top = rel.split("/", 1)[0] if "/" in rel else ""
+            if top:
+                per_top.setdefault(top, Counter())[language] += 1
+            result.files.append(FileInfo(rel, language, info.st_size))
+            text_bytes += info.st_size
+            if info.st_size <= MAX_LINE_FILE_BYTES and bytes_read + info.st_size <= LINE_BUDGET_BYTES:
+                result.lines += _count_lines(path)
+                bytes_read += info.st_size
+                counted_bytes += info.st_size
+        if not result.complete:
+            result.notes.append(f"Stopped after {deadline:.0f}s; figures cover the files seen so far")
+            break
+    if counted_bytes and counted_bytes < text_bytes:
+        result.lines = round(result.lines * text_bytes / counted_bytes)
+        result.lines_estimated = True
+    total = sum(languages.values())
+    result.languages = [{"language": name, "files": count, "percent": round(100 * count / total)}
+                        for name, count in sorted(languages.items(), key=lambda item: (-item[1], item[0]))]
+    source_total = sum(count for name, count in languages.items() if name in SOURCE_LANGUAGES)
+    if result.file_count == 0:
+        result.notes.append("No analyzable files" if result.binary_files else "No source files found")
+    elif source_total == 0:
+        result.notes.append("No source files found")
+    tops = sorted({f.path.split("/", 1)[0] for f in result.files if "/" in f.path})
+    result.source_dirs = [d for d in tops if d.lower() in SOURCE_DIR_NAMES or _mostly_source(per_top.get(d))]
+    result.test_dirs = [d for d in tops if d.lower() in TEST_DIR_NAMES]
+    result.source_dirs = [d for d in result.source_dirs if d not in result.test_dirs]
+    result.doc_dirs = [d for d in tops if d.lower() in DOC_DIR_NAMES]
+    top_files = sorted(os.listdir(root)) if os.path.isdir(root) else []
+    result.config_files = [name for name in top_files if name in CONFIG_NAMES or ".config." in name
+                           or (name.startswith("requirements") and name.endswith(".txt"))]
+    result.by_directory = {d: counts.most_common(1)[0][0] for d, counts in sorted(per_top.items())
+                           if any(lang in SOURCE_LANGUAGES for lang in counts)}
+    result.entry_points = _entry_points(root, result)
+    return result
+
+
+def _mostly_source(counts: Counter[str] | None) -> bool:
+    if not counts:
+        return False
+    source = sum(count for name, count in counts.items() if name in SOURCE_LANGUAGES)
+    return source >= 3 and source * 2 > sum(counts.values())
+
+
+def _entry_points(root: str, result: Structure) -> list[str]:
+    found = _manifest_entries(root)
+    source_dirs = set(result.source_dirs)
+    for info in result.files:
+        if info.language not in SOURCE_LANGUAGES:
+            continue
+        parts = info.path.split("/")
+        stem = os.path.splitext(parts[-1])[0].lower()
+        if stem not in ENTRY_STEMS or len(parts) > 4:
+            continue
+        if stem in ("lib", "mod") and info.language != "Rust":
+            continue
+        in_place = (len(parts) == 1 or parts[0] in source_dirs
+                    or (parts[0] == "cmd" and len(parts) == 3) or (len(parts) == 2 and parts[0] not in
+                                                                     result.test_dirs + result.doc_dirs))
+        if in_place and info.path not in found:
+            found.append(info.path)
+    found.sort(key=lambda path: (path.count("/"), path))
+    return found[:12]
+
+
+def describe_languages(structure: Structure, limit: int = 6) -> str:
+    """``Python (80%), Markdown (15%), Other (5%)``: the largest languages, the rest (and unknown) as Other."""
+    named = [item for item in structure.languages if item["language"] != OTHER]
+    shown = named[:limit]
+    rest = sum(item["files"] for item in structure.languages if item not in shown)
+    parts = [f"{item['language']} ({item['percent']}%)" for item in shown]
+    if rest:
+        parts.append(f"{OTHER} ({round(100 * rest / structure.file_count)}%)")
+    return ", ".join(parts) or "none"

@@ -1,0 +1,185 @@
+"""The git pre-commit hook: re-index the knowledge when a commit changes it, and never block the commit.
+
+``install`` adds a marked block to the repository's ``pre-commit`` hook (the
+folder git really uses, ``core.hooksPath`` included). An existing shell hook
+keeps all its lines; the block goes right after its first line, so an ``exit``
+at its end cannot skip it, and ends in ``|| true``, so it cannot fail the
+commit. A hook in another language is left alone with a message saying what to add.
+
+The block runs ``ccmemory git-hook pre-commit`` (:func:`run_pre_commit`): it
+returns at once when no staged file is under the knowledge directory,
+takes ``.claude/memory/index.lock`` so concurrent commits do not index twice,
+indexes and embeds, prints one line, and on any failure writes the details
+to ``.claude/memory/errors.log`` and still exits 0.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Callable
+
+from . import lock
+from .settings import ProjectSettings
+
+BEGIN = "# >>> ccmemory pre-commit (re-indexes .claude/knowledge; never blocks the commit) >>>"
+END = "# <<< ccmemory pre-commit <<<"
+_SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "ash")
+GIT_TIMEOUT_SECONDS = 10
+
+
+@dataclass
+class HookResult:
+    action: str  # installed, added, skipped, unsupported, no-git
+    path: str
+    message: str
+
+
+def _git(root: str, *args: str) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def hooks_dir(root: str) -> str | None:
+    """The folder git runs hooks from for this repository, or None outside a git repository."""
+    found = _git(root, "rev-parse", "--git-path", "hooks")
+    if found is None or found.returncode != 0:
+        return None
+    return os.path.normpath(os.path.join(root, found.stdout.strip()))
+
+
+def block(python: str | None = None) -> str:
+    """The lines added to the hook: this interpreter's ccmemory, else one on PATH, else a note."""
+    python = python or sys.executable
+    return "\n".join([
+        BEGIN,
+        f"ccmemory_python={shlex.quote(python)}",
+        'if [ -x "$ccmemory_python" ]; then',
+        '  "$ccmemory_python" -m ccmemory git-hook pre-commit || true',
+        "elif command -v ccmemory >/dev/null 2>&1; then",
+        "  ccmemory git-hook pre-commit || true",
+        "else",
+        '  echo "ccmemory: not found; .claude/knowledge was not re-indexed (the commit goes on)" >&2',
+        "fi",
+        END,
+        "",
+    ])
+
+
+def _is_shell_script(text: str) -> bool:
+    first = text.split("\n", 1)[0]
+    if not first.startswith("#!"):
+        return True  # git runs a hook without a shebang with sh
+    words = first[2:].strip().split()
+    if not words:
+        return True
+    program = os.path.basename(words[1] if os.path.basename(words[0]) == "env" and len(words) > 1 else words[0])
+    return program in _SHELLS
+
+
+def install(root: str, python: str | None = None) -> HookResult:
+    """Install or add the ccmemory block to the repository's pre-commit hook."""
+    folder = hooks_dir(root)
+    if folder is None:
+        reason = "Git is not installed" if _git(root, "--version") is None else "Not a git repo"
+        return HookResult("no-git", "", f"{reason}. Git hooks will not be installed.")
+    path = os.path.join(folder, "pre-commit")
+    shown = os.path.relpath(path, root)
+    lines = block(python)
+    try:
+        existing = open(path, encoding="utf-8", errors="replace").read() if os.path.exists(path) else None
+        if existing is not None and BEGIN in existing:
+            return HookResult("skipped", shown, f"Skipping existing: {shown} (already runs ccmemory)")
+        if existing is not None and not _is_shell_script(existing):
+            return HookResult("unsupported", shown,
+                              f"{shown} is not a shell script, so it was left alone. To re-index knowledge on "
+                              f"commit, make it run: {shlex.quote(python or sys.executable)} -m ccmemory git-hook "
+                              "pre-commit (its exit status can be ignored)")
+        os.makedirs(folder, exist_ok=True)
+        if existing is None:
+            text, action = "#!/bin/sh\n" + lines, "installed"
+        else:
+            head, _, rest = existing.partition("\n")
+            text = f"{head}\n{lines}{rest}" if head.startswith("#!") else lines + existing
+            action = "added"
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    except OSError as exc:
+        return HookResult("unsupported", shown, f"Could not write {shown}: {exc.strerror or exc}; hook not installed")
+    verb = "Installed" if action == "installed" else "Added ccmemory to the existing"
+    return HookResult(action, shown, f"{verb} git pre-commit hook: {shown}")
+
+
+def staged_files(root: str) -> list[str] | None:
+    """Paths (relative to the repository top) staged for the commit; None when git cannot say."""
+    found = _git(root, "diff", "--cached", "--name-only", "-z")
+    if found is None or found.returncode != 0:
+        return None
+    return [name for name in found.stdout.split("\0") if name]
+
+
+def touches(paths: list[str], root: str, folder: str) -> bool:
+    """Whether any of ``paths`` (relative to ``root``) lies under ``folder``."""
+    prefix = os.path.relpath(folder, root).replace(os.sep, "/").rstrip("/") + "/"
+    return any(path.replace(os.sep, "/").startswith(prefix) for path in paths)
+
+
+def log_error(settings: ProjectSettings, message: str) -> str:
+    """Append a timestamped entry to ``.claude/memory/errors.log``; returns its path."""
+    path = os.path.join(settings.memory_dir, "errors.log")
+    os.makedirs(settings.memory_dir, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(f"[{time.strftime('%Y-%m-%dT%H:%M:%S%z')}] pre-commit: {message.rstrip()}\n")
+    return path
+
+
+def refresh_structure(settings: ProjectSettings, say: Callable[[str], None]) -> None:
+    """F4.4: a quick analysis into the structure cache, with a hint when the structure changed a lot."""
+    from .. import analysis
+
+    suggestion = analysis.save_cache(settings, analysis.run(settings))
+    if suggestion:
+        say(f"ccmemory: {suggestion}")
+
+
+def run_pre_commit(settings: ProjectSettings, index: Callable[[], list[str]], say: Callable[[str], None]) -> int:
+    """The hook's work; ``index()`` runs the indexer and returns its problems. Always 0.
+
+    Knowledge staged: index it (under the lock). Anything else staged: refresh the
+    structure cache. Nothing relevant staged: return at once.
+    """
+    try:
+        staged = staged_files(settings.root)
+        knowledge_changed = staged is None or touches(staged, settings.root, settings.knowledge_dir)
+        claude = os.path.join(settings.root, ".claude")
+        source_changed = staged is None or any(not touches([path], settings.root, claude) for path in staged)
+        if source_changed:
+            refresh_structure(settings, say)
+        if not knowledge_changed or not os.path.isdir(settings.knowledge_dir):
+            return 0
+        try:
+            with lock.held(os.path.join(settings.memory_dir, "index.lock"), command="git-hook pre-commit"):
+                problems = index()
+        except lock.Busy as busy:
+            say(f"ccmemory: another indexing run (pid {busy.holder.get('pid')}) is busy; skipped this time")
+            return 0
+        if problems:
+            where = log_error(settings, "\n".join(problems))
+            say(f"ccmemory: indexed with {len(problems)} warning(s); details in {os.path.relpath(where, settings.root)}")
+    except Exception as exc:  # the commit must go on whatever happened
+        try:
+            where = os.path.relpath(log_error(settings, "".join(traceback.format_exception(exc))), settings.root)
+        except OSError:
+            where = "stderr"
+            say("".join(traceback.format_exception(exc)))
+        say(f"ccmemory: knowledge indexing failed ({exc}); details in {where}. The commit goes on.")
+    return 0

@@ -1,0 +1,270 @@
+"""`ccmemory init` and its git pre-commit hook on fixture repositories (seed 001: F5.1, F6, F4.1, F4.2),
+the hook exercised by real `git commit`s."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ccmemory.knowledge import sections
+
+SKILLS = ("memory-discover", "memory-query", "memory-save")
+CREATED = [
+    ".claude/knowledge/architecture/.gitkeep", ".claude/knowledge/components/.gitkeep",
+    ".claude/knowledge/domain/.gitkeep", ".claude/knowledge/gotchas.md", ".claude/knowledge/patterns/.gitkeep",
+    *[f".claude/skills/{name}/SKILL.md" for name in SKILLS], ".claude/memory/.gitignore", ".claude/settings.json",
+]
+
+
+def env_for(home: Path) -> dict[str, str]:
+    env = {**os.environ, "CCMEMORY_HOME": str(home), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    env.pop("CLAUDE_PROJECT_DIR", None)
+    return env
+
+
+def ccmemory(home: Path, cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ccmemory", *args], cwd=cwd, env=env_for(home), input=stdin,
+                          capture_output=True, text=True, timeout=180)
+
+
+def git(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=cwd, env=env_for(home), capture_output=True, text=True, timeout=300)
+
+
+def git_repo(path: Path, home: Path) -> Path:
+    path.mkdir(parents=True)
+    assert git(home, path, "init", "-q").returncode == 0
+    (path / "src").mkdir()
+    (path / "src" / "index.ts").write_text("export function greet(name: string): string { return name }\n")
+    (path / "package.json").write_text(json.dumps({"name": "demo-app", "main": "src/index.ts"}))
+    return path
+
+
+def knowledge_rows(home: Path) -> list[dict]:
+    from ccmemory import db as database
+
+    db = database.connect(home / "ccmemory.db")
+    try:
+        return db.rows("SELECT content, metadata FROM memories WHERE source = 'knowledge' AND is_deleted = 0")
+    finally:
+        db.close()
+
+
+def test_init_creates_the_tree_skills_hook_analysis_and_checklist(home, tmp_path):
+    repo = git_repo(tmp_path / "repo", home)
+    done = ccmemory(home, repo, "init")
+    assert done.returncode == 0, done.stderr
+    for path in CREATED:
+        assert (repo / path).is_file(), path
+        assert f"[x] {path}" in done.stdout
+    assert "Installed git pre-commit hook: .git/hooks/pre-commit" in done.stdout
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    assert os.access(hook, os.X_OK) and "ccmemory git-hook pre-commit || true" in hook.read_text()
+    # the quick analysis and the checklist
+    assert "Project: demo-app" in done.stdout and "TypeScript (50%)" in done.stdout
+    assert "Entry points: src/index.ts" in done.stdout and "Next steps:" in done.stdout
+    assert "ccmemory index" in done.stdout
+    cache = json.loads((repo / ".claude" / "memory" / "meta.json").read_text())
+    assert cache["structure"]["entry_points"] == ["src/index.ts"]
+    assert json.loads((repo / ".claude" / "settings.json").read_text())["enabledPlugins"] == {"ccmemory@ccmemory": True}
+
+
+def test_templates_gotchas_shows_the_format_and_skills_have_valid_frontmatter(home, tmp_path):
+    repo = git_repo(tmp_path / "repo", home)
+    assert ccmemory(home, repo, "init").returncode == 0
+    gotchas = (repo / ".claude" / "knowledge" / "gotchas.md").read_text()
+    assert "<!-- vector-index: true -->" in gotchas and "<!-- keywords:" in gotchas
+    parsed = sections.parse(gotchas, "gotchas.md", fits=lambda text: len(text) < 2000)
+    assert parsed.indexed and parsed.warnings == []
+    assert any(entry.keywords for entry in parsed.entries) and all(entry.anchor for entry in parsed.entries[1:])
+    for name in SKILLS:
+        text = (repo / ".claude" / "skills" / name / "SKILL.md").read_text()
+        match = re.match(r"^---\n(.*?)\n---\n(.+)$", text, re.S)
+        assert match, name
+        fields = dict(line.split(": ", 1) for line in match.group(1).splitlines())
+        assert set(fields) == {"name", "description"} and fields["name"] == name
+        assert 50 < len(fields["description"]) < 1024 and ": " not in fields["description"]
+        assert "mcp__plugin_ccmemory_memory__memory_" in match.group(2)
+    assert "memory_search" in (repo / ".claude/skills/memory-query/SKILL.md").read_text()
+    assert "memory_add" in (repo / ".claude/skills/memory-save/SKILL.md").read_text()
+    assert "ccmemory discover" in (repo / ".claude/skills/memory-discover/SKILL.md").read_text()
+
+
+def test_init_never_overwrites(home, tmp_path):
+    repo = git_repo(tmp_path / "repo", home)
+    mine = repo / ".claude" / "knowledge" / "gotchas.md"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("# My own gotchas\n")
+    done = ccmemory(home, repo, "init")  # no terminal: merges without asking
+    assert done.returncode == 0
+    assert "Existing .claude found: adding only the files it does not have yet." in done.stdout
+    assert "Skipping existing: .claude/knowledge/gotchas.md" in done.stdout
+    assert mine.read_text() == "# My own gotchas\n"
+    again = ccmemory(home, repo, "init")
+    assert again.returncode == 0 and "Created: nothing" in again.stdout
+    for path in CREATED:
+        assert f"Skipping existing: {path}" in again.stdout
+    assert "Skipping existing: .git/hooks/pre-commit (already runs ccmemory)" in again.stdout
+    assert (repo / ".git/hooks/pre-commit").read_text().count("ccmemory git-hook") == 2  # one block, two lines
+
+
+def _init_on_terminal(home: Path, repo: Path, answer: str) -> str:
+    """Run `ccmemory init` with a pseudo-terminal as stdin/stdout and type ``answer`` at its prompt."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "ccmemory", "init"], cwd=repo, env=env_for(home),
+                               stdin=follower, stdout=follower, stderr=follower, close_fds=True)
+    os.close(follower)
+    output = b""
+    deadline = time.monotonic() + 120
+    answered = False
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+            if not answered and b"Merge templates? [y/N]" in output:
+                os.write(leader, answer.encode() + b"\n")
+                answered = True
+        elif process.poll() is not None:
+            break
+    process.wait(timeout=60)
+    os.close(leader)
+    assert process.returncode == 0, output
+    return output.decode(errors="replace")
+
+
+def test_existing_claude_folder_asks_to_merge_only_on_a_terminal(home, tmp_path):
+    repo = git_repo(tmp_path / "repo", home)
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.local.json").write_text("{}")
+    declined = _init_on_terminal(home, repo, "n")
+    assert "Existing .claude found. Merge templates? [y/N]" in declined and "Nothing changed." in declined
+    assert not (repo / ".claude" / "knowledge").exists()
+    accepted = _init_on_terminal(home, repo, "y")
+    assert "[x] .claude/knowledge/gotchas.md" in accepted
+    assert (repo / ".claude" / "settings.local.json").read_text() == "{}"
+
+
+def test_outside_a_git_repository_it_warns_and_continues(home, tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    done = ccmemory(home, plain, "init")
+    assert done.returncode == 0
+    assert "Not a git repo. Git hooks will not be installed." in done.stderr
+    assert (plain / ".claude" / "knowledge" / "gotchas.md").is_file()
+
+
+def test_a_read_only_project_fails_with_a_clear_message(home, tmp_path):
+    if os.geteuid() == 0:
+        target = Path("/sys/kernel")  # not writable even by root
+    else:
+        target = tmp_path / "readonly"
+        target.mkdir()
+        os.chmod(target, 0o555)
+    done = ccmemory(home, tmp_path, "init", "--no-hook", "--project", str(target))
+    assert done.returncode == 1
+    assert re.search(r"Cannot write to \S+: Permission denied", done.stderr), done.stderr
+
+
+def test_a_full_disk_fails_fast(home, tmp_path):
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(small)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tiny tmpfs here ({mounted.stderr.decode().strip()})")
+    try:
+        (small / "filler").write_bytes(b"x" * 4096)
+        done = ccmemory(home, tmp_path, "init", "--no-hook", "--project", str(small))
+        assert done.returncode == 1 and "Insufficient disk space" in done.stderr
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
+
+
+def test_pre_commit_hook_indexes_changed_knowledge_and_never_blocks(home, tmp_path):
+    repo = git_repo(tmp_path / "repo", home)
+    assert ccmemory(home, repo, "init").returncode == 0
+    (repo / ".claude" / "knowledge" / "architecture" / "auth.md").write_text(
+        "# Auth\n## Tokens\n### Token validation\nJWT tokens are checked by the auth middleware.\n")
+    git(home, repo, "add", "-A")
+    committed = git(home, repo, "commit", "-m", "knowledge")
+    assert committed.returncode == 0, committed.stderr
+    assert "ccmemory: Indexed 2 file(s)" in committed.stderr  # the hook's output, in the terminal
+    refs = {json.loads(row["metadata"])["knowledge"]["file"] for row in knowledge_rows(home)}
+    assert refs == {"architecture/auth.md", "gotchas.md"}
+
+    # a commit that changes no knowledge returns at once: nothing is indexed
+    (repo / "src" / "util.ts").write_text("export const x = 1\n")
+    git(home, repo, "add", "-A")
+    quiet = git(home, repo, "commit", "-m", "code only")
+    assert quiet.returncode == 0 and "Indexed" not in quiet.stderr
+
+    # indexing fails (the data directory is a file): warning, errors.log, and the commit still happens
+    broken_home = tmp_path / "not-a-dir"
+    broken_home.write_text("")
+    (repo / ".claude" / "knowledge" / "gotchas.md").write_text("### Changed\ntext\n")
+    git(home, repo, "add", "-A")
+    failing = subprocess.run(["git", "commit", "-m", "still commits"], cwd=repo, capture_output=True, text=True,
+                             env={**env_for(home), "CCMEMORY_HOME": str(broken_home)}, timeout=300)
+    assert failing.returncode == 0, failing.stderr
+    assert "knowledge indexing failed" in failing.stderr and "The commit goes on" in failing.stderr
+    log = (repo / ".claude" / "memory" / "errors.log").read_text()
+    assert "pre-commit:" in log and "Traceback" in log
+    assert "still commits" in git(home, repo, "log", "--oneline").stdout
+    assert git(home, repo, "status", "--porcelain").stdout.strip() == ""  # errors.log is ignored by git
+
+
+def test_hook_is_added_to_an_existing_hook_which_keeps_working(home, tmp_path):
+    repo = git_repo(tmp_path / "repo", home)
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho theirs >> \"$(git rev-parse --show-toplevel)/theirs.log\"\nexit 0\n")
+    hook.chmod(0o755)
+    done = ccmemory(home, repo, "init")
+    assert "Added ccmemory to the existing git pre-commit hook: .git/hooks/pre-commit" in done.stdout
+    text = hook.read_text()
+    assert text.startswith("#!/bin/sh\n# >>> ccmemory") and "echo theirs" in text and text.endswith("exit 0\n")
+    (repo / ".gitignore").write_text("theirs.log\n")
+    git(home, repo, "add", "-A")
+    committed = git(home, repo, "commit", "-m", "both hooks")
+    assert committed.returncode == 0 and "ccmemory: Indexed 1 file(s)" in committed.stderr
+    assert (repo / "theirs.log").read_text() == "theirs\n"
+    assert knowledge_rows(home)
+
+
+def test_a_hook_in_another_language_is_left_alone(home, tmp_path):
+    repo = git_repo(tmp_path / "repo", home)
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/usr/bin/env python3\nprint('mine')\n")
+    done = ccmemory(home, repo, "init")
+    assert done.returncode == 0 and "is not a shell script, so it was left alone" in done.stderr
+    assert hook.read_text() == "#!/usr/bin/env python3\nprint('mine')\n"
+
+
+def test_concurrent_runs_are_kept_apart_by_the_lock(home, tmp_path):
+    from ccmemory.knowledge import githook, lock, settings as project_settings
+
+    repo = git_repo(tmp_path / "repo", home)
+    assert ccmemory(home, repo, "init").returncode == 0
+    git(home, repo, "add", "-A")
+    settings = project_settings.load(str(repo))
+    said: list[str] = []
+    ran: list[int] = []
+    with lock.held(os.path.join(settings.memory_dir, "index.lock")):
+        assert githook.run_pre_commit(settings, lambda: ran.append(1) or [], said.append) == 0
+    assert ran == [] and "is busy; skipped this time" in said[-1]
+    assert githook.run_pre_commit(settings, lambda: ran.append(1) or [], said.append) == 0
+    assert ran == [1]
