@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from .. import __version__
-from . import (analysis_commands, archive_commands, config_commands, context, demo, docs_commands, files_commands,
-               init_command, knowledge_commands, maintenance, memory_commands, ui_command)
+from . import (analysis_commands, archive_commands, config_commands, context, demo, discovery_commands,
+               docs_commands, files_commands, init_command, knowledge_commands, maintenance, memory_commands,
+               ui_command)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -16,7 +17,7 @@ def cli() -> None:
 
 
 for _module in (memory_commands, docs_commands, files_commands, archive_commands, config_commands, init_command,
-                knowledge_commands, analysis_commands, maintenance, context, demo, ui_command):
+                knowledge_commands, analysis_commands, discovery_commands, maintenance, context, demo, ui_command):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

@@ -1,0 +1,123 @@
+"""Promotion: a discovery memory written out as a knowledge file (seed 001, F1.6, F4.3, F5.6).
+
+``promote`` writes ``.claude/knowledge/discoveries/<slug>.md`` with front matter
+(``promoted_from``, ``promoted_at``) and one H3 section holding the memory, and
+marks the memory ``promoted`` in its metadata; it never overwrites a file.
+``auto_promote`` does that for every discovery referenced 3+ times in the last 7
+days (each search hit is a reference; times are kept in ``memory_references``).
+The MCP server runs it after searches, at most once an hour per project
+(:func:`maybe_auto_promote`), since searches are what add references.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .. import clock, memories
+from ..db import Database
+from ..errors import NotFoundError
+from .settings import ProjectSettings
+
+MIN_REFERENCES = 3
+WINDOW_DAYS = 7
+CHECK_EVERY_SECONDS = 3600
+FOLDER = "discoveries"
+
+
+@dataclass
+class Promotion:
+    memory_id: str
+    action: str  # promoted, already, exists
+    path: str  # relative to the project root
+    message: str
+
+
+def slug_of(text: str, limit: int = 60) -> str:
+    """A file name from the first line of a memory: ``Entry points: src/index.ts`` -> ``entry-points-src-index-ts``."""
+    first = next((line for line in text.splitlines() if line.strip()), "discovery")
+    words = re.sub(r"[^a-z0-9]+", "-", first.lower()).strip("-")
+    return (words[:limit].rstrip("-") or "discovery")
+
+
+def title_of(text: str) -> str:
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "Discovery")
+    first = first.lstrip("#").strip()
+    return first if len(first) <= 80 else first[:79].rstrip() + "…"
+
+
+def _document(memory: memories.Memory, at: str) -> str:
+    title = title_of(memory.content)
+    body = memory.content.strip()
+    first, _, rest = body.partition("\n")
+    if first.lstrip("#").strip() == title:
+        body = rest.strip() or first
+    keywords = [tag for tag in memory.tags if tag]
+    lines = ["---", f"promoted_from: {memory.id}", f"promoted_at: {at}", f"category: {memory.category}", "---", "",
+             "# Discoveries", "", f"### {title}"]
+    if keywords:
+        lines.append(f"<!-- keywords: {', '.join(keywords)} -->")
+    lines += [body, ""]
+    return "\n".join(lines)
+
+
+def promote(db: Database, memory_id: str, settings: ProjectSettings) -> Promotion:
+    """Write one memory to the knowledge tree (never overwriting) and mark it promoted."""
+    try:
+        memory = memories.get(db, memory_id)
+    except NotFoundError:
+        raise NotFoundError(f"Entry not found: {memory_id}") from None
+    info = memory.metadata.get("promotion") or {}
+    if info.get("promoted"):
+        return Promotion(memory.id, "already", info.get("path", ""), f"Entry already promoted to {info.get('path')}")
+    folder = os.path.join(settings.knowledge_dir, FOLDER)
+    path = os.path.join(folder, f"{slug_of(memory.content)}.md")
+    shown = os.path.relpath(path, settings.root)
+    if os.path.exists(path):
+        return Promotion(memory.id, "exists", shown,
+                         f"Skipping existing: {shown} (not overwritten; edit it, or rename it and promote again)")
+    at = clock.now()
+    os.makedirs(folder, exist_ok=True)
+    with open(path, "x", encoding="utf-8") as handle:
+        handle.write(_document(memory, at))
+    metadata = {**memory.metadata, "promotion": {"promoted": True, "promoted_at": at, "path": shown}}
+    memories.rewrite(db, memory.id, memory.content, metadata=metadata)
+    return Promotion(memory.id, "promoted", shown, f"Promoted {memory.id} to {shown}")
+
+
+def due(db: Database, project_id: int, *, now: float | None = None) -> list[str]:
+    """Ids of the project's unpromoted discoveries referenced 3+ times in the last 7 days."""
+    since = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime((now or time.time()) - WINDOW_DAYS * 86400))
+    rows = db.rows(
+        "SELECT m.id FROM memories m JOIN memory_references r ON r.memory_seq = m.seq "
+        "WHERE m.project_id = ? AND m.category = 'discovery' AND m.is_deleted = 0 AND r.at >= ? "
+        "AND COALESCE(json_extract(m.metadata, '$.promotion.promoted'), 0) = 0 "
+        "GROUP BY m.seq HAVING COUNT(*) >= ? ORDER BY m.seq",
+        (project_id, since, MIN_REFERENCES),
+    )
+    return [row["id"] for row in rows]
+
+
+def auto_promote(db: Database, project_id: int, settings: ProjectSettings) -> list[Promotion]:
+    """Promote every discovery that is due; a file already there is skipped with its warning."""
+    return [promote(db, memory_id, settings) for memory_id in due(db, project_id)]
+
+
+def maybe_auto_promote(db: Database, project_id: int, settings: ProjectSettings) -> list[Promotion]:
+    """:func:`auto_promote` unless it ran for this project within the last hour."""
+    key = f"auto_promotion:{project_id}"
+    last = db.scalar("SELECT value FROM meta WHERE key = ?", (key,))
+    if last is not None and time.time() - float(last) < CHECK_EVERY_SECONDS:
+        return []
+    with db.transaction():
+        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, str(time.time())))
+    if not os.path.isdir(settings.knowledge_dir):
+        return []
+    return auto_promote(db, project_id, settings)
+
+
+def describe(promotions: list[Promotion]) -> list[dict[str, Any]]:
+    return [promotion.__dict__ for promotion in promotions]
