@@ -7,10 +7,11 @@ import sys
 import click
 
 from .. import knowledge, memories, search as searching
+from ..knowledge import promotion
 from ..memories import CATEGORIES, Memory
 from ..migrations import SECTORS
-from .common import (search_embedder, emit_json, fail, handles_errors, json_option, open_db, open_store, preview,
-                     project_option, report_search)
+from .common import (default_project_dir, emit_json, fail, handles_errors, json_option, open_db, open_store, preview,
+                     project_option, report_search, search_embedder)
 
 
 def _describe(memory: Memory) -> str:
@@ -69,6 +70,7 @@ def search(query: str, limit: int, mode: str, sector: str | None, include_supers
     embedder = search_embedder(db, mode)
     result = searching.search_with_info(db, query, project_id=project, mode=mode, sector=sector, limit=limit,
                                         include_superseded=include_superseded, embedder=embedder)
+    promotion.after_search(db, project, project_dir or default_project_dir(), result.hits)
     if not report_search(result, query, as_json):
         return
     for number, hit in enumerate(result.hits, 1):

@@ -5,12 +5,14 @@
 marks the memory ``promoted`` in its metadata; it never overwrites a file.
 ``auto_promote`` does that for every discovery referenced 3+ times in the last 7
 days (each search hit is a reference; times are kept in ``memory_references``).
-The MCP server runs it after searches, at most once an hour per project
-(:func:`maybe_auto_promote`), since searches are what add references.
+Searches are what add references, so the MCP server and ``ccmemory search`` check
+right after a search that returned a discovery (:func:`after_search`); seed 001's
+hourly check would only find the same discoveries later.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import time
@@ -24,8 +26,9 @@ from .settings import ProjectSettings
 
 MIN_REFERENCES = 3
 WINDOW_DAYS = 7
-CHECK_EVERY_SECONDS = 3600
 FOLDER = "discoveries"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -106,17 +109,21 @@ def auto_promote(db: Database, project_id: int, settings: ProjectSettings) -> li
     return [promote(db, memory_id, settings) for memory_id in due(db, project_id)]
 
 
-def maybe_auto_promote(db: Database, project_id: int, settings: ProjectSettings) -> list[Promotion]:
-    """:func:`auto_promote` unless it ran for this project within the last hour."""
-    key = f"auto_promotion:{project_id}"
-    last = db.scalar("SELECT value FROM meta WHERE key = ?", (key,))
-    if last is not None and time.time() - float(last) < CHECK_EVERY_SECONDS:
+def after_search(db: Database, project_id: int, project_dir: str, hits: list[Any]) -> list[Promotion]:
+    """Promote what became due when a search returned a discovery; never raises (the search must answer)."""
+    if not any(getattr(hit.memory, "category", None) == "discovery" for hit in hits):
         return []
-    with db.transaction():
-        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, str(time.time())))
-    if not os.path.isdir(settings.knowledge_dir):
+    try:
+        from ..projects import project_root
+        from .settings import load
+
+        settings = load(project_root(project_dir))
+        if not os.path.isdir(settings.knowledge_dir):
+            return []
+        return auto_promote(db, project_id, settings)
+    except Exception:
+        log.warning("Automatic promotion of discoveries failed", exc_info=True)
         return []
-    return auto_promote(db, project_id, settings)
 
 
 def describe(promotions: list[Promotion]) -> list[dict[str, Any]]:

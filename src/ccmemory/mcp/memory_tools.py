@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import memories, search, sessions
+from ..knowledge import promotion
 from ..migrations import SECTORS
 from . import arguments, background, format
 from .registry import Annotations, Tool, ToolContext, ToolError, reads
@@ -48,6 +49,7 @@ def memory_search(ctx: ToolContext, args: dict[str, Any]) -> str:
         include_superseded=arguments.flag(args, "include_superseded"),
         session_id=ctx.session_id, embedder=embedder,
     )
+    promotion.after_search(ctx.db, ctx.project_id, ctx.project_dir, result.hits)
     return format.search_results(str(query), result.mode_used, result.hits, [*warnings, *result.warnings])
 
 
