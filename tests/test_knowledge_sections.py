@@ -73,13 +73,12 @@ def test_long_sections_split_at_sentence_boundaries_under_the_limit():
 
 
 def test_splitting_respects_the_embedders_token_window():
-    counter = tokens.counter()
-    assert counter.exact and counter.window == tokens.BUILTIN_WINDOW == 256
+    assert tokens.tokenizer() is not None and tokens.CONTENT_TOKENS == 510
     body = " ".join(f"Identifier{n}_value is configured by the deployment pipeline." for n in range(300))
     parsed = sections.parse(f"### Settings\n{body}\n", "s.md",
-                            fits=lambda text: len(text) <= 10_000 and counter.count(text) <= counter.room)
+                            fits=lambda text: len(text) <= 10_000 and tokens.count(text) <= tokens.CONTENT_TOKENS)
     assert len(parsed.entries) > 1
-    assert all(counter.count(entry.content) <= counter.room for entry in parsed.entries)
+    assert all(tokens.count(entry.content) <= tokens.CONTENT_TOKENS for entry in parsed.entries)
 
 
 def test_a_single_unbreakable_run_is_still_cut_under_the_limit():

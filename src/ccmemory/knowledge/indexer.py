@@ -100,13 +100,13 @@ def _fits(settings: ProjectSettings) -> tuple[Callable[[str], bool], str]:
     """The entry-size test (characters and the embedder's tokens) and a key describing it."""
     from .. import tokens
 
-    counter = tokens.counter()
     limit = settings.chunk_size
+    exact = tokens.tokenizer() is not None
 
     def fits(text: str) -> bool:
-        return len(text) < limit and counter.count(text) <= counter.room
+        return len(text) < limit and tokens.count(text) <= tokens.CONTENT_TOKENS
 
-    return fits, f"v{PARSER_VERSION}:{limit}:{counter.window}:{int(counter.exact)}"
+    return fits, f"v{PARSER_VERSION}:{limit}:{tokens.CONTENT_TOKENS}:{int(exact)}"
 
 
 def _entries_of(db: Database, project_id: int, path: str) -> list[str]:
