@@ -24,15 +24,21 @@ Refresh tokens rotate on every use.
 """
 
 
-def make_repo(root: Path, files: dict[str, str | bytes]) -> Path:
-    (root / ".git").mkdir(parents=True, exist_ok=True)
-    knowledge = root / ".claude" / "knowledge"
-    knowledge.mkdir(parents=True, exist_ok=True)
+def write_files(root: Path, files: dict[str, str | bytes]) -> Path:
+    """Write ``files`` (relative path -> text or bytes) under ``root``; returns ``root``."""
     for name, content in files.items():
-        path = knowledge / name
+        path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, bytes):
             path.write_bytes(content)
         else:
             path.write_text(content, encoding="utf-8")
-    return knowledge
+    return root
+
+
+def make_repo(root: Path, files: dict[str, str | bytes]) -> Path:
+    """A git project whose ``.claude/knowledge`` holds ``files``; returns the knowledge folder."""
+    (root / ".git").mkdir(parents=True, exist_ok=True)
+    knowledge = root / ".claude" / "knowledge"
+    knowledge.mkdir(parents=True, exist_ok=True)
+    return write_files(knowledge, files)
