@@ -268,3 +268,35 @@ def test_concurrent_runs_are_kept_apart_by_the_lock(home, tmp_path):
     assert ran == [] and "is busy; skipped this time" in said[-1]
     assert githook.run_pre_commit(settings, lambda: ran.append(1) or [], said.append) == 0
     assert ran == [1]
+
+
+def test_source_changes_refresh_the_structure_cache_and_flag_big_changes(home, tmp_path):
+    repo = git_repo(tmp_path / "repo", home)
+    assert ccmemory(home, repo, "init").returncode == 0
+    git(home, repo, "add", "-A")
+    assert git(home, repo, "commit", "-m", "setup").returncode == 0
+    cache = repo / ".claude" / "memory" / "meta.json"
+    (repo / "src" / "helpers.ts").write_text("export const helper = 1\n")
+    git(home, repo, "add", "-A")
+    small = git(home, repo, "commit", "-m", "small change")
+    assert small.returncode == 0 and "Significant changes" not in small.stderr
+    assert json.loads(cache.read_text())["structure"]["files"] == 3
+    (repo / "server").mkdir()
+    (repo / "server" / "main.go").write_text("package main\nfunc main() {}\n")
+    git(home, repo, "add", "-A")
+    big = git(home, repo, "commit", "-m", "a new entry point")
+    assert big.returncode == 0
+    assert "Significant changes detected. Run 'ccmemory discover' for full analysis" in big.stderr
+    assert "server/main.go" in json.loads(cache.read_text())["structure"]["entry_points"]
+
+
+def test_without_git_installed_init_warns_and_continues(home, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    empty_path = tmp_path / "no-tools"
+    empty_path.mkdir()
+    done = subprocess.run([sys.executable, "-m", "ccmemory", "init"], cwd=project, capture_output=True, text=True,
+                          env={**env_for(home), "PATH": str(empty_path)}, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert "Git is not installed. Git hooks will not be installed." in done.stderr
+    assert (project / ".claude" / "knowledge" / "gotchas.md").is_file()

@@ -69,8 +69,10 @@ def render(result: dict[str, Any]) -> str:
 
 
 CACHE_FILE = "meta.json"
-#: A change in the file count by more than this share, or a new entry point, is "significant" (F4.4).
+#: A new entry point, or a change in the file count by more than this share and at least
+#: SIGNIFICANT_FILE_COUNT files, is "significant" (F4.4).
 SIGNIFICANT_FILE_SHARE = 0.2
+SIGNIFICANT_FILE_COUNT = 20
 
 
 def cache_path(settings: ProjectSettings) -> str:
@@ -103,6 +105,7 @@ def save_cache(settings: ProjectSettings, result: dict[str, Any]) -> str | None:
         return None
     new_entries = set(structure["entry_points"]) - set(previous.get("entry_points") or [])
     before = previous.get("files") or 0
-    if new_entries or (before and abs(structure["files"] - before) > before * SIGNIFICANT_FILE_SHARE):
+    moved = abs(structure["files"] - before)
+    if new_entries or (moved > before * SIGNIFICANT_FILE_SHARE and moved >= SIGNIFICANT_FILE_COUNT):
         return "Significant changes detected. Run 'ccmemory discover' for full analysis"
     return None
