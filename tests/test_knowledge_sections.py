@@ -133,6 +133,13 @@ def test_multi_line_comment_directive():
     assert parsed.entries[0].keywords == ["one", "two"] and "-->" not in parsed.entries[0].content
 
 
+def test_an_unclosed_comment_is_text_and_other_comments_are_dropped():
+    closed = parse("### A\nbefore\n\n<!--\na note\n-->\nkept\n").entries[0].content
+    assert "before" in closed and "kept" in closed and "a note" not in closed
+    unclosed = parse("### A\nbefore <!-- never closed\nafter\n").entries[0].content
+    assert "after" in unclosed and "never closed" in unclosed
+
+
 def test_slug_matches_github_anchors():
     assert sections.slug("JWT flow (v2)!") == "jwt-flow-v2"
     assert sections.slug("snake_case & kebab-case") == "snake_case--kebab-case"

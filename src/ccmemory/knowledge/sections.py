@@ -122,17 +122,16 @@ def _blocks(text: str, warnings: list[str]) -> tuple[list[_Block], bool]:
             fence = opener.group(1)
             block.lines.append(line)
             continue
-        if "<!--" in line and "-->" not in line[line.index("<!--"):]:
-            # a directive may span lines: join until the comment closes
+        if not in_comment and "<!--" in line and "-->" not in line[line.index("<!--"):]:
+            # a comment (and a directive in it) may span lines: join until it closes; one never closed is text
             rest = [line]
             for following in lines[index + 1:]:
                 rest.append(following)
                 if "-->" in following:
                     break
-            joined = " ".join(rest)
-            if _DIRECTIVE.search(joined):
-                _directives(joined, block, state, warnings)
-            in_comment = True
+            if "-->" in rest[-1] and len(rest) > 1:
+                _directives(" ".join(rest), block, state, warnings)
+                in_comment = True
         if in_comment:
             if "-->" in line:
                 in_comment = False
