@@ -235,9 +235,3 @@ def index(
         done(FileOutcome(path, "removed", note=f"Removed (file gone): {path}"))
     report.seconds = time.perf_counter() - started
     return report
-
-
-def indexed_files(db: Database, project_id: int) -> list[dict[str, Any]]:
-    """The knowledge files indexed for a project: path, entries, indexed_at."""
-    return db.rows("SELECT path, entries, indexed_at FROM knowledge_files WHERE project_id = ? ORDER BY path",
-                   (project_id,))
