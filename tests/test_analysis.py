@@ -164,12 +164,3 @@ def test_project_config_ignored_dirs_apply(tmp_path):
     root = write(tmp_path / "cfg", {"src/a.py": "x = 1\n", "generated/b.py": "y = 2\n",
                                      ".claude/memory.config.json": json.dumps({"ignored_dirs": ["generated"]})})
     assert run(root)["files"] == 1
-
-
-def test_no_arguments_show_help_and_an_unknown_command_is_named(home, tmp_path):
-    env = {**os.environ, "CCMEMORY_HOME": str(home)}
-    bare = subprocess.run([sys.executable, "-m", "ccmemory"], env=env, capture_output=True, text=True, timeout=60)
-    assert "Usage:" in bare.stderr and "ccmemory" in bare.stderr and "analyze" in bare.stderr
-    unknown = subprocess.run([sys.executable, "-m", "ccmemory", "frobnicate"], env=env, capture_output=True,
-                             text=True, timeout=60)
-    assert unknown.returncode == 2 and "Unknown command: frobnicate. Run 'ccmemory --help'" in unknown.stderr

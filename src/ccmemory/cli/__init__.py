@@ -10,17 +10,7 @@ from . import (analysis_commands, archive_commands, config_commands, context, de
                ui_command)
 
 
-class _Commands(click.Group):
-    """The command group, saying seed 001's words for a command that does not exist."""
-
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple:
-        name = args[0] if args else ""
-        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
-            raise click.UsageError(f"Unknown command: {name}. Run 'ccmemory --help'", ctx)
-        return super().resolve_command(ctx, args)
-
-
-@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ccmemory")
 def cli() -> None:
     """Persistent, searchable memory of each project for Claude Code."""
