@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -128,3 +129,34 @@ def test_session_start_does_not_inject_knowledge_entries(db, tmp_path):
     memories.add(db, project_id=project, content="We deploy with make release", importance=0.9)
     text = session_context.build(db, project, project_name="repo", config=config.load())
     assert "make release" in text and "UTC" not in text
+
+
+def test_a_fresh_clone_gets_the_memories_and_the_knowledge(tmp_path):
+    """NF4: the export file is committed with the markdown; a clone imports it and re-indexes, without duplicates."""
+    origin = tmp_path / "origin"
+    make_repo(origin, {"gotchas.md": GOTCHAS})
+    shutil.rmtree(origin / ".git")
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com"}
+    subprocess.run(["git", "init", "-q"], cwd=origin, check=True)
+    first_home = tmp_path / "first-home"
+    assert cli(first_home, "index", "--project", str(origin)).returncode == 0
+    assert cli(first_home, "add", "Deploys go through the staging cluster first", "--project", str(origin)).returncode == 0
+    exported = cli(first_home, "export", "--project", str(origin), "-o", str(origin / ".claude" / "memories.jsonl"))
+    assert exported.returncode == 0, exported.stderr
+    subprocess.run(["git", "add", "-A"], cwd=origin, check=True)
+    subprocess.run(["git", "commit", "-qm", "memory"], cwd=origin, check=True, env={**os.environ, **env})
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
+
+    second_home = tmp_path / "second-home"
+    imported = cli(second_home, "import", str(clone / ".claude" / "memories.jsonl"), "--into-project", str(clone))
+    assert imported.returncode == 0, imported.stderr
+    assert cli(second_home, "index", "--project", str(clone)).returncode == 0
+    found = json.loads(cli(second_home, "search", "staging cluster deploys", "--json", "--mode", "keyword",
+                           "--project", str(clone)).stdout)
+    assert found[0]["memory"]["content"] == "Deploys go through the staging cluster first"
+    listed = json.loads(cli(second_home, "list", "--json", "--project", str(clone)).stdout)
+    knowledge_entries = [m for m in listed if m["source"] == "knowledge"]
+    assert sorted(m["metadata"]["knowledge"]["anchor"] for m in knowledge_entries) == [
+        "cron-runs-in-server-time", "dates-are-stored-in-utc"]
