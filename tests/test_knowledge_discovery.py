@@ -149,10 +149,10 @@ def test_promotion_never_overwrites(db, tmp_path):
     target = Path(settings.knowledge_dir) / "discoveries" / "cache-keys-include-the-locale.md"
     target.parent.mkdir(parents=True)
     target.write_text("mine\n")
-    result = promotion.promote(db, memory.id, settings)
+    result = promotion.promote(db, memory.id, settings, project)
     assert result.action == "exists" and "Skipping existing" in result.message
     assert target.read_text() == "mine\n"
-    assert "promotion" not in memories.get(db, memory.id).metadata
+    assert "promotion" not in memories.get(db, memory.id, project_id=project).metadata
 
 
 def test_discoveries_referenced_three_times_in_seven_days_are_promoted(db, tmp_path):

@@ -98,7 +98,7 @@ def test_lost_index_state_means_a_full_reindex(db, tmp_path):
     again, _ = run_index(db, repo)
     assert again.count("indexed") == 2 and len(knowledge_entries(db, project)) == 4
     victim = knowledge_entries(db, project)[0]
-    memories.delete(db, victim.id, hard=True)
+    memories.delete(db, victim.id, project_id=project, hard=True)
     healed, _ = run_index(db, repo)
     assert [o.path for o in healed.outcomes if o.action == "indexed"] == [victim.metadata["knowledge"]["file"]]
     assert len(knowledge_entries(db, project)) == 4

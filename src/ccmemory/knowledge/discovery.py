@@ -108,7 +108,7 @@ def save(db: Database, project_id: int, run: Discovery) -> None:
         before = existing.get(finding.key)
         if before is not None:
             merged = {**before.metadata, **metadata}
-            if memories.rewrite(db, before.id, finding.content, metadata=merged):
+            if memories.rewrite(db, before.id, finding.content, project_id=project_id, metadata=merged):
                 run.updated += 1
             continue
         memories.add(db, project_id=project_id, content=finding.content, sector="semantic", tier="project",

@@ -67,10 +67,10 @@ def _document(memory: memories.Memory, at: str) -> str:
     return "\n".join(lines)
 
 
-def promote(db: Database, memory_id: str, settings: ProjectSettings) -> Promotion:
+def promote(db: Database, memory_id: str, settings: ProjectSettings, project_id: int) -> Promotion:
     """Write one memory to the knowledge tree (never overwriting) and mark it promoted."""
     try:
-        memory = memories.get(db, memory_id)
+        memory = memories.get(db, memory_id, project_id=project_id)
     except NotFoundError:
         raise NotFoundError(f"Entry not found: {memory_id}") from None
     info = memory.metadata.get("promotion") or {}
@@ -87,7 +87,7 @@ def promote(db: Database, memory_id: str, settings: ProjectSettings) -> Promotio
     with open(path, "x", encoding="utf-8") as handle:
         handle.write(_document(memory, at))
     metadata = {**memory.metadata, "promotion": {"promoted": True, "promoted_at": at, "path": shown}}
-    memories.rewrite(db, memory.id, memory.content, metadata=metadata)
+    memories.rewrite(db, memory.id, memory.content, project_id=project_id, metadata=metadata)
     return Promotion(memory.id, "promoted", shown, f"Promoted {memory.id} to {shown}")
 
 
@@ -106,7 +106,7 @@ def due(db: Database, project_id: int, *, now: float | None = None) -> list[str]
 
 def auto_promote(db: Database, project_id: int, settings: ProjectSettings) -> list[Promotion]:
     """Promote every discovery that is due; a file already there is skipped with its warning."""
-    return [promote(db, memory_id, settings) for memory_id in due(db, project_id)]
+    return [promote(db, memory_id, settings, project_id) for memory_id in due(db, project_id)]
 
 
 def after_search(db: Database, project_id: int, project_dir: str, hits: list[Any]) -> list[Promotion]:
