@@ -363,3 +363,25 @@ def test_parallel_writers_lose_nothing_and_duplicate_nothing(home, project_dir):
     assert check.scalar("SELECT COUNT(*) FROM sessions") == 2
     check.close()
 
+
+def test_an_older_store_is_migrated_to_stemmed_keyword_indexes(home, project_dir):
+    from ccmemory import db as database, migrations, projects, search
+
+    old = database.connect(migrate=False)
+    with old.transaction():
+        for migration in migrations.MIGRATIONS[:6]:
+            migration(old)
+        old.execute("PRAGMA user_version = 6")
+    project = projects.project_id(old, project_dir)
+    memories.add(old, project_id=project, content="Fixed the flaky uploads by retrying connections")
+    assert search.search(old, "fixes", project_id=project, mode="keyword") == []
+    old.close()
+
+    migrated = database.connect()
+    try:
+        assert migrations.current_version(migrated) == migrations.target_version()
+        for query in ("fixes", "retried connection", "upload"):
+            hits = search.search(migrated, query, project_id=project, mode="keyword")
+            assert [hit.memory.content for hit in hits] == ["Fixed the flaky uploads by retrying connections"], query
+    finally:
+        migrated.close()

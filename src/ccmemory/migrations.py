@@ -366,8 +366,36 @@ def _m006_knowledge(db: Database) -> None:
     _run_script(db, _M006)
 
 
+_M007 = """
+DROP TABLE memories_vocab;
+DROP TABLE memories_fts;
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+    content, tags, files, content='memories', content_rowid='seq',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE memories_vocab USING fts5vocab(memories_fts, 'row');
+INSERT INTO memories_fts(memories_fts) VALUES ('rebuild');
+DROP TABLE chunks_vocab;
+DROP TABLE chunks_fts;
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    heading, content, content='chunks', content_rowid='seq', tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab(chunks_fts, 'row');
+INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
+"""
+
+
+def _m007_porter_stemming(db: Database) -> None:
+    """Keyword indexes with the Porter stemmer ("fixed" finds "fix", "fixes"), rebuilt from the stored rows.
+
+    The triggers that keep them current name the tables, not the tokenizer, so they stay as they are.
+    """
+    _run_script(db, _M007)
+
+
 MIGRATIONS: List[Callable[[Database], None]] = [
     _m001_initial, _m002_docmem, _m003_memory_files, _m004_local_context, _m005_rare_row_indexes, _m006_knowledge,
+    _m007_porter_stemming,
 ]
 _BACKUPS_KEPT = 3
 
