@@ -151,3 +151,99 @@ def test_pending_memories_are_found_by_keywords_before_they_are_embedded(corpus,
     fresh = memories.add(db, project_id=project, content="Feature flags are served by Unleash")
     hits = search.search(db, "Unleash feature flags", project_id=project, embedder=embedder)
     assert hits[0].memory.id == fresh.id
+
+
+def test_the_ranking_does_not_depend_on_the_limit(corpus, embedder):
+    db, project, _ = corpus
+    for number in range(60):
+        memories.add(db, project_id=project, content=f"Note {number}: the proxy and the network were checked again")
+    embeddings.embed_pending(db, embedder)
+    for query in ("network errors and retries", "proxy connection error codes", "how is login handled"):
+        for mode in search.MODES:
+            wide = search.search(db, query, project_id=project, mode=mode, embedder=embedder, limit=50, track=False)
+            for limit in (1, 5, 10):
+                narrow = search.search(db, query, project_id=project, mode=mode, embedder=embedder, limit=limit,
+                                       track=False)
+                assert [h.memory.id for h in narrow] == [h.memory.id for h in wide[:limit]], (query, mode, limit)
+
+
+def test_a_strong_keyword_match_is_not_buried_by_vector_neighbours(corpus, embedder):
+    db, project, _ = corpus
+    hits = search.search(db, "alembic upgrade head", project_id=project, embedder=embedder, limit=3)
+    assert _contents(hits)[0] == CORPUS[5]
+
+
+def test_keywords_are_stemmed(corpus, embedder):
+    db, project, _ = corpus
+    hits = search.search(db, "retrying wrapped calls", project_id=project, mode="keyword")
+    assert _contents(hits)[0] == CORPUS[4]  # "wrapped in a retry helper", "Flaky network calls"
+    assert search.stems(db, ["retrying", "parse_config_v2"]) == [["retri"], ["pars", "config", "v2"]]
+
+
+def test_common_stemmed_words_are_skipped_in_a_large_store(home, project_dir):
+    db = database.connect(vectors=False)
+    project = projects.project_id(db, project_dir)
+    for number in range(1100):
+        memories.add(db, project_id=project, content=f"Running job {number} finished")
+    rare = memories.add(db, project_id=project, content="The nightly runs hit the quota limit")
+    rows = db.scalar("SELECT MAX(seq) FROM memories")
+    # "runs" is stored as the stem "run", which most rows contain: only "quota" is kept
+    assert search.fts_query("runs quota", db, "memories_vocab", rows) == '"quota"'
+    assert search.search(db, "runs quota", project_id=project, mode="keyword")[0].memory.id == rare.id
+    db.close()
+
+
+def test_the_turn_next_to_a_match_comes_with_it(home, project_dir):
+    db = database.connect(vectors=False)
+    project = projects.project_id(db, project_dir)
+    filler = ["Bob: The weather was lovely", "Anna: We walked along the river", "Bob: The museum was closed"]
+    for text in filler:
+        memories.add(db, project_id=project, content=text, created_at="2023-05-01T10:00:00")
+    memories.add(db, project_id=project, content="Bob: What did you bring to the potluck on Saturday?",
+                 created_at="2023-05-08T13:56:00")
+    answer = memories.add(db, project_id=project, content="Anna: My grandmother's lasagna, everyone loved it",
+                          created_at="2023-05-08T13:56:00")
+    for text in filler:
+        memories.add(db, project_id=project, content=text, created_at="2023-05-20T10:00:00")
+    hits = search.search(db, "What did Anna bring to the potluck?", project_id=project, mode="keyword", limit=2)
+    assert answer.id in [hit.memory.id for hit in hits]
+    db.close()
+
+
+def test_a_date_in_the_query_prefers_memories_of_that_date(home, project_dir):
+    db = database.connect(vectors=False)
+    project = projects.project_id(db, project_dir)
+    for day in ("2023-04-30", "2023-05-08", "2023-06-02"):
+        memories.add(db, project_id=project, content="Deployed the billing service", created_at=f"{day}T09:00")
+    for query, day in (("billing deploy on 8 May 2023", "2023-05-08"), ("billing deploy in June 2023", "2023-06-02"),
+                       ("what was deployed 2023-04-30", "2023-04-30")):
+        hits = search.search(db, query, project_id=project, mode="keyword")
+        assert hits[0].memory.created_at.startswith(day), query
+    db.close()
+
+
+def test_names_in_the_query_prefer_memories_that_name_them(home, project_dir):
+    db = database.connect(vectors=False)
+    project = projects.project_id(db, project_dir)
+    memories.add(db, project_id=project, content="Melanie: I signed up for a pottery class")
+    wanted = memories.add(db, project_id=project, content="Caroline: I signed up for a pottery class")
+    hits = search.search(db, "Which class did Caroline sign up for?", project_id=project, mode="keyword")
+    assert hits[0].memory.id == wanted.id
+    assert search.query_names("What did Caroline and Mel's dog do after Pride?") == ["caroline", "mel's", "pride"]
+
+
+def test_what_a_session_did_outranks_a_later_session_that_asked_about_it(home, project_dir):
+    from ccmemory.hooks import summary
+
+    db = database.connect(vectors=False)
+    project = projects.project_id(db, project_dir)
+    did = memories.add(db, project_id=project, source="summary", salience=summary.SUMMARY_SALIENCE,
+                       content="Request: Fix the login timeout\nDid: changed auth.py; ran pytest\n"
+                               "Outcome: Raised the login timeout to 30 s")
+    for when in ("once", "again"):
+        memories.add(db, project_id=project, source="summary", salience=summary.LOOKED_ONLY_SALIENCE,
+                     content=f"Request: Remind me {when} how we fixed the login timeout\n"
+                             "Did: only looked, changed nothing\nOutcome: Raised the login timeout to 30 s")
+    hits = search.search(db, "how did we fix the login timeout", project_id=project, mode="keyword")
+    assert hits[0].memory.id == did.id
+    db.close()

@@ -1,11 +1,34 @@
-"""Hybrid search: FTS5 keywords and sqlite-vec vectors fused by reciprocal rank.
+"""Hybrid search: FTS5 keywords and sqlite-vec vectors, fused on one scale, then context and priors.
 
-Keyword search finds exact identifiers that embeddings blur; vector search
-finds paraphrases that share no word with the query. Hybrid mode fuses the two
-rankings with reciprocal rank fusion (k = 60), so an item near the top of either
-list surfaces, and scales the fused score to 0..1 (1 = first in both lists).
-Salience nudges the order a little. If sqlite-vec or the model is unavailable,
-search keeps working on keywords alone and says so in ``warnings``.
+How a memory search ranks, in order (every step is independent of ``limit``,
+so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
+
+1. **Candidates.** Keyword search (FTS5 with the Porter stemmer, every query
+   word quoted, common English words dropped) and vector search (nearest
+   neighbours of the query embedding) each give their best
+   :data:`CANDIDATES`, a fixed depth.
+2. **Fusion on one scale.** Each list's scores are made comparable before
+   they are mixed: BM25 relative to the list's best hit (1 = best keyword
+   match) and cosine similarity rescaled so the best vector hit is 1 and
+   :data:`VECTOR_FLOOR` is 0. The fused score is the convex combination
+   ``KEYWORD_WEIGHT * keyword + (1 - KEYWORD_WEIGHT) * vector``; a memory
+   missing from a list scores 0 there. (The earlier rank fusion weighted
+   vector hits ~0.7–1.0 and keyword hits ~0.2–0.6, so any vector candidate
+   outranked a keyword-only hit.)
+3. **Neighbouring context.** A memory right before or after a strong hit in
+   the same session (or, without a session, within the hour) gains
+   :data:`NEIGHBOUR_WEIGHT` × that hit's score: the answer to a question is
+   often the turn after the one that matches it, and an edit sits next to the
+   read that found the code.
+4. **Priors**, each a factor ≤ 1 so a weak hit can never be lifted past a
+   strong one by them alone: salience (what capture and curation say a memory
+   is worth), names in the query (a memory naming the people the query names
+   keeps its score; one that does not loses :data:`NAME_WEIGHT`), and dates in
+   the query (memories from another day, month or year than the one asked
+   about lose :data:`DATE_WEIGHT`).
+
+If sqlite-vec or the model is unavailable, search keeps working on keywords
+alone and says so in ``warnings``.
 """
 
 from __future__ import annotations
@@ -20,18 +43,29 @@ from .db import Database
 from .errors import ValidationError
 from .memories import Memory
 from .migrations import SECTORS
+from .query_dates import date_range
 
 MODES = ("hybrid", "semantic", "keyword")
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 100
 #: Longer queries are refused: a search costs work per distinct word, and a query is a question, not a document.
 MAX_QUERY_CHARS = 2_000
-RRF_K = 60
+#: Depth of each candidate list, whatever the limit (>= MAX_LIMIT).
+CANDIDATES = 100
+KEYWORD_WEIGHT = 0.6
 #: Cosine similarity under which a vector neighbour is noise, not a match (MiniLM puts unrelated texts near 0-0.1).
 MIN_SIMILARITY = 0.15
+#: Cosine similarity that counts as 0 on the fused scale.
+VECTOR_FLOOR = 0.2
+NEIGHBOUR_WEIGHT = 0.4
+#: How many of the best fused candidates lend context to their neighbours.
+NEIGHBOUR_POOL = 40
+NEIGHBOUR_WINDOW_DAYS = 1 / 24
+SALIENCE_WEIGHT = 0.1
+NAME_WEIGHT = 0.1
+DATE_WEIGHT = 0.3
 COMMON_WORD_SHARE = 0.03
 _COMMON_WORD_MIN_ROWS = 1000
-_KEYWORD_CANDIDATES = 50
 #: Curated knowledge (sections of the project's markdown, see ccmemory.knowledge) outranks a raw
 #: observation that answers as well: its score is multiplied by this, capped at 1.
 KNOWLEDGE_BOOST = 1.25
@@ -39,6 +73,11 @@ _STOPWORDS = frozenset(
     "a an and are as at be by do does did for from how i in is it its of on or so that the this to was we were "
     "what when where which who why with you your".split()
 )
+#: Capitalised words that start questions and clauses rather than name someone.
+_NOT_NAMES = _STOPWORDS | frozenset(
+    "would could should can will has have had after before during since according about between".split()
+)
+_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 
 @dataclass
@@ -86,6 +125,24 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(kept))
 
 
+def stems(db: Database, words: Sequence[str]) -> list[list[str]]:
+    """The index terms of each word, as the keyword index's own tokenizer (Porter) makes them.
+
+    A word such as ``parse_config_v2`` gives several terms. The words go
+    through a scratch FTS5 table in the connection's temp schema, so stemming
+    is exactly the index's, with no stemmer of our own to drift from it.
+    """
+    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_words USING fts5(word, tokenize='{_TOKENIZER}')")
+    db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_terms USING fts5vocab(temp, query_words, instance)")
+    db.execute("DELETE FROM temp.query_words")
+    for number, word in enumerate(words, 1):
+        db.execute("INSERT INTO temp.query_words(rowid, word) VALUES (?, ?)", (number, word))
+    found: list[list[str]] = [[] for _ in words]
+    for row in db.rows("SELECT term, doc FROM temp.query_terms ORDER BY doc, offset"):
+        found[row["doc"] - 1].append(row["term"])
+    return found
+
+
 def fts_query(query: str, db: Database | None = None, vocabulary: str | None = None, rows: int = 0) -> str | None:
     """A safe FTS5 expression: each word quoted (so `parse_config_v2` is a phrase), ORed.
 
@@ -93,58 +150,55 @@ def fts_query(query: str, db: Database | None = None, vocabulary: str | None = N
     Given the fts5vocab table and the row count, words found in more than
     :data:`COMMON_WORD_SHARE` of the rows are left out (unless nothing would be
     left): they barely change the ranking but make FTS5 score most of the table.
+    A word's frequency is that of its rarest index term (after stemming).
     """
     terms = query_terms(query)
-    if db is not None and vocabulary and rows > _COMMON_WORD_MIN_ROWS:
-        frequency = {term: db.scalar(f"SELECT doc FROM {vocabulary} WHERE term = ?", (term,)) or 0 for term in terms}
+    if db is not None and vocabulary and rows > _COMMON_WORD_MIN_ROWS and terms:
+        frequency = {}
+        for term, indexed in zip(terms, stems(db, terms)):
+            counts = [db.scalar(f"SELECT doc FROM {vocabulary} WHERE term = ?", (stem,)) or 0 for stem in indexed]
+            frequency[term] = min(counts) if counts else 0
         rare = [term for term in terms if frequency[term] <= rows * COMMON_WORD_SHARE]
         terms = rare or sorted(terms, key=lambda term: frequency[term])[:1]
     return " OR ".join(f'"{term}"' for term in terms) if terms else None
 
 
-def keyword_ranking(db: Database, sql: str, params: Sequence[Any], terms: Sequence[str]) -> list[tuple[int, float]]:
-    """(seq, score) for FTS candidates, best first.
+def keyword_ranking(db: Database, sql: str, params: Sequence[Any]) -> list[tuple[int, float]]:
+    """(seq, score) for FTS candidates, best first: BM25 relative to the best candidate (1.0).
 
-    bm25 alone says only which hit is best, not whether it is any good: a lone
-    common word would score like an exact match. The score is therefore mostly
-    term coverage (the share of query words the text contains) and partly bm25
-    relative to the best candidate. ``sql`` must select ``seq``, ``rank`` (bm25)
-    and ``text``.
+    ``sql`` must select ``seq`` and ``rank`` (FTS5's bm25, lower is better) ordered by rank.
     """
     rows = db.rows(sql, tuple(params))
     if not rows:
         return []
     best = rows[0]["rank"] or -1e-9
-    wanted = set(terms)
-    scored = []
-    for row in rows:
-        present = wanted & set(re.findall(r"\w+", (row["text"] or "").lower()))
-        coverage = len(present) / len(wanted) if wanted else 0.0
-        relative = max(0.0, min(1.0, (row["rank"] or 0.0) / best))
-        scored.append((row["seq"], 0.7 * coverage + 0.3 * relative))
-    return sorted(scored, key=lambda item: -item[1])
+    return [(row["seq"], max(0.0, min(1.0, (row["rank"] or 0.0) / best))) for row in rows]
 
 
-def fuse(rankings: Sequence[list[tuple[int, float]]]) -> dict[int, float]:
-    """Weighted reciprocal rank fusion scaled to 0..1 (1 = first, with full weight, in every list).
+def fuse(by_keyword: list[tuple[int, float]], by_vector: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Convex combination of the keyword scores (0..1) and the rescaled cosine similarities, best first."""
+    fused = {seq: KEYWORD_WEIGHT * score for seq, score in by_keyword}
+    for seq, score in vector_scale(by_vector):
+        fused[seq] = fused.get(seq, 0.0) + (1.0 - KEYWORD_WEIGHT) * score
+    return ordered(fused)
 
-    Each list contributes ``weight / (60 + rank)``, where the weight is the
-    item's score in that list relative to the list's best, capped by the best's
-    own absolute score for keyword lists, so a weak keyword hit cannot outrank a
-    strong semantic one merely by being first in its list.
-    """
-    fused: dict[int, float] = {}
-    for ranking in rankings:
-        if not ranking:
-            continue
-        for position, (seq, weight) in enumerate(ranking):
-            fused[seq] = fused.get(seq, 0.0) + weight / (RRF_K + position + 1)
-    ideal = len(rankings) / (RRF_K + 1)
-    return {seq: min(1.0, score / ideal) for seq, score in fused.items()}
+
+def vector_scale(ranking: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Cosine similarities mapped to 0..1: :data:`VECTOR_FLOOR` -> 0, the best hit -> 1."""
+    if not ranking:
+        return []
+    top = max(score for _, score in ranking)
+    span = max(top - VECTOR_FLOOR, 1e-9)
+    return [(seq, max(0.0, min(1.0, (score - VECTOR_FLOOR) / span))) for seq, score in ranking]
+
+
+def ordered(scores: dict[int, float]) -> list[tuple[int, float]]:
+    """Best first; equal scores in store order, so results are deterministic."""
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
 def vector_ranking(
-    db: Database, kind: str, query: str, *, project_id: int, limit: int, embedder: Any, warnings: list[str]
+    db: Database, kind: str, query: str, *, project_id: int, embedder: Any, warnings: list[str]
 ) -> Callable[[], list[tuple[int, float]] | None]:
     """Start a vector ranking; calling the result gives (seq, cosine similarity) nearest first.
 
@@ -181,15 +235,10 @@ def vector_ranking(
             warnings.append(f"Vector search unavailable ({outcome['error']}); showing keyword matches only.")
             return None
         found = vectors.nearest(db, kind, outcome["vector"], project_id=project_id, model_id=embedder.model_id,
-                                limit=limit)
+                                limit=CANDIDATES)
         return [(seq, 1.0 - distance) for seq, distance in found if 1.0 - distance >= MIN_SIMILARITY]
 
     return finish
-
-
-def _relative(ranking: list[tuple[int, float]]) -> list[tuple[int, float]]:
-    top = ranking[0][1] if ranking and ranking[0][1] > 0 else 1.0
-    return [(seq, score / top) for seq, score in ranking]
 
 
 def rank(
@@ -198,7 +247,7 @@ def rank(
     semantic: Callable[[], Callable[[], list[tuple[int, float]] | None]],
     warnings: list[str],
 ) -> tuple[list[tuple[int, float]], str]:
-    """Run the rankings the mode needs and combine them; falls back to keywords when vectors are missing."""
+    """Run the rankings the mode needs and put them on the 0..1 scale; falls back to keywords without vectors."""
     if mode == "keyword":
         return keyword(), "keyword"
     finish_vector = semantic()
@@ -207,9 +256,69 @@ def rank(
     if by_vector is None:
         return (keyword() if by_keyword is None else by_keyword), "keyword"
     if by_keyword is None:
-        return by_vector, "semantic"
-    fused = fuse([by_keyword, _relative(by_vector)])
-    return sorted(fused.items(), key=lambda item: -item[1]), "hybrid"
+        return ordered(dict(vector_scale(by_vector))), "semantic"
+    return fuse(by_keyword, by_vector), "hybrid"
+
+
+def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_superseded: bool,
+                    sector: str | None) -> list[tuple[int, float]]:
+    """Lend each of the best candidates' neighbours :data:`NEIGHBOUR_WEIGHT` × its score (the best lender counts)."""
+    pool = ranked[:NEIGHBOUR_POOL]
+    if not pool:
+        return ranked
+    filters = "" if include_superseded else " AND n.valid_until IS NULL"
+    params: list[Any] = []
+    if sector:
+        filters += " AND n.sector = ?"
+        params.append(sector)
+    same_place = (f"n.project_id = m.project_id AND n.session_id IS m.session_id AND n.is_deleted = 0{filters} "
+                  f"AND (m.session_id IS NOT NULL OR abs(julianday(n.created_at) - julianday(m.created_at)) <= "
+                  f"{NEIGHBOUR_WINDOW_DAYS!r})")
+    marks = ",".join("?" * len(pool))
+    rows = db.rows(
+        f"SELECT m.seq, "
+        f"(SELECT n.seq FROM memories n WHERE {same_place} AND (n.created_at < m.created_at OR "
+        f"(n.created_at = m.created_at AND n.seq < m.seq)) ORDER BY n.created_at DESC, n.seq DESC LIMIT 1) AS before, "
+        f"(SELECT n.seq FROM memories n WHERE {same_place} AND (n.created_at > m.created_at OR "
+        f"(n.created_at = m.created_at AND n.seq > m.seq)) ORDER BY n.created_at, n.seq LIMIT 1) AS after "
+        f"FROM memories m WHERE m.seq IN ({marks})",
+        (*params, *params, *[seq for seq, _ in pool]),
+    )
+    score = dict(pool)
+    lent: dict[int, float] = {}
+    for row in rows:
+        for neighbour in (row["before"], row["after"]):
+            if neighbour is not None:
+                lent[neighbour] = max(lent.get(neighbour, 0.0), NEIGHBOUR_WEIGHT * score[row["seq"]])
+    if not lent:
+        return ranked
+    combined = dict(ranked)
+    for seq, bonus in lent.items():
+        combined[seq] = combined.get(seq, 0.0) + bonus
+    top = max(combined.values())
+    return ordered({seq: value / top for seq, value in combined.items()}) if top > 1.0 else ordered(combined)
+
+
+def query_names(query: str) -> list[str]:
+    """Lower-cased capitalised words of the query that may name someone or something (not question words)."""
+    names = [w.lower() for w in re.findall(r"\b[A-Z][\w'-]*", query) if w.lower() not in _NOT_NAMES]
+    return list(dict.fromkeys(names))
+
+
+def prior(memory: Memory, names: Sequence[str], dates: tuple[str, str] | None) -> float:
+    """The factor that salience, names and dates in the query apply to a memory's score.
+
+    It is at most 1, except for curated knowledge, which is boosted (:data:`KNOWLEDGE_BOOST`).
+    """
+    factor = 1.0 - SALIENCE_WEIGHT * (1.0 - memory.salience)
+    if memory.source == knowledge.SOURCE:
+        factor *= KNOWLEDGE_BOOST
+    if names:
+        words = set(re.findall(r"[\w'-]+", memory.content.lower()))
+        factor *= 1.0 - NAME_WEIGHT * (1.0 - sum(name in words for name in names) / len(names))
+    if dates and not dates[0] <= memory.created_at < dates[1]:
+        factor *= 1.0 - DATE_WEIGHT
+    return factor
 
 
 def search_with_info(
@@ -225,7 +334,7 @@ def search_with_info(
     embedder: Any = None,
     track: bool = True,
 ) -> SearchResult:
-    """Search a project's memories; see the module docstring for how modes combine.
+    """Search a project's memories; see the module docstring for how the ranking is made.
 
     Deleted memories never appear; superseded ones only with ``include_superseded``.
     Each hit counts as a reference (``reference_count``, ``last_accessed``,
@@ -247,24 +356,23 @@ def search_with_info(
             params.append(sector)
         return keyword_ranking(
             db,
-            "SELECT m.seq, bm25(memories_fts) AS rank, m.content || ' ' || m.tags || ' ' || m.files AS text "
-            "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
+            "SELECT m.seq, bm25(memories_fts) AS rank FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
             f"WHERE memories_fts MATCH ? AND m.project_id = ? AND m.is_deleted = 0{filters} "
-            f"ORDER BY rank LIMIT {max(_KEYWORD_CANDIDATES, limit * 4)}",
+            f"ORDER BY rank LIMIT {CANDIDATES}",
             params,
-            query_terms(query),
         )
 
     def semantic() -> Callable[[], list[tuple[int, float]] | None]:
-        return vector_ranking(db, "memory", query, project_id=project_id, limit=limit, embedder=embedder,
-                              warnings=warnings)
+        return vector_ranking(db, "memory", query, project_id=project_id, embedder=embedder, warnings=warnings)
 
     ranked, mode_used = rank(mode, keyword, semantic, warnings)
+    ranked = with_neighbours(db, ranked, include_superseded=include_superseded, sector=sector)
+    names, dates = query_names(query), date_range(query)
     hits: list[SearchHit] = []
-    batch = limit * 2
+    batch = max(limit * 2, 20)
     for start in range(0, len(ranked), batch):
-        # The prior raises a raw score at most KNOWLEDGE_BOOST times, so once the next raw score
-        # times that is below the limit-th hit's final score, nothing further down can enter the results.
+        # Priors raise a raw score at most KNOWLEDGE_BOOST times, so once the next raw score times
+        # that is below the limit-th hit's final score, nothing further down can enter the results.
         if len(hits) >= limit and ranked[start][1] * KNOWLEDGE_BOOST < hits[limit - 1].score:
             break
         chunk = ranked[start:start + batch]
@@ -275,19 +383,13 @@ def search_with_info(
                 continue
             if sector and memory.sector != sector:
                 continue
-            hits.append(SearchHit(memory=memory, score=min(1.0, score * prior(memory))))
-        hits.sort(key=lambda hit: -hit.score)
+            hits.append(SearchHit(memory=memory, score=min(1.0, score * prior(memory, names, dates))))
+        hits.sort(key=lambda hit: (-hit.score, hit.memory.seq))
     hits = hits[:limit]
     _annotate(db, hits)
     if track and hits:
         memories.touch_references(db, [hit.memory.id for hit in hits], session_id=session_id)
     return SearchResult(hits=hits, mode_used=mode_used, warnings=warnings)
-
-
-def prior(memory: Memory) -> float:
-    """What a memory's own standing does to its score: salience nudges (x 0.9..1.0), knowledge is boosted."""
-    weight = 0.9 + 0.1 * memory.salience
-    return weight * KNOWLEDGE_BOOST if memory.source == knowledge.SOURCE else weight
 
 
 def search(db: Database, query: str, **options: Any) -> list[SearchHit]:
