@@ -55,6 +55,7 @@ def test_stop_writes_an_extractive_reflective_summary(home: Path, project_dir: P
     assert "Request: Switch password hashing to bcrypt, please." in text
     assert "Last request (2 in all): Now fix mypy." in text
     assert "Outcome: Switched hashing to bcrypt" in text
+    assert "Did: changed auth.py; ran pytest, mypy; 1 failed call" in text
     assert "Files changed: auth.py" in text and "Files read:" not in text
     assert "Commands: pytest -q tests/test_auth.py (Run it); mypy . (failed)" in text
     assert "Errors:\n- Ran: mypy . (failed)" in text
@@ -73,8 +74,47 @@ def test_each_stop_rewrites_the_one_summary_of_the_session(home: Path, project_d
     [second] = summaries(home, "s2")
     assert second["id"] == first["id"]
     assert "Outcome: Committed." in second["content"] and "git commit -m x" in second["content"]
-    hits = rows(home, "SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'Committed'")
+    hits = rows(home, """SELECT rowid FROM memories_fts WHERE memories_fts MATCH '"Outcome Committed"'""")
     assert [h["rowid"] for h in hits] == [second["seq"]]
+
+
+def test_a_failure_the_session_fixed_later_is_settled_not_a_gotcha(home: Path, project_dir: Path) -> None:
+    failing = tool_call("f1", project_dir, "Bash", {"command": "pytest -q tests/test_auth.py"}, None, "t1",
+                        event="PostToolUseFailure", error="Exit code 1\n1 failed, 2 passed")
+    build = tool_call("f1", project_dir, "Bash", {"command": "npm run build"}, None, "t2",
+                      event="PostToolUseFailure", error="Exit code 2")
+    edit = tool_call("f1", project_dir, "Edit", {"file_path": str(project_dir / "auth.py"), "old_string": "a",
+                                                 "new_string": "b"}, {"filePath": str(project_dir / "auth.py")}, "t3")
+    passing = bash_call("f1", project_dir, "pytest tests/", "3 passed", "t4")
+    for payload in (failing, build, edit, passing):
+        assert_quiet_success(run_hook("post_tool_use", payload, home))
+    assert_quiet_success(run_hook("stop", stop_payload("f1", project_dir, "Fixed the login test."), home))
+    assert_quiet_success(run_hook("session_end", common("f1", project_dir, "SessionEnd", reason="other"), home))
+    by_call = {json.loads(m["metadata"]).get("tool_use_id"): m for m in memories_of(home, "f1")}
+    fixed, unfixed = by_call["t1"], by_call["t2"]
+    assert (fixed["category"], fixed["tier"]) == ("general", "session")
+    assert fixed["salience"] <= 0.5 and json.loads(fixed["metadata"])["fixed_by"] == by_call["t4"]["id"]
+    assert (unfixed["category"], unfixed["tier"]) == ("gotcha", "project")
+    [memory] = summaries(home, "f1")
+    assert "2 failed calls, 1 fixed later in the session" in memory["content"]
+    assert "Errors:\n- Ran: npm run build (failed)" in memory["content"] and "pytest -q tests/test_auth.py (failed)" \
+        not in memory["content"].split("Errors:")[1]
+
+
+def test_a_session_that_only_looked_gets_a_less_salient_summary(home: Path, project_dir: Path) -> None:
+    write_transcript(project_dir / "q1.jsonl", ["Remind me how we fixed the login timeout?"])
+    read = tool_call("q1", project_dir, "Read", {"file_path": str(project_dir / "auth.py")}, "def login(): ...", "t1")
+    look = bash_call("q1", project_dir, "git log --oneline -5", "abc fix login timeout", "t2")
+    for payload in (read, look):
+        assert_quiet_success(run_hook("post_tool_use", payload, home))
+    assert_quiet_success(run_hook("stop", stop_payload("q1", project_dir, "We raised the timeout to 30 s."), home))
+    [asked] = summaries(home, "q1")
+    assert asked["salience"] == pytest.approx(summary.LOOKED_ONLY_SALIENCE)
+    assert "Did: ran git log; only looked, changed nothing" in asked["content"]
+    record_session(home, project_dir, "q2")
+    assert_quiet_success(run_hook("stop", stop_payload("q2", project_dir, "Done."), home))
+    [did] = summaries(home, "q2")
+    assert did["salience"] == pytest.approx(summary.SUMMARY_SALIENCE)
 
 
 def test_stop_with_nothing_to_say_stores_nothing(home: Path, project_dir: Path) -> None:

@@ -498,11 +498,11 @@ def deemphasize(db: Database, memory_id: str, amount: float = 0.2, *, project_id
 
 def rewrite(db: Database, memory_id: str, content: str, *, project_id: int | None,
             files: Iterable[str] | None = None, metadata: dict[str, Any] | None = None,
-            tags: Iterable[str] | None = None, sector: str | None = None) -> bool:
-    """Replace a memory's text (and optionally files, metadata, tags and sector) in place; False when nothing changed.
+            tags: Iterable[str] | None = None, sector: str | None = None, salience: float | None = None) -> bool:
+    """Replace a memory's text (and optionally files, metadata, tags, sector, salience) in place.
 
-    FTS follows by trigger and the memory's vector is dropped by trigger, so it
-    is embedded again with its new text.
+    Returns False when nothing changed. FTS follows by trigger; a changed text
+    drops the memory's vector by trigger, so it is embedded again.
     """
     content = _redacted_content(content)
     memory = get(db, memory_id, project_id=project_id)
@@ -510,14 +510,18 @@ def rewrite(db: Database, memory_id: str, content: str, *, project_id: int | Non
     new_metadata = memory.metadata if metadata is None else metadata
     new_tags = memory.tags if tags is None else _string_list(tags, "Tags")
     new_sector = memory.sector if sector is None else _validate_choice(sector, SECTORS, "sector")
-    if (content, new_files, new_metadata, new_tags, new_sector) == (
-            memory.content, memory.files, memory.metadata, memory.tags, memory.sector):
+    new_salience = memory.salience if salience is None else min(_validate_unit(salience, "Salience"), MAX_SALIENCE)
+    if (content, new_files, new_metadata, new_tags, new_sector, new_salience) == (
+            memory.content, memory.files, memory.metadata, memory.tags, memory.sector, memory.salience):
         return False
+    # Only a changed text is written: writing ``content`` at all fires the trigger that drops the vector.
+    text_part = "content = ?, " if content != memory.content else ""
     with db.transaction():
-        db.execute("UPDATE memories SET content = ?, files = ?, metadata = ?, tags = ?, sector = ?, updated_at = ? "
-                   "WHERE id = ?",
-                   (content, json.dumps(new_files), json.dumps(new_metadata), json.dumps(new_tags), new_sector,
-                    clock.now(), memory.id))
+        db.execute(f"UPDATE memories SET {text_part}files = ?, metadata = ?, tags = ?, sector = ?, salience = ?, "
+                   "updated_at = ? WHERE id = ?",
+                   ((content,) if text_part else ()) + (json.dumps(new_files), json.dumps(new_metadata),
+                                                        json.dumps(new_tags), new_sector, new_salience,
+                                                        clock.now(), memory.id))
     return True
 
 

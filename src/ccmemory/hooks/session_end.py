@@ -6,8 +6,10 @@ longer, so this does only short SQLite writes (a few milliseconds):
 1. if the session has observations but no summary yet (no turn reached Stop),
    write the extractive summary; likewise the last turn's entry of the rolling
    local context, when that turn never reached Stop (interrupted);
-2. mark the session ended;
-3. promote the session-tier memories whose salience is above
+2. settle the failures a later call of the session fixed (they are not gotchas,
+   :mod:`ccmemory.hooks.failures`), so they are not promoted;
+3. mark the session ended;
+4. promote the session-tier memories whose salience is above
    ``promotion.min_salience`` (0.7: failures, reinforced memories) to the project tier.
 
 The only slow work, an opt-in model-written summary, runs detached
@@ -25,6 +27,7 @@ from . import log, payload as payloads
 
 def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     from .. import db as database, memories, projects, sessions
+    from . import failures
     from .activity import record_turn
     from .summary import session_observations, start_model_summary, summarize, summary_memory_id, user_prompts
 
@@ -44,7 +47,9 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
                                     root=str(projects.project_root(cwd)),
                                     transcript_path=payloads.text(data, "transcript_path"), last_message=None)
         transcript = payloads.text(data, "transcript_path")
-        record_turn(db, directory=cwd, session_id=session_id, observations=session_observations(db, session_id),
+        observations = session_observations(db, session_id)
+        failures.settle(db, observations)
+        record_turn(db, directory=cwd, session_id=session_id, observations=observations,
                     prompt=(user_prompts(transcript) or [None])[-1], last_message=None,
                     root=str(projects.project_root(cwd)),
                     enabled_by_default=config.get("local_context", "enabled"))

@@ -3,10 +3,18 @@
 Stop fires at the end of every turn, so each session has one summary memory
 (source ``summary``) that every Stop rewrites in place, and
 ``sessions.summary`` mirrors it. The default summary is extractive and
-deterministic: the user's requests (from the transcript), Claude's last reply
-(``last_assistant_message``), decisions found in them, the files changed and
-read, the commands run and the errors met, all taken from the session's
-captured observations. With ``summary.mode = "claude"`` a detached worker
+deterministic: the user's requests (from the transcript), what the session
+did (``Did:`` files changed, commands run, failures and which were fixed, or
+that it only looked), Claude's last reply (``last_assistant_message``),
+decisions found in them, the files changed and read, the commands run and the
+errors still open, all taken from the session's captured observations.
+
+The summary's salience says what the session did: one that changed files or
+ran commands that do something keeps :data:`SUMMARY_SALIENCE`; one that only
+read, searched and answered (a question about earlier work) gets
+:data:`LOOKED_ONLY_SALIENCE`, so search ranks the session that made a change
+above the later ones that asked about it. Failures a later call of the same
+session fixed are settled first (:mod:`ccmemory.hooks.failures`). With ``summary.mode = "claude"`` a detached worker
 (:mod:`ccmemory.hooks.model_summary`) later replaces it with a model-written
 one; if that fails for any reason, the extractive summary simply stays.
 """
@@ -19,12 +27,18 @@ import re
 from typing import Any, Sequence
 
 from ..config import Config
-from . import activity, log, payload as payloads
+from . import activity, failures, log, payload as payloads
 from .capture import cut
 from ..redaction import redact
 
 SUMMARY_SOURCE = "summary"
 SUMMARY_SALIENCE = 0.65
+LOOKED_ONLY_SALIENCE = 0.35
+#: Commands that only look: running them is not doing something.
+_LOOKING_COMMANDS = frozenset(
+    "ls cat head tail less more grep rg find fd tree wc pwd echo which file stat du df diff".split()
+    + ["git status", "git log", "git show", "git diff", "git blame", "git branch", "git grep"]
+)
 MAX_OBSERVATIONS = 500
 MAX_TRANSCRIPT_BYTES = 20 * 1024 * 1024
 MAX_LINE_BYTES = 1024 * 1024
@@ -133,6 +147,7 @@ def extractive_summary(observations: Sequence[Any], *, prompts: Sequence[str], l
         if memory.category == "gotcha":
             errors.append(cut(_first_line(memory.content), 200))
     read = [f for f in read if f not in changed]
+    did = what_it_did(observations, changed=changed)
     tally = ", ".join(f"{n} {tool}" for tool, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     calls = sum(counts.values())
     lines = [f"Session summary ({date}; {calls} tool call{'s' if calls != 1 else ''}"
@@ -142,6 +157,8 @@ def extractive_summary(observations: Sequence[Any], *, prompts: Sequence[str], l
         lines.append("Request: " + cut(" ".join(prompts[0].split()), 400))
         if len(prompts) > 1:
             lines.append(f"Last request ({len(prompts)} in all): " + cut(" ".join(prompts[-1].split()), 300))
+    if did:
+        lines.append("Did: " + did)
     outcome = redact(last_message or "").strip()
     if outcome:
         lines.append("Outcome: " + cut(outcome, 900))
@@ -161,6 +178,46 @@ def extractive_summary(observations: Sequence[Any], *, prompts: Sequence[str], l
     return cut("\n".join(lines), 8000)
 
 
+def _tool(memory: Any) -> str:
+    return memory.metadata.get("tool") or (memory.tags[0] if memory.tags else "tool")
+
+
+def changed_something(observations: Sequence[Any]) -> bool:
+    """Whether the session made a change: a file edit, or a command that is not a mere look-up."""
+    for memory in observations:
+        tool = _tool(memory)
+        if memory.category == "gotcha":
+            continue
+        if tool in _CHANGING_TOOLS:
+            return True
+        if tool == "Bash":
+            key = failures.command_key(_first_line(memory.content).split(": ", 1)[-1])
+            words = key.split()
+            if words and words[0] not in _LOOKING_COMMANDS and " ".join(words[:2]) not in _LOOKING_COMMANDS:
+                return True
+    return False
+
+
+def what_it_did(observations: Sequence[Any], *, changed: Sequence[str]) -> str:
+    """One line saying what the session did: changed which files, ran what, what failed and what got fixed."""
+    parts = []
+    if changed:
+        parts.append(f"changed {', '.join(changed[:5])}" + (f" (+{len(changed) - 5} more)" if len(changed) > 5 else ""))
+    ran = list(dict.fromkeys(
+        key for key in (failures.command_key(_first_line(m.content).split(": ", 1)[-1])
+                        for m in observations if _tool(m) == "Bash") if key))
+    if ran:
+        parts.append("ran " + ", ".join(ran[:5]))
+    failed = [m for m in observations if m.category == "gotcha" or m.metadata.get("fixed_by")]
+    fixed = sum(1 for m in failed if m.metadata.get("fixed_by"))
+    if failed:
+        parts.append(f"{len(failed)} failed call{'s' if len(failed) != 1 else ''}"
+                     + (f", {fixed} fixed later in the session" if fixed else ""))
+    if not changed_something(observations):
+        parts.append("only looked, changed nothing" if observations else "answered without tools, changed nothing")
+    return "; ".join(parts)
+
+
 def session_observations(db: Any, session_id: str) -> list[Any]:
     """The session's captured observations, oldest first."""
     from .. import memories
@@ -177,8 +234,11 @@ def summary_memory_id(db: Any, session_id: str) -> str | None:
 
 
 def store_summary(db: Any, *, project_id: int, session_id: str, text: str, files: Sequence[str],
-                  method: str) -> str:
-    """Create or rewrite the session's summary memory and mirror it into the session row; returns its id."""
+                  method: str, salience: float | None = None) -> str:
+    """Create or rewrite the session's summary memory and mirror it into the session row; returns its id.
+
+    ``salience`` (None: keep the current one) says what the session did, see the module docstring.
+    """
     from .. import memories, sessions
 
     with db.transaction():
@@ -187,11 +247,12 @@ def store_summary(db: Any, *, project_id: int, session_id: str, text: str, files
             existing = memories.add(
                 db, project_id=project_id, content=text, sector="reflective", tier="project", category="general",
                 tags=["session-summary"], files=list(files), importance=SUMMARY_SALIENCE,
-                salience=SUMMARY_SALIENCE, session_id=session_id, source=SUMMARY_SOURCE,
-                metadata={"method": method},
+                salience=SUMMARY_SALIENCE if salience is None else salience, session_id=session_id,
+                source=SUMMARY_SOURCE, metadata={"method": method},
             ).id
         else:
-            memories.rewrite(db, existing, text, project_id=project_id, files=files, metadata={"method": method})
+            memories.rewrite(db, existing, text, project_id=project_id, files=files, metadata={"method": method},
+                             salience=salience)
         sessions.set_summary(db, session_id, text)
     return existing
 
@@ -211,14 +272,16 @@ def summarize_from(db: Any, *, project_id: int, session_id: str, root: str, obse
 
     if not observations and not last_message and not prompts:
         return None
+    failures.settle(db, observations)
     text = extractive_summary(observations, prompts=prompts, last_message=last_message, root=root,
                               date=clock.now()[:10])
     changed: list[str] = []
     for memory in observations:
         if memory.metadata.get("tool") in _CHANGING_TOOLS:
             changed.extend(f for f in memory.files if f not in changed)
+    salience = SUMMARY_SALIENCE if changed_something(observations) else LOOKED_ONLY_SALIENCE
     return store_summary(db, project_id=project_id, session_id=session_id, text=text, files=changed[:20],
-                         method="extractive")
+                         method="extractive", salience=salience)
 
 
 def start_model_summary(config: Config, session_id: str, memory_id: str) -> None:
