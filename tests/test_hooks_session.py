@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -107,6 +108,24 @@ def seed_project(home: Path, project_dir: Path) -> None:
         assert_quiet_success(run_hook("session_end", session_end(session_id, project_dir), home))
 
 
+def summary_id(home: Path, session_id: str) -> str:
+    return rows(home, "SELECT id FROM memories WHERE session_id = ? AND source = 'summary'", (session_id,))[0]["id"]
+
+
+def test_every_id_in_the_session_start_index_is_one_memory_get_accepts(home: Path, project_dir: Path) -> None:
+    seed_project(home, project_dir)
+    text = injected(run_hook("session_start", session_start("new", project_dir), home))
+    shown = re.findall(r"^- \[([0-9a-f]{8})\]", text, flags=re.M)
+    assert len(shown) >= 4  # two sessions, two promoted failures
+    db = database.connect(vectors=False)
+    try:
+        found, missing = memories.get_many(db, shown)
+    finally:
+        db.close()
+    assert missing == [] and {m.id[:8] for m in found} == set(shown)
+    assert {m.source for m in found} == {"summary", "capture"}
+
+
 def test_session_start_with_no_memory_prints_nothing(home: Path, project_dir: Path) -> None:
     result = run_hook("session_start", session_start("n1", project_dir), home)
     assert_quiet_success(result)
@@ -132,7 +151,8 @@ def test_session_start_injects_summaries_and_salient_memories(home: Path, projec
     assert text.startswith(f"<{redaction.CONTEXT_TAG}>") and text.endswith(f"</{redaction.CONTEXT_TAG}>")
     assert "memory_get" in text and "memory_timeline" in text
     sessions_part, memories_part = text.split("Project memories (most salient first):")
-    assert sessions_part.index("(session old2)") < sessions_part.index("(session old1)")
+    old1, old2 = summary_id(home, "old1"), summary_id(home, "old2")
+    assert sessions_part.index(f"[{old2[:8]}]") < sessions_part.index(f"[{old1[:8]}]")
     assert "Outcome: Moved hashing to bcrypt." in sessions_part
     lines = [l for l in memories_part.splitlines() if l.startswith("- [")]
     assert lines[0].startswith(f"- [{decision.id[:8]}] ") and "semantic/architecture: The API uses cursor" in lines[0]
@@ -151,7 +171,7 @@ def test_session_start_excludes_the_current_session_and_respects_the_budget(home
     finally:
         db.close()
     text = injected(run_hook("session_start", session_start("old2", project_dir, "resume"), home))
-    assert "(session old2)" not in text and "(session old1)" in text
+    assert summary_id(home, "old2")[:8] not in text and summary_id(home, "old1")[:8] in text
     assert 2000 * context.CHARS_PER_TOKEN - 300 < len(text) <= 2000 * context.CHARS_PER_TOKEN
     write_config(home, {"context": {"max_tokens": 300}})
     small = injected(run_hook("session_start", session_start("n2", project_dir), home))

@@ -77,3 +77,19 @@ def memory_counts(db: Database, session_ids: Sequence[str]) -> dict[str, int]:
     rows = db.rows(f"SELECT session_id, COUNT(*) AS n FROM memories WHERE session_id IN ({marks}) AND is_deleted = 0 "
                    "GROUP BY session_id", tuple(session_ids))
     return {row["session_id"]: row["n"] for row in rows}
+
+
+_GIST_LABELS = ("Request:", "Outcome:", "Did:")
+
+
+def gist(summary: str | None, limit: int) -> str:
+    """What a session did, on one line, from its summary: its request and outcome, not the header.
+
+    Extractive summaries label their lines (``Request:``, ``Did:``, ``Outcome:``);
+    a model-written summary has no labels, so its first lines after the header are used.
+    """
+    lines = [line.strip() for line in (summary or "").splitlines() if line.strip()]
+    body = lines[1:] if lines and lines[0].startswith("Session summary") else lines
+    picked = [line for line in body if line.startswith(_GIST_LABELS)] or body
+    flat = " ".join(" ".join(picked).split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

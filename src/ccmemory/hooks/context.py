@@ -49,13 +49,16 @@ def _one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def _session_entry(session: dict[str, Any]) -> str:
-    """A session summary condensed into one bullet: request, outcome, decisions, files changed."""
+def _session_entry(session: dict[str, Any], memory_id: str | None) -> str:
+    """A session summary condensed into one bullet: request, what it did, outcome, decisions, files changed.
+
+    The id shown is the summary memory's (what ``memory_get`` and ``memory_timeline`` take).
+    """
     lines = [line.strip() for line in (session.get("summary") or "").splitlines() if line.strip()]
     keep: list[str] = []
     in_decisions = False
     for line in lines[1:]:
-        if line.startswith(("Request:", "Outcome:", "Files changed:")):
+        if line.startswith(("Request:", "Did:", "Outcome:", "Files changed:")):
             keep.append(line)
         elif line == "Decisions:":
             keep.append("Decisions:")
@@ -64,7 +67,18 @@ def _session_entry(session: dict[str, Any]) -> str:
         in_decisions = line == "Decisions:" or (in_decisions and line.startswith("- "))
     body = " ".join(keep or lines[1:] or lines)
     date = (session.get("ended_at") or session.get("started_at") or "")[:10]
-    return f"- {date} (session {session['id'][:8]}): {_one_line(body, SESSION_ENTRY_CHARS)}"
+    shown = f"[{memory_id[:8]}] {date} session" if memory_id else f"{date} session {session['id']}"
+    return f"- {shown}: {_one_line(body, SESSION_ENTRY_CHARS)}"
+
+
+def _summary_ids(db: Any, session_ids: Sequence[str]) -> dict[str, str]:
+    """The id of each session's summary memory."""
+    if not session_ids:
+        return {}
+    marks = ",".join("?" * len(session_ids))
+    rows = db.rows(f"SELECT session_id, id FROM memories WHERE session_id IN ({marks}) AND source = 'summary' "
+                   "AND is_deleted = 0 ORDER BY seq", tuple(session_ids))
+    return {row["session_id"]: row["id"] for row in rows}
 
 
 def _memory_line(memory: Any) -> str:
@@ -162,7 +176,9 @@ def build(db: Any, project_id: int, *, project_name: str, config: Config, exclud
 
     recent = [s for s in sessions.recent(db, project_id, limit=int(settings["sessions"]) + 1, with_summary=True)
               if s["id"] != exclude_session][: int(settings["sessions"])]
-    entries = _fitting([_session_entry(session) + "\n" for session in recent], int(room * SESSION_SHARE))
+    summary_ids = _summary_ids(db, [session["id"] for session in recent])
+    entries = _fitting([_session_entry(session, summary_ids.get(session["id"])) + "\n" for session in recent],
+                       int(room * SESSION_SHARE))
     if entries:
         parts.append("\nRecent sessions (newest first):\n" + "".join(entries))
         room -= len(parts[-1])

@@ -13,9 +13,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .. import knowledge
 from ..memories import Memory
+from ..sessions import gist
 
 SNIPPET_CHARS = 160
-SESSION_SNIPPET_CHARS = 60
+SESSION_SNIPPET_CHARS = 140
 TIMELINE_SNIPPET_CHARS = 200
 CHUNK_SNIPPET_CHARS = 300
 
@@ -65,7 +66,7 @@ def index_entry(
         lines.append(f"    SUPERSEDED by {superseded_by or 'a newer memory'}")
     context = []
     if session:
-        summary = snippet(session.get("summary"), SESSION_SNIPPET_CHARS)
+        summary = gist(session.get("summary"), SESSION_SNIPPET_CHARS)
         context.append(f"session {stamp(session.get('started_at'))}" + (f": {summary}" if summary else ""))
     if related:
         context.append(f"{related} related")
@@ -139,7 +140,7 @@ def memory_record(
     if memory.files:
         lines.append("files: " + ", ".join(memory.files))
     if session:
-        summary = snippet(session.get("summary"), 300)
+        summary = gist(session.get("summary"), 300)
         lines.append(f"session {session['id']} ({stamp(session.get('started_at'))})" + (f": {summary}" if summary else ""))
     if memory.is_superseded:
         lines.append(f"SUPERSEDED on {stamp(memory.valid_until)} by {superseded_by or 'a newer memory'}")
@@ -172,7 +173,7 @@ def timeline(result: Mapping[str, Any], superseded: Mapping[str, str]) -> str:
         lines += ["", "Sessions in timeline:"]
         for session_id, session in sessions.items():
             lines.append(f"  - {stamp(session.get('started_at'))} {session_id}: "
-                         f"{snippet(session.get('summary'), 300) or 'No summary yet'}")
+                         f"{gist(session.get('summary'), 300) or 'No summary yet'}")
     return "\n".join(lines)
 
 
