@@ -74,6 +74,23 @@ def test_edit_of_a_large_file_is_not_skipped_for_the_echoed_file(home: Path, pro
     assert memory["salience"] == pytest.approx(0.6)
 
 
+def test_an_edit_names_the_function_it_changed(home: Path, project_dir: Path) -> None:
+    target = str(project_dir / "core.py")
+    original = ("import os\n\nclass Option:\n    def get_help_record(self, ctx):\n        extra = []\n"
+                "        return extra\n\ndef main():\n    pass\n")
+    edits = [({"oldStart": 4, "oldLines": 3, "lines": ["     def get_help_record(self, ctx):", "-        extra = []",
+                                                      "+        extra = {}", "         return extra"]}, "extra = []",
+              "Edited core.py in Option.get_help_record"),
+             (None, "    pass", "Edited core.py in main"),
+             (None, "import os", "Edited core.py")]
+    for number, (hunk, old, first_line) in enumerate(edits):
+        response = {"filePath": target, "originalFile": original, "structuredPatch": [hunk] if hunk else []}
+        payload = tool_call("s-scope", project_dir, "Edit", {"file_path": target, "old_string": old,
+                                                             "new_string": "x"}, response, f"toolu_s{number}")
+        assert_quiet_success(run_hook("post_tool_use", payload, home))
+        assert memories_of(home, "s-scope")[-1]["content"].split("\n")[0] == first_line
+
+
 def test_mcp_content_array_response(home: Path, project_dir: Path) -> None:
     payload = tool_call("s-mcp", project_dir, "mcp__github__get_issue", {"number": 7},
                         [{"type": "text", "text": "Issue 7: login fails on Safari"}, {"type": "image"}], "toolu_m1",

@@ -46,6 +46,7 @@ MAX_OBSERVATION_CHARS = 8000
 REDACTION_MARGIN = 10_000
 MAX_FILES = 20
 MAX_LISTED_NAMES = 10
+MAX_SCOPE_SOURCE_CHARS = 2_000_000
 
 SALIENCE_FAILURE = 0.75
 SALIENCE = {
@@ -240,7 +241,8 @@ class _Builder:
     def _tool_Edit(self) -> None:
         shown = self.add_file(self.arg("file_path"))
         everywhere = " (all occurrences)" if self.input.get("replace_all") else ""
-        self.lines.append(f"Edited {shown}{everywhere}")
+        scope = edit_scope(self.response_dict(), self.arg("old_string"))
+        self.lines.append(f"Edited {shown}{everywhere}" + (f" in {scope}" if scope else ""))
         self._edit_lines(self.input, self.limit // 2)
 
     def _edit_lines(self, edit: dict[str, Any], limit: int) -> None:
@@ -382,6 +384,41 @@ class _Builder:
             if isinstance(self.data.get(key), (str, int)) and not isinstance(self.data.get(key), bool):
                 metadata[key] = self.data[key]
         return Observation(self.tool, content, self.files, category, salience, metadata)
+
+
+def edit_scope(response: dict[str, Any], old_string: str) -> str:
+    """The function or class an edit changed, e.g. ``Option.get_help_record``; "" when unknown.
+
+    Found in the file as it was before the edit (``originalFile``): from the first
+    changed line of the patch (or where ``old_string`` was), the nearest enclosing
+    ``def``/``class``/``function``/``func``/``fn`` lines of decreasing indentation.
+    A question about a function then finds the edits that changed it by name.
+    """
+    original = response.get("originalFile")
+    if not isinstance(original, str) or not original or len(original) > MAX_SCOPE_SOURCE_CHARS:
+        return ""
+    line = 0
+    patch = response.get("structuredPatch")
+    if isinstance(patch, list) and patch and isinstance(patch[0], dict) and isinstance(patch[0].get("oldStart"), int):
+        hunk_lines = patch[0].get("lines") if isinstance(patch[0].get("lines"), list) else []
+        leading = next((i for i, text in enumerate(hunk_lines) if isinstance(text, str) and text[:1] in "+-"), 0)
+        line = patch[0]["oldStart"] + leading
+    elif old_string and old_string in original:
+        line = original.count("\n", 0, original.index(old_string)) + 1
+    if line <= 0:
+        return ""
+    import re
+
+    scopes: list[str] = []
+    indent: int | None = None
+    for text in reversed(original.split("\n", line)[:line]):
+        found = re.match(r"(\s*)(?:export\s+)?(?:async\s+)?(?:def|class|function|func|fn)\s+([A-Za-z_$][\w$]*)", text)
+        if found and (indent is None or len(found.group(1).expandtabs()) < indent):
+            scopes.append(found.group(2))
+            indent = len(found.group(1).expandtabs())
+            if indent == 0:
+                break
+    return ".".join(reversed(scopes))
 
 
 def _titled_links(response: Any) -> list[tuple[str, str]]:
