@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ccmemory import db as database  # noqa: E402
 from ccmemory import embeddings, memories, projects, search  # noqa: E402
 from embed_cache import CachedEmbedder  # noqa: E402
-from metrics import first_rank, latency_summary, mean_scores, table  # noqa: E402
+from metrics import apply_overrides, first_rank, latency_summary, mean_scores, table  # noqa: E402
 
 LIMIT = 10
 HOOK_NAMES = {"SessionStart": "session_start", "PostToolUse": "post_tool_use", "PostToolUseFailure": "post_tool_use",
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     scored[system][level].append(score(ranked, question[key]))
     db.close()
     summary = {
-        "data": str(args.data), "memories": len(stored),
+        "data": str(args.data), "overrides": args.set, "memories": len(stored),
         "summaries": sum(1 for m in stored if m.source == "summary"),
         "replay_seconds": replay_seconds, "embed_seconds": embed_seconds,
         "results": {system: {level: {"n": len(rows), **mean_scores(rows)} for level, rows in scored[system].items()}
@@ -211,8 +211,11 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="search the replay already in --replay-dir")
     parser.add_argument("--hook-python", default="/usr/bin/python3" if Path("/usr/bin/python3").exists()
                         else sys.executable, help="the python3 that runs the hooks (as Claude Code would)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a ranking constant of ccmemory.search for an ablation, e.g. NEIGHBOUR_WEIGHT=0")
     parser.add_argument("--no-cache", action="store_true", help="do not use the vector cache under ~/.cache")
     args = parser.parse_args()
+    apply_overrides(args.set)
     for mode in args.mode.split(","):
         if mode not in search.MODES:
             parser.error(f"unknown mode {mode!r}; use {', '.join(search.MODES)}")

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ccmemory import db as database  # noqa: E402
 from ccmemory import embeddings, memories, projects, search  # noqa: E402
 from embed_cache import CachedEmbedder  # noqa: E402
-from metrics import latency_summary, mean_scores, question_scores, table  # noqa: E402
+from metrics import apply_overrides, latency_summary, mean_scores, question_scores, table  # noqa: E402
 
 KS = (1, 5, 10, 25, 50)
 CATEGORIES = (1, 2, 3, 4, 5)
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 })
         db.close()
     summary: dict[str, Any] = {
-        "data": str(args.data), "limit": args.limit, "skipped_questions": skipped,
+        "data": str(args.data), "limit": args.limit, "overrides": args.set, "skipped_questions": skipped,
         "dropped_evidence_ids": dropped_ids, "modes": {},
     }
     for mode in modes:
@@ -184,8 +184,11 @@ def main() -> None:
     parser.add_argument("--check-limit", type=int, default=0, metavar="N",
                         help="also search at limit N and count questions whose top N differs")
     parser.add_argument("--json", help="write the summary and every question's ranking here")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a ranking constant of ccmemory.search for an ablation, e.g. NEIGHBOUR_WEIGHT=0")
     parser.add_argument("--no-cache", action="store_true", help=f"do not use the vector cache in {CachedEmbedder.__module__}")
     args = parser.parse_args()
+    apply_overrides(args.set)
     for mode in args.mode.split(","):
         if mode not in search.MODES:
             parser.error(f"unknown mode {mode!r}; use {', '.join(search.MODES)}")
