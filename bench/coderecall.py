@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ccmemory import db as database  # noqa: E402
 from ccmemory import embeddings, memories, projects, search  # noqa: E402
-from embed_cache import CachedEmbedder  # noqa: E402
-from metrics import apply_overrides, first_rank, latency_summary, mean_scores, table  # noqa: E402
+import retrieval_cli  # noqa: E402
+from metrics import first_rank, latency_summary, mean_scores, table  # noqa: E402
 
 LIMIT = 10
 HOOK_NAMES = {"SessionStart": "session_start", "PostToolUse": "post_tool_use", "PostToolUseFailure": "post_tool_use",
@@ -151,8 +151,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         replay_seconds = round(time.perf_counter() - started, 1)
     os.environ["CCMEMORY_HOME"] = str(home)
     db = database.connect(vectors=True)
-    model = embeddings.Embedder(embeddings.ModelSpec())
-    embedder = model if args.no_cache else CachedEmbedder(model)
+    embedder = retrieval_cli.embedder(args.no_cache)
     started = time.perf_counter()
     embeddings.embed_pending(db, embedder)
     embed_seconds = round(time.perf_counter() - started, 1)
@@ -205,20 +204,12 @@ def report(summary: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="coderecall-dev.json.gz")
-    parser.add_argument("--mode", default="keyword,semantic,hybrid", help="search modes, separated by commas")
-    parser.add_argument("--json", help="write the summary and every question's ranking here")
     parser.add_argument("--replay-dir", help="replay into this directory and keep it (default: a temporary one)")
     parser.add_argument("--reuse", action="store_true", help="search the replay already in --replay-dir")
     parser.add_argument("--hook-python", default="/usr/bin/python3" if Path("/usr/bin/python3").exists()
                         else sys.executable, help="the python3 that runs the hooks (as Claude Code would)")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a ranking constant of ccmemory.search for an ablation, e.g. NEIGHBOUR_WEIGHT=0")
-    parser.add_argument("--no-cache", action="store_true", help="do not use the vector cache under ~/.cache")
-    args = parser.parse_args()
-    apply_overrides(args.set)
-    for mode in args.mode.split(","):
-        if mode not in search.MODES:
-            parser.error(f"unknown mode {mode!r}; use {', '.join(search.MODES)}")
+    retrieval_cli.add_shared_options(parser, default_modes="keyword,semantic,hybrid")
+    args = retrieval_cli.parse(parser)
     print(report(run(args)))
 
 

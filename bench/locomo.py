@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ccmemory import db as database  # noqa: E402
 from ccmemory import embeddings, memories, projects, search  # noqa: E402
-from embed_cache import CachedEmbedder  # noqa: E402
-from metrics import apply_overrides, latency_summary, mean_scores, question_scores, table  # noqa: E402
+import retrieval_cli  # noqa: E402
+from metrics import latency_summary, mean_scores, question_scores, table  # noqa: E402
 
 KS = (1, 5, 10, 25, 50)
 CATEGORIES = (1, 2, 3, 4, 5)
@@ -98,8 +98,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     modes = args.mode.split(",")
     folder = Path(tempfile.mkdtemp(prefix="ccmemory-locomo-"))
     os.environ["CCMEMORY_HOME"] = str(folder / "home")
-    model = embeddings.Embedder(embeddings.ModelSpec())
-    embedder = model if args.no_cache else CachedEmbedder(model)
+    embedder = retrieval_cli.embedder(args.no_cache)
     per_mode: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
     latencies: dict[str, list[float]] = {mode: [] for mode in modes}
     limit_changes: dict[str, int] = {mode: 0 for mode in modes}
@@ -179,19 +178,11 @@ def report(summary: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="locomo10.json or a subset (e.g. ../shared/bench-data/locomo10-dev.json)")
-    parser.add_argument("--mode", default="hybrid", help="keyword, semantic, hybrid, or several separated by commas")
     parser.add_argument("--limit", type=int, default=50, help="search limit (metrics go up to it)")
     parser.add_argument("--check-limit", type=int, default=0, metavar="N",
                         help="also search at limit N and count questions whose top N differs")
-    parser.add_argument("--json", help="write the summary and every question's ranking here")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a ranking constant of ccmemory.search for an ablation, e.g. NEIGHBOUR_WEIGHT=0")
-    parser.add_argument("--no-cache", action="store_true", help=f"do not use the vector cache in {CachedEmbedder.__module__}")
-    args = parser.parse_args()
-    apply_overrides(args.set)
-    for mode in args.mode.split(","):
-        if mode not in search.MODES:
-            parser.error(f"unknown mode {mode!r}; use {', '.join(search.MODES)}")
+    retrieval_cli.add_shared_options(parser, default_modes="hybrid")
+    args = retrieval_cli.parse(parser)
     print(report(run(args)))
 
 

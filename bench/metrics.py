@@ -104,13 +104,3 @@ def table(rows: Sequence[tuple[str, Mapping[str, float], int]], columns: Sequenc
         lines.append(f"| {name} | {count} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
-
-def apply_overrides(assignments: Sequence[str]) -> None:
-    """Set ``NAME=VALUE`` constants of :mod:`ccmemory.search` (numbers), for ablations; unknown names are errors."""
-    from ccmemory import search
-
-    for assignment in assignments:
-        name, _, value = assignment.partition("=")
-        if not name.isupper() or not hasattr(search, name):
-            raise SystemExit(f"--set {assignment}: ccmemory.search has no constant {name!r}")
-        setattr(search, name, type(getattr(search, name))(float(value)))
