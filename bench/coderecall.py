@@ -151,14 +151,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         replay_seconds = round(time.perf_counter() - started, 1)
     os.environ["CCMEMORY_HOME"] = str(home)
     db = database.connect(vectors=True)
-    embedder = retrieval_cli.embedder(args.no_cache)
-    started = time.perf_counter()
-    embeddings.embed_pending(db, embedder)
-    embed_seconds = round(time.perf_counter() - started, 1)
+    modes = args.mode.split(",")
+    embedder, embed_seconds = None, None
+    if modes != ["keyword"]:  # keyword search needs no vectors: skip the slow part
+        embedder = retrieval_cli.embedder(args.no_cache)
+        started = time.perf_counter()
+        embeddings.embed_pending(db, embedder)
+        embed_seconds = round(time.perf_counter() - started, 1)
     project = projects.project_id(db, project_dir, create=False)
     stored = memories.list_memories(db, project_id=project, limit=10**7)
     bm25 = PlainBM25(stored)
-    systems = ["FTS5 BM25", *args.mode.split(",")]
+    systems = ["FTS5 BM25", *modes]
     scored: dict[str, dict[str, list[dict[str, float]]]] = {s: {"function": [], "file": []} for s in systems}
     latencies: dict[str, list[float]] = {s: [] for s in systems}
     rankings: dict[str, dict[str, list[str]]] = {s: {} for s in systems}
