@@ -22,7 +22,8 @@ from . import chunking, clock, html_text, markdown_blocks, safe_files
 from .db import Database
 from .errors import NotFoundError, ValidationError
 from .redaction import redact
-from .search import CANDIDATES, SearchResult, fts_query, keyword_ranking, rank, validate_query, vector_ranking
+from .search import (CANDIDATES, SearchResult, fts_query, keyword_ranking, query_terms, rank, validate_query,
+                     vector_ranking)
 
 MAX_DOCUMENT_BYTES = 5 * 1024 * 1024
 URL_TIMEOUT_SECONDS = 10
@@ -228,10 +229,12 @@ def search_with_info(
             return []
         return keyword_ranking(
             db,
-            "SELECT c.seq, bm25(chunks_fts) AS rank FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid "
+            "SELECT c.seq, bm25(chunks_fts) AS rank, c.heading || ' ' || c.content AS text "
+            "FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid "
             "JOIN documents d ON d.id = c.document_id WHERE chunks_fts MATCH ? AND d.project_id = ? "
             f"ORDER BY rank LIMIT {CANDIDATES}",
             (expression, project_id),
+            query_terms(query),
         )
 
     def semantic() -> Callable[[], list[tuple[int, float]] | None]:

@@ -16,7 +16,7 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
    vector hits ~0.7–1.0 and keyword hits ~0.2–0.6, so any vector candidate
    outranked a keyword-only hit.)
 3. **Neighbouring context.** A memory right before or after a strong hit in
-   the same session (or, without a session, within the hour) gains
+   the same session (or both without one), within the hour, gains
    :data:`NEIGHBOUR_WEIGHT` × that hit's score: the answer to a question is
    often the turn after the one that matches it, and an edit sits next to the
    read that found the code.
@@ -53,6 +53,8 @@ MAX_QUERY_CHARS = 2_000
 #: Depth of each candidate list, whatever the limit (>= MAX_LIMIT).
 CANDIDATES = 100
 KEYWORD_WEIGHT = 0.6
+#: Share of a keyword score that is term coverage rather than BM25.
+COVERAGE_WEIGHT = 0.5
 #: Cosine similarity under which a vector neighbour is noise, not a match (MiniLM puts unrelated texts near 0-0.1).
 MIN_SIMILARITY = 0.15
 #: Cosine similarity that counts as 0 on the fused scale.
@@ -163,16 +165,27 @@ def fts_query(query: str, db: Database | None = None, vocabulary: str | None = N
     return " OR ".join(f'"{term}"' for term in terms) if terms else None
 
 
-def keyword_ranking(db: Database, sql: str, params: Sequence[Any]) -> list[tuple[int, float]]:
-    """(seq, score) for FTS candidates, best first: BM25 relative to the best candidate (1.0).
+def keyword_ranking(db: Database, sql: str, params: Sequence[Any], terms: Sequence[str]) -> list[tuple[int, float]]:
+    """(seq, score) for FTS candidates, best first, on a 0..1 scale.
 
-    ``sql`` must select ``seq`` and ``rank`` (FTS5's bm25, lower is better) ordered by rank.
+    The score mixes BM25 relative to the best candidate with term coverage (the
+    share of the query's words the text contains, common words included even when
+    they were left out of the FTS query), weighted :data:`COVERAGE_WEIGHT`: BM25
+    alone lets one rare word outweigh a text that has every word asked for.
+    ``sql`` must select ``seq``, ``rank`` (FTS5's bm25, lower is better) and ``text``, ordered by rank.
     """
     rows = db.rows(sql, tuple(params))
     if not rows:
         return []
     best = rows[0]["rank"] or -1e-9
-    return [(row["seq"], max(0.0, min(1.0, (row["rank"] or 0.0) / best))) for row in rows]
+    wanted = set(terms)
+    scored = []
+    for row in rows:
+        relative = max(0.0, min(1.0, (row["rank"] or 0.0) / best))
+        present = wanted & set(re.findall(r"\w+", (row["text"] or "").lower())) if wanted else set()
+        coverage = len(present) / len(wanted) if wanted else 0.0
+        scored.append((row["seq"], COVERAGE_WEIGHT * coverage + (1.0 - COVERAGE_WEIGHT) * relative))
+    return sorted(scored, key=lambda item: (-item[1], item[0]))
 
 
 def fuse(by_keyword: list[tuple[int, float]], by_vector: list[tuple[int, float]]) -> list[tuple[int, float]]:
@@ -264,23 +277,25 @@ def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_su
                     sector: str | None) -> list[tuple[int, float]]:
     """Lend each of the best candidates' neighbours :data:`NEIGHBOUR_WEIGHT` × its score (the best lender counts)."""
     pool = ranked[:NEIGHBOUR_POOL]
-    if not pool:
+    if not pool or NEIGHBOUR_WEIGHT <= 0:
         return ranked
     filters = "" if include_superseded else " AND n.valid_until IS NULL"
     params: list[Any] = []
     if sector:
         filters += " AND n.sector = ?"
         params.append(sector)
-    same_place = (f"n.project_id = m.project_id AND n.session_id IS m.session_id AND n.is_deleted = 0{filters} "
-                  f"AND (m.session_id IS NOT NULL OR abs(julianday(n.created_at) - julianday(m.created_at)) <= "
-                  f"{NEIGHBOUR_WINDOW_DAYS!r})")
+    # Row values and a time bound keep each lookup a short seek in memories_project_created.
+    window = f"julianday(m.created_at) {{}} {NEIGHBOUR_WINDOW_DAYS!r}"
+    same_place = f"n.project_id = m.project_id AND n.session_id IS m.session_id AND n.is_deleted = 0{filters}"
     marks = ",".join("?" * len(pool))
     rows = db.rows(
         f"SELECT m.seq, "
-        f"(SELECT n.seq FROM memories n WHERE {same_place} AND (n.created_at < m.created_at OR "
-        f"(n.created_at = m.created_at AND n.seq < m.seq)) ORDER BY n.created_at DESC, n.seq DESC LIMIT 1) AS before, "
-        f"(SELECT n.seq FROM memories n WHERE {same_place} AND (n.created_at > m.created_at OR "
-        f"(n.created_at = m.created_at AND n.seq > m.seq)) ORDER BY n.created_at, n.seq LIMIT 1) AS after "
+        f"(SELECT n.seq FROM memories n WHERE {same_place} AND (n.created_at, n.seq) < (m.created_at, m.seq) "
+        f"AND n.created_at >= strftime('%Y-%m-%dT%H:%M:%fZ', {window.format('-')}) "
+        f"ORDER BY n.created_at DESC, n.seq DESC LIMIT 1) AS before, "
+        f"(SELECT n.seq FROM memories n WHERE {same_place} AND (n.created_at, n.seq) > (m.created_at, m.seq) "
+        f"AND n.created_at <= strftime('%Y-%m-%dT%H:%M:%fZ', {window.format('+')}) "
+        f"ORDER BY n.created_at, n.seq LIMIT 1) AS after "
         f"FROM memories m WHERE m.seq IN ({marks})",
         (*params, *params, *[seq for seq, _ in pool]),
     )
@@ -356,10 +371,12 @@ def search_with_info(
             params.append(sector)
         return keyword_ranking(
             db,
-            "SELECT m.seq, bm25(memories_fts) AS rank FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
+            "SELECT m.seq, bm25(memories_fts) AS rank, m.content || ' ' || m.tags || ' ' || m.files AS text "
+            "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
             f"WHERE memories_fts MATCH ? AND m.project_id = ? AND m.is_deleted = 0{filters} "
             f"ORDER BY rank LIMIT {CANDIDATES}",
             params,
+            query_terms(query),
         )
 
     def semantic() -> Callable[[], list[tuple[int, float]] | None]:
