@@ -221,7 +221,9 @@ def test_an_edit_changes_content_tags_and_sector_in_place(client: TestClient, db
     assert (stored.content, stored.tags, stored.sector) == ("The parser now streams tokens", ["parser", "perf"],
                                                            "procedural")
     hits = client.get(f"/api/projects/{a['project']}/search?q=streams&mode=keyword").json()["hits"]
-    assert [h["memory"]["id"] for h in hits] == [a["memories"][0].id]  # the keyword index followed the edit
+    # the keyword index followed the edit (search may add the memory next to a hit as context after it)
+    assert hits[0]["memory"]["id"] == a["memories"][0].id and all("streams" not in h["memory"]["content"]
+                                                                 for h in hits[1:])
     only_tags = client.patch(url, json={"tags": []}).json()["memory"]
     assert only_tags["tags"] == [] and only_tags["content"] == "The parser now streams tokens"
 
