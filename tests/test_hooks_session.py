@@ -119,7 +119,7 @@ def test_every_id_in_the_session_start_index_is_one_memory_get_accepts(home: Pat
     assert len(shown) >= 4  # two sessions, two promoted failures
     db = database.connect(vectors=False)
     try:
-        found, missing = memories.get_many(db, shown)
+        found, missing = memories.get_many(db, shown, project_id=projects.project_id(db, project_dir))
     finally:
         db.close()
     assert missing == [] and {m.id[:8] for m in found} == set(shown)
