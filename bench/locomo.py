@@ -5,8 +5,8 @@ Run: python bench/locomo.py --data ../shared/bench-data/locomo10-dev.json [--mod
 
 Protocol (``../shared/specs/locomo.md``): one fresh store per conversation;
 sessions in numeric order, one memory per turn (``{speaker}: {text}``, plus the
-image caption when there is one) added with ``memories.add`` carrying the
-session's real time as ``created_at`` and the turn's ``dia_id`` in metadata;
+image caption when there is one) added with ``memories.add`` in a store
+session per conversation session, carrying the session's real time as ``created_at`` and the turn's ``dia_id`` in metadata;
 embedded with ``embed_pending``; every question, verbatim, through
 ``search.search_with_info`` (the function the MCP tool and CLI call). Scores
 per category number, over 1–5 and over 1–4: Recall@1/5/10/25/50 (fractional),
@@ -86,9 +86,10 @@ def ingest(db: database.Database, project: int, conversation: dict[str, Any]) ->
     known = set()
     for number in session_numbers(conversation):
         when = session_time(conversation[f"session_{number}_date_time"])
+        session = f"{conversation['speaker_a']}-{conversation['speaker_b']}-session-{number}"
         for turn in conversation[f"session_{number}"]:
             memories.add(db, project_id=project, content=turn_content(turn), created_at=when,
-                         metadata={"dia_id": turn["dia_id"]}, source="locomo")
+                         metadata={"dia_id": turn["dia_id"]}, source="locomo", session_id=session)
             known.add(turn["dia_id"])
     return known
 

@@ -198,15 +198,18 @@ def test_the_turn_next_to_a_match_comes_with_it(home, project_dir):
     project = projects.project_id(db, project_dir)
     filler = ["Bob: The weather was lovely", "Anna: We walked along the river", "Bob: The museum was closed"]
     for text in filler:
-        memories.add(db, project_id=project, content=text, created_at="2023-05-01T10:00:00")
+        memories.add(db, project_id=project, content=text, created_at="2023-05-01T10:00:00", session_id="s1")
     memories.add(db, project_id=project, content="Bob: What did you bring to the potluck on Saturday?",
-                 created_at="2023-05-08T13:56:00")
+                 created_at="2023-05-08T13:56:00", session_id="s2")
     answer = memories.add(db, project_id=project, content="Anna: My grandmother's lasagna, everyone loved it",
-                          created_at="2023-05-08T13:56:00")
+                          created_at="2023-05-08T13:56:00", session_id="s2")
+    alone = memories.add(db, project_id=project, content="Anna: lovely day", created_at="2023-05-08T13:56:00")
     for text in filler:
-        memories.add(db, project_id=project, content=text, created_at="2023-05-20T10:00:00")
+        memories.add(db, project_id=project, content=text, created_at="2023-05-20T10:00:00", session_id="s3")
     hits = search.search(db, "What did Anna bring to the potluck?", project_id=project, mode="keyword", limit=2)
     assert answer.id in [hit.memory.id for hit in hits]
+    wide = search.search(db, "What did Anna bring to the potluck?", project_id=project, mode="keyword", limit=20)
+    assert alone.id not in [hit.memory.id for hit in wide[:2]]  # no session, no neighbours
     db.close()
 
 

@@ -16,7 +16,8 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
    vector hits ~0.7–1.0 and keyword hits ~0.2–0.6, so any vector candidate
    outranked a keyword-only hit.)
 3. **Neighbouring context.** A memory right before or after a strong hit in
-   the same session (or both without one), within the hour, gains
+   the same session (an episode: a Claude Code session, a conversation's
+   session), within the hour, gains
    :data:`NEIGHBOUR_WEIGHT` × that hit's score: the answer to a question is
    often the turn after the one that matches it, and an edit sits next to the
    read that found the code.
@@ -275,7 +276,11 @@ def rank(
 
 def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_superseded: bool,
                     sector: str | None) -> list[tuple[int, float]]:
-    """Lend each of the best candidates' neighbours :data:`NEIGHBOUR_WEIGHT` × its score (the best lender counts)."""
+    """Lend each of the best candidates' neighbours :data:`NEIGHBOUR_WEIGHT` × its score (the best lender counts).
+
+    Only memories of a session have neighbours: memories added on their own are unrelated to what was added
+    just before or after them.
+    """
     pool = ranked[:NEIGHBOUR_POOL]
     if not pool or NEIGHBOUR_WEIGHT <= 0:
         return ranked
@@ -286,7 +291,7 @@ def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_su
         params.append(sector)
     # Row values and a time bound keep each lookup a short seek in memories_project_created.
     window = f"julianday(m.created_at) {{}} {NEIGHBOUR_WINDOW_DAYS!r}"
-    same_place = f"n.project_id = m.project_id AND n.session_id IS m.session_id AND n.is_deleted = 0{filters}"
+    same_place = f"n.project_id = m.project_id AND n.session_id = m.session_id AND n.is_deleted = 0{filters}"
     marks = ",".join("?" * len(pool))
     rows = db.rows(
         f"SELECT m.seq, "
@@ -296,7 +301,7 @@ def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_su
         f"(SELECT n.seq FROM memories n WHERE {same_place} AND (n.created_at, n.seq) > (m.created_at, m.seq) "
         f"AND n.created_at <= strftime('%Y-%m-%dT%H:%M:%fZ', {window.format('+')}) "
         f"ORDER BY n.created_at, n.seq LIMIT 1) AS after "
-        f"FROM memories m WHERE m.seq IN ({marks})",
+        f"FROM memories m WHERE m.seq IN ({marks}) AND m.session_id IS NOT NULL",
         (*params, *params, *[seq for seq, _ in pool]),
     )
     score = dict(pool)
