@@ -69,14 +69,25 @@ def recent(db: Database, project_id: int, *, limit: int = 5, with_summary: bool 
     )
 
 
+def _per_session(db: Database, session_ids: Sequence[str], columns: str, tail: str) -> list[dict[str, Any]]:
+    """Rows of ``SELECT session_id, <columns>`` over the live memories of these sessions, then ``tail``."""
+    if not session_ids:
+        return []
+    marks = ",".join("?" * len(session_ids))
+    return db.rows(f"SELECT session_id, {columns} FROM memories WHERE session_id IN ({marks}) AND is_deleted = 0"
+                   f"{tail}", tuple(session_ids))
+
+
 def memory_counts(db: Database, session_ids: Sequence[str]) -> dict[str, int]:
     """How many live (not deleted) memories each session holds."""
-    if not session_ids:
-        return {}
-    marks = ",".join("?" * len(session_ids))
-    rows = db.rows(f"SELECT session_id, COUNT(*) AS n FROM memories WHERE session_id IN ({marks}) AND is_deleted = 0 "
-                   "GROUP BY session_id", tuple(session_ids))
+    rows = _per_session(db, session_ids, "COUNT(*) AS n", " GROUP BY session_id")
     return {row["session_id"]: row["n"] for row in rows}
+
+
+def summary_memory_ids(db: Database, session_ids: Sequence[str]) -> dict[str, str]:
+    """The id of each session's summary memory (what memory_get takes for a session)."""
+    rows = _per_session(db, session_ids, "id", " AND source = 'summary' ORDER BY seq")
+    return {row["session_id"]: row["id"] for row in rows}
 
 
 _GIST_LABELS = ("Request:", "Outcome:", "Did:")

@@ -71,16 +71,6 @@ def _session_entry(session: dict[str, Any], memory_id: str | None) -> str:
     return f"- {shown}: {_one_line(body, SESSION_ENTRY_CHARS)}"
 
 
-def _summary_ids(db: Any, session_ids: Sequence[str]) -> dict[str, str]:
-    """The id of each session's summary memory."""
-    if not session_ids:
-        return {}
-    marks = ",".join("?" * len(session_ids))
-    rows = db.rows(f"SELECT session_id, id FROM memories WHERE session_id IN ({marks}) AND source = 'summary' "
-                   "AND is_deleted = 0 ORDER BY seq", tuple(session_ids))
-    return {row["session_id"]: row["id"] for row in rows}
-
-
 def _memory_line(memory: Any) -> str:
     kind = memory.sector if memory.category == "general" else f"{memory.sector}/{memory.category}"
     text = _one_line(memory.content, MEMORY_LINE_CHARS)
@@ -176,7 +166,7 @@ def build(db: Any, project_id: int, *, project_name: str, config: Config, exclud
 
     recent = [s for s in sessions.recent(db, project_id, limit=int(settings["sessions"]) + 1, with_summary=True)
               if s["id"] != exclude_session][: int(settings["sessions"])]
-    summary_ids = _summary_ids(db, [session["id"] for session in recent])
+    summary_ids = sessions.summary_memory_ids(db, [session["id"] for session in recent])
     entries = _fitting([_session_entry(session, summary_ids.get(session["id"])) + "\n" for session in recent],
                        int(room * SESSION_SHARE))
     if entries:
