@@ -90,6 +90,7 @@ API_REQUESTS = [
     ("GET", "/api/projects/1/claude-md"), ("GET", "/api/projects/1/files"),
     ("GET", "/api/projects/1/files/content?path=/memories/a.md"), ("PUT", "/api/projects/1/files/content"),
     ("DELETE", "/api/projects/1/files/content?path=/memories/a.md"), ("POST", "/api/projects/1/files/rename"),
+    ("POST", "/api/projects/1/gc"),
     ("GET", "/api/events"), ("GET", "/api/no-such-route"),
 ]
 
@@ -449,3 +450,20 @@ def test_a_taken_port_is_a_usage_error_that_says_what_to_do(home: Path, project_
         taken.close()
     assert result.returncode == 2
     assert "Cannot listen on 127.0.0.1" in result.stderr and "leave it out to use a free one" in result.stderr
+
+
+def test_gc_previews_then_collects_this_project_only(client: TestClient, db: database.Database,
+                                                    two_projects: dict[str, Any]) -> None:
+    a, b = two_projects["alpha"], two_projects["beta"]
+    for name in ("alpha", "beta"):
+        memories.delete(db, two_projects[name]["memories"][0].id, project_id=two_projects[name]["project"])
+    url = f"/api/projects/{a['project']}/gc"
+    preview = client.post(url, json={"deleted_after_days": 0}).json()  # a dry run unless told otherwise
+    assert preview["dry_run"] is True and preview["purged"] == 1
+    assert client.get(f"/api/projects/{a['project']}/memories?deleted=only").json()["total"] == 1
+    done = client.post(url, json={"deleted_after_days": 0, "dry_run": False}).json()
+    assert done["dry_run"] is False and done["purged"] == 1
+    assert client.get(f"/api/projects/{a['project']}/memories?deleted=only").json()["total"] == 0
+    assert client.get(f"/api/projects/{b['project']}/memories?deleted=only").json()["total"] == 1
+    assert "'older_than_days' must be between 0" in _error(client.post(url, json={"older_than_days": -1}), 400)
+    assert "Unknown tier" in _error(client.post(url, json={"tiers": ["forever"]}), 400)

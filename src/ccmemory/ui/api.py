@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .. import embeddings, memories, projects, search, sessions, storage
+from .. import embeddings, memories, projects, retention, search, sessions, storage
 from ..db import Database
 from ..docmem import expand, view
 from ..docmem.nodes import Docmem
@@ -349,3 +349,22 @@ def rename_file(call: Call) -> dict[str, Any]:
     command = {"command": "rename", "old_path": arguments.text(call.body, "old_path", required=True),
                "new_path": arguments.text(call.body, "new_path", required=True)}
     return {"message": file_commands.execute(call.db, command, _file_call(call))}
+
+
+# ---------------------------------------------------------------- gc (retention)
+
+def collect_garbage(call: Call) -> dict[str, Any]:
+    """``ccmemory gc`` for this project: expire old memories of the chosen tiers, purge old soft deletes, VACUUM."""
+    _only_fields(call.body, ("older_than_days", "tiers", "sectors", "deleted_after_days", "vacuum", "dry_run"))
+    body = call.body
+    report = retention.collect(
+        call.db, project_id=call.project_id,
+        older_than_days=arguments.number(body, "older_than_days", retention.DEFAULT_OLDER_THAN_DAYS, low=0,
+                                         high=100_000),
+        tiers=arguments.strings(body, "tiers") or retention.DEFAULT_TIERS,
+        sectors=arguments.strings(body, "sectors") or None,
+        deleted_after_days=arguments.number(body, "deleted_after_days", retention.DEFAULT_DELETED_AFTER_DAYS,
+                                            low=0, high=100_000),
+        vacuum=arguments.flag(body, "vacuum", True), dry_run=arguments.flag(body, "dry_run", True),
+    )
+    return report.to_dict()

@@ -136,6 +136,7 @@ def create_app(viewer: Viewer, *, allowed_hosts: tuple[str, ...] = LOOPBACK_HOST
         route(project + "/files/content", api.write_file, "PUT"),
         route(project + "/files/content", api.delete_file, "DELETE"),
         route(project + "/files/rename", api.rename_file, "POST"),
+        route(project + "/gc", api.collect_garbage, "POST"),
         Route("/api/events", event_stream),
         Route("/api/{rest:path}", not_found, methods=["GET", "POST", "PATCH", "DELETE", "PUT"]),
         Mount("/", StaticFiles(directory=STATIC, html=True)),

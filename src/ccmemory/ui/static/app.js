@@ -507,8 +507,41 @@ function renderStorage(data) {
       ["by tier", Object.entries(st.by_tier).map(([k, v]) => `${k} ${v}`).join(", ") || "–"]]),
     el("h3", {}, "All projects"), table([["projects", data.all_projects.projects], ["memories", data.all_projects.memories],
       ["deleted", data.all_projects.deleted]]),
-    el("p", { class: "muted" }, "Deleted memories keep their space until they are purged; `ccmemory vacuum` reclaims freed pages."));
+    gcForm());
 }
+
+// `ccmemory gc` for this project: a preview (dry run) first, then the real collection on a second click.
+function gcForm() {
+  const older = el("input", { id: "gc-older", type: "number", min: 0, value: 90 });
+  const deleted = el("input", { id: "gc-deleted", type: "number", min: 0, value: 30 });
+  const projectTier = el("input", { id: "gc-project-tier", type: "checkbox" });
+  const result = el("p", { id: "gc-result", class: "muted" });
+  const body = (dryRun) => ({ older_than_days: Number(older.value), deleted_after_days: Number(deleted.value),
+    tiers: projectTier.checked ? ["session", "project"] : ["session"], dry_run: dryRun });
+  const describe = (r) => `${r.dry_run ? "Would remove" : "Removed"} ${r.expired} expired and ${r.purged} `
+    + `long-deleted memories${r.dry_run ? "" : `; database ${bytes(r.bytes_before)} → ${bytes(r.bytes_after)}`}.`;
+  const run = el("button", { type: "button", id: "gc-run", class: "danger" }, "Collect");
+  run.addEventListener("click", () => guarded(async () => {
+    if (!run.classList.contains("armed")) {
+      const preview = await api(projectPath("/gc"), { method: "POST", body: body(true) });
+      result.textContent = `${describe(preview)} Click again to remove them.`;
+      run.classList.add("armed"); run.textContent = "Click again to collect";
+      return;
+    }
+    const report = await api(projectPath("/gc"), { method: "POST", body: body(false) });
+    run.classList.remove("armed"); run.textContent = "Collect";
+    result.textContent = describe(report);
+    await loadBadge();
+  }));
+  return el("div", { class: "gc" }, el("h3", {}, "Garbage collection (ccmemory gc)"),
+    el("label", {}, "Expire session-tier memories older than (days)", older),
+    el("label", {}, el("span", {}, projectTier, " also expire project-tier memories")),
+    el("label", {}, "Purge soft-deleted memories deleted more than (days) ago", deleted),
+    el("div", { class: "actions" }, action("Preview", "gc-preview", async () => {
+      result.textContent = describe(await api(projectPath("/gc"), { method: "POST", body: body(true) }));
+    }), run), result);
+}
+
 
 // ------------------------------------------------------------------ tabs, live updates, start
 
