@@ -82,7 +82,7 @@ def build_store(path: Path, texts: list[str], vectors_f32: numpy.ndarray, model_
                 (seq, f"bench-{seq:08d}", text, now, now),
             )
             db.execute("INSERT INTO memory_embeddings(item_seq, model_id, vector, created_at) VALUES (?, ?, ?, ?)",
-                       (seq, model_id, vectors_f32[seq - 1].tobytes(), now))
+                       (seq, model_id, vectors.quantize(vectors_f32[seq - 1].tobytes()), now))
         db.execute("INSERT INTO meta(key, value) VALUES ('embeddings_model:memory', ?)", (model_id,))
     vectors.ensure_index(db, "memory", model_id, vectors_f32.shape[1])
     return db

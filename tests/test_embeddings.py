@@ -79,7 +79,7 @@ def test_a_second_configured_model_re_embeds_everything_and_never_mixes(vdb, pro
     assert embeddings.pending_count(vdb, second.model_id) == 3
     assert embeddings.embed_pending(vdb, second) == 3
     stored = vdb.rows("SELECT model_id, length(vector) AS size FROM memory_embeddings")
-    assert stored == [{"model_id": second.model_id, "size": 32 * 4}] * 3
+    assert stored == [{"model_id": second.model_id, "size": 32}] * 3  # int8: one byte per dimension
     assert vdb.scalar("SELECT value FROM meta WHERE key = 'vector_index:memory'") == f"{second.model_id}|32"
     assert vdb.scalar("SELECT COUNT(*) FROM memory_vec") == 3
     hits = search.search(vdb, "Vault", project_id=project, mode="semantic", embedder=second, limit=3)
@@ -100,3 +100,35 @@ def test_content_change_makes_a_memory_pending_again(vdb, project_dir, embedder)
     assert embeddings.pending_count(vdb, embedder.model_id) == 1
     assert embeddings.embed_pending(vdb, embedder) == 1
     assert vdb.scalar("SELECT COUNT(*) FROM memory_vec") == 1
+
+
+def test_length_batches_group_similar_lengths_under_the_token_budget():
+    lengths = [250, 12, 30, 250, 14, 90, 11, 240]
+    batches = embeddings.length_batches(lengths, max_tokens=512, max_items=3)
+    assert sorted(index for batch in batches for index in batch) == list(range(len(lengths)))
+    for batch in batches:
+        assert len(batch) <= 3 and len(batch) * max(lengths[i] for i in batch) <= 512
+    assert [lengths[i] for i in batches[0]] == [11, 12, 14]
+
+
+def test_an_observation_is_embedded_from_its_request_and_changed_lines(vdb, project_dir, tmp_path):
+    from ccmemory import sessions
+    from ccmemory.embedding_text import condensed
+
+    transcript = tmp_path / "t.jsonl"
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": "Fix the retry delay of the uploader"}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "Edit", "input": {}}]}},
+    ]
+    transcript.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    project = projects.project_id(vdb, project_dir)
+    sessions.ensure(vdb, "s1", project, transcript_path=str(transcript))
+    content = "Edited up.py\n- def retry():\n-     delay = 1\n+ def retry():\n+     delay = 5"
+    memories.add(vdb, project_id=project, content=content, session_id="s1", source="capture",
+                 metadata={"tool_use_id": "toolu_1"})
+    rows = vdb.rows("SELECT m.seq, m.content, m.source, m.metadata, s.transcript_path FROM memories m "
+                    "JOIN sessions s ON s.id = m.session_id")
+    text = embeddings.texts_to_embed(rows, {})[0]
+    assert text == "Request: Fix the retry delay of the uploader\n" + condensed(content)
+    assert text.splitlines()[1:] == ["Edited up.py", "def retry():", "-     delay = 1", "+     delay = 5"]

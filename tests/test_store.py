@@ -385,3 +385,26 @@ def test_an_older_store_is_migrated_to_stemmed_keyword_indexes(home, project_dir
             assert [hit.memory.content for hit in hits] == ["Fixed the flaky uploads by retrying connections"], query
     finally:
         migrated.close()
+
+
+def test_the_int8_migration_converts_stored_float_vectors(tmp_path):
+    from array import array
+
+    path = tmp_path / "v2.db"
+    old = database.connect(path, migrate=False)
+    with old.transaction():
+        before = migrations.MIGRATIONS.index(migrations._m008_int8_vectors)
+        for number, step in enumerate(migrations.MIGRATIONS[:before], 1):
+            step(old)
+            old.execute(f"PRAGMA user_version = {number}")
+        project = projects.project_id(old, str(tmp_path))
+        memory = memories.add(old, project_id=project, content="a memory embedded by an older build")
+        seq = old.scalar("SELECT seq FROM memories WHERE id = ?", (memory.id,))
+        old.execute("INSERT INTO memory_embeddings(item_seq, model_id, vector, indexed, created_at) "
+                    "VALUES (?, 'm', ?, 1, 'now')", (seq, array("f", [0.5, -0.25, 0.0, 0.1]).tobytes()))
+    old.close()
+    upgraded = database.connect(path)
+    row = upgraded.one("SELECT vector, indexed FROM memory_embeddings")
+    assert array("b", row["vector"]).tolist() == [127, -64, 0, 25]
+    assert row["indexed"] == 0  # the vector index re-syncs from the converted rows
+    upgraded.close()

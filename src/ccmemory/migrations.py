@@ -393,9 +393,27 @@ def _m007_porter_stemming(db: Database) -> None:
     _run_script(db, _M007)
 
 
+def _int8(vector: bytes) -> bytes:
+    """A float32 vector as int8 scaled to +-127 (standard library only: migrations run in hooks too)."""
+    from array import array
+
+    values = array("f")
+    values.frombytes(vector)
+    peak = max((abs(value) for value in values), default=0.0) or 1.0
+    return array("b", [max(-127, min(127, round(value * 127.0 / peak))) for value in values]).tobytes()
+
+
+def _m008_int8_vectors(db: Database) -> None:
+    """Stored vectors become int8, a quarter of their float32 size; the vector index re-syncs from them."""
+    for table in ("memory_embeddings", "chunk_embeddings"):
+        rows = db.execute(f"SELECT item_seq, vector FROM {table}").fetchall()
+        for item_seq, vector in rows:
+            db.execute(f"UPDATE {table} SET vector = ?, indexed = 0 WHERE item_seq = ?", (_int8(vector), item_seq))
+
+
 MIGRATIONS: List[Callable[[Database], None]] = [
     _m001_initial, _m002_docmem, _m003_memory_files, _m004_local_context, _m005_rare_row_indexes, _m006_knowledge,
-    _m007_porter_stemming,
+    _m007_porter_stemming, _m008_int8_vectors,
 ]
 _BACKUPS_KEPT = 3
 

@@ -1,0 +1,102 @@
+"""The text a memory is embedded from: what matters in it, not its raw bulk.
+
+The model reads at most :data:`ccmemory.embeddings.MAX_TOKENS` word pieces,
+and embedding costs grow with every one of them, so a captured observation is
+condensed before it is embedded: the request the user made when the tool ran
+(from the session's transcript), the observation's head line (tool, file,
+command), the lines an edit actually changed (the context lines an Edit repeats
+on both sides are dropped, except those naming the function or class), and the first lines of any output or error. The
+stored content, its keyword index and what search shows are untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+MAX_REQUEST_CHARS = 300
+MAX_CHARS = 1600
+#: Lines after which a block of output is cut: the head of a trace or a test run says what happened.
+MAX_BLOCK_LINES = 12
+MAX_TRANSCRIPT_BYTES = 20 * 1024 * 1024
+_ELIDED = re.compile(r"^\[… \d+ characters elided …\]$")
+#: Context lines worth keeping although an edit repeats them: they name the function or class being changed.
+_DEFINITION = re.compile(r"^\s*(export\s+)?(async\s+)?(def|class|function|func|fn|struct|interface|impl|module)\b")
+
+
+def condensed(content: str) -> str:
+    """An observation without the diff context it repeats and with long output blocks cut."""
+    lines = content.splitlines()
+    removed = {line[2:].strip() for line in lines if line.startswith("- ")}
+    added = {line[2:].strip() for line in lines if line.startswith("+ ")}
+    unchanged = removed & added
+    kept: list[str] = []
+    kept_context: set[str] = set()
+    block = 0
+    for line in lines:
+        if _ELIDED.match(line.strip()):
+            continue
+        if line[:2] in ("- ", "+ ") and line[2:].strip() in unchanged:
+            if _DEFINITION.match(line[2:]) and line[2:].strip() not in kept_context:
+                kept_context.add(line[2:].strip())
+                kept.append(line[2:].rstrip())
+            continue
+        if line[:2] in ("- ", "+ ") and not line[2:].strip():
+            continue
+        if line.endswith(":") and line in ("Output:", "Stderr:", "Error:", "Result:"):
+            block = 0
+        else:
+            block += 1
+        if block > MAX_BLOCK_LINES and line[:2] not in ("- ", "+ "):
+            continue
+        kept.append(line.rstrip())
+    return "\n".join(kept)[:MAX_CHARS]
+
+
+def memory_text(content: str, request: str | None = None) -> str:
+    """What to embed for a memory: its request (when known), then its condensed content."""
+    body = condensed(content)
+    if request:
+        request = " ".join(request.split())[:MAX_REQUEST_CHARS]
+        if request not in body:
+            return f"Request: {request}\n{body}"
+    return body
+
+
+def requests_by_tool_use(transcript_path: str | None) -> dict[str, str]:
+    """For each ``tool_use`` id in a transcript, the user prompt that led to it.
+
+    Reads the transcript JSONL once (up to 20 MB); an unreadable or missing
+    file gives an empty map, and the memories are embedded without a request.
+    """
+    from .hooks.summary import _typed_prompt
+
+    found: dict[str, str] = {}
+    if not transcript_path:
+        return found
+    prompt = ""
+    try:
+        with open(transcript_path, "rb") as handle:
+            read = 0
+            for raw in handle:
+                read += len(raw)
+                if read > MAX_TRANSCRIPT_BYTES:
+                    break
+                if b'"tool_use"' not in raw and b'"user"' not in raw:
+                    continue
+                try:
+                    entry = json.loads(raw)
+                except ValueError:
+                    continue
+                typed = _typed_prompt(entry)
+                if typed:
+                    prompt = typed
+                    continue
+                message = entry.get("message") if isinstance(entry, dict) else None
+                blocks = message.get("content") if isinstance(message, dict) else None
+                for block in blocks if isinstance(blocks, list) else []:
+                    if isinstance(block, dict) and block.get("type") == "tool_use" and prompt:
+                        found[str(block.get("id"))] = prompt
+    except OSError:
+        return {}
+    return found
