@@ -90,6 +90,10 @@ def test_stats_docs_and_embed(home, project_dir, tmp_path):
     run(home, project_dir, "add", "Releases are cut on Thursdays")
     stats = json.loads(run(home, project_dir, "stats", "--json").stdout)
     assert stats["memories"] == 1 and stats["documents"] == 1 and stats["pending_embeddings"] == 2
+    assert stats["database_bytes"] >= os.path.getsize(home / "ccmemory.db")  # file + WAL
+    assert stats["bytes_per_memory"] == round(stats["database_bytes"] / 1) and stats["memories_added"] == 1
+    shown = run(home, project_dir, "stats").stdout
+    assert "KB per memory" in shown and "Growth: 1 memories in the last 7 days" in shown
     embedded = run(home, project_dir, "embed")
     assert embedded.returncode == 0 and "Embedded 2 item(s)" in embedded.stdout
     assert json.loads(run(home, project_dir, "stats", "--json").stdout)["pending_embeddings"] == 0
@@ -104,10 +108,14 @@ def test_doctor_passes_on_a_working_install(home, project_dir):
 
 
 def _commands() -> list[tuple[str, ...]]:
+    import click
+
     from ccmemory.cli import cli
 
+    context = click.Context(cli)
     found: list[tuple[str, ...]] = [()]
-    for name, command in cli.commands.items():
+    for name in cli.list_commands(context):
+        command = cli.get_command(context, name)
         found.append((name,))
         for sub in getattr(command, "commands", {}):
             found.append((name, sub))
@@ -123,3 +131,18 @@ def test_every_command_has_help(home, project_dir, path):
 def test_unknown_command_is_a_usage_error(home, project_dir):
     result = run(home, project_dir, "frobnicate")
     assert result.returncode == 2 and "No such command" in result.stderr
+
+
+def test_every_command_module_is_mapped_for_the_lazy_group():
+    """A new module under ccmemory.cli with COMMANDS must be added to COMMAND_MODULES, or its commands vanish."""
+    import pkgutil
+    from importlib import import_module
+
+    import ccmemory.cli
+    from ccmemory.cli import COMMAND_MODULES
+
+    listed = {}
+    for info in pkgutil.iter_modules(ccmemory.cli.__path__):
+        for command in getattr(import_module(f"ccmemory.cli.{info.name}"), "COMMANDS", []):
+            listed[command.name] = info.name
+    assert listed == COMMAND_MODULES

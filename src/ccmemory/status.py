@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from . import config as settings, embeddings, memories
+from . import config as settings, embeddings, memories, storage
 from .db import Database
 
 #: The settings a status shows (the ones people change), with a label each.
@@ -18,7 +17,7 @@ def status(db: Database, project_id: int | None, loaded: settings.Config) -> dic
     result = memories.stats(db, project_id)
     result["pending_embeddings"] = embeddings.pending_count(db, embeddings.configured_spec().model_id)
     result["database"] = str(db.path)
-    result["database_bytes"] = os.path.getsize(db.path)
+    result.update(storage.size_report(db))
     result["settings"] = {f"{section}.{key}": {"value": loaded.get(section, key), "source": loaded.source(section, key)}
                           for section, key, _ in SHOWN_SETTINGS}
     result["config_problems"] = list(loaded.problems)

@@ -1,11 +1,15 @@
-"""How much disk the data directory takes, by kind of file."""
+"""How much disk the data directory takes, by kind of file, and how fast the database grows."""
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from . import paths
+from .db import Database
+
+GROWTH_DAYS = 7
 
 
 def _kind(name: str) -> str:
@@ -35,3 +39,22 @@ def usage(data_dir: str | None = None) -> dict[str, Any]:
             files += 1
     return {"data_dir": root, "total_bytes": sum(totals.values()), "files": files,
             **{f"{kind}_bytes": size for kind, size in totals.items()}}
+
+
+def database_bytes(path: str) -> int:
+    """The database file plus its write-ahead log (committed data lives there until a checkpoint)."""
+    return sum(os.path.getsize(path + suffix) for suffix in ("", "-wal") if os.path.exists(path + suffix))
+
+
+def size_report(db: Database, days: int = GROWTH_DAYS) -> dict[str, Any]:
+    """Bytes on disk, bytes per stored memory, and the memories (and their share of bytes) of the last ``days``.
+
+    The growth estimate charges each recent memory the store's average size, vectors and indexes included.
+    """
+    size = database_bytes(db.path)
+    stored = db.scalar("SELECT COUNT(*) FROM memories") or 0
+    since = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - days * 86400))
+    recent = db.scalar("SELECT COUNT(*) FROM memories WHERE created_at >= ?", (since,)) or 0
+    per_memory = size / stored if stored else 0.0
+    return {"database_bytes": size, "bytes_per_memory": round(per_memory), "growth_days": days,
+            "memories_added": recent, "growth_bytes": round(recent * per_memory)}

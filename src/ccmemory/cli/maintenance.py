@@ -26,7 +26,10 @@ def stats(all_projects: bool, project_dir: str | None, as_json: bool) -> None:
     if as_json:
         emit_json(result)
         return
-    click.echo(f"Database: {result['database']} ({result['database_bytes'] / 1e6:.1f} MB)")
+    click.echo(f"Database: {result['database']} ({result['database_bytes'] / 1e6:.1f} MB, "
+               f"{result['bytes_per_memory'] / 1e3:.1f} KB per memory with vectors and indexes)")
+    click.echo(f"Growth: {result['memories_added']} memories in the last {result['growth_days']} days, "
+               f"about {result['growth_bytes'] / 1e6:.1f} MB")
     click.echo(f"Memories: {result['memories']} ({result['deleted']} deleted, {result['superseded']} superseded)")
     for label in ("by_sector", "by_tier"):
         parts = ", ".join(f"{name} {count}" for name, count in sorted(result[label].items()))
