@@ -12,6 +12,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,31 @@ def run_hook(name: str, payload: Any, home: Path, *, raw: bytes | None = None, p
              cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess:
     """Run ``hooks/run.py <name>`` with ``payload`` (JSON-encoded unless ``raw`` bytes are given) on stdin."""
     data = raw if raw is not None else json.dumps(payload).encode()
-    return subprocess.run(
+    result = subprocess.run(
         [python or HOOK_PYTHON, "-S", str(HOOKS / "run.py"), name], input=data, capture_output=True,
         env=hook_env(home, **env), cwd=str(cwd) if cwd else None, timeout=60,
     )
+    wait_for_background_captures(home)
+    return result
+
+
+def wait_for_background_captures(home: Path, timeout: float = 60) -> None:
+    """Capture stores its observation in a detached child after the hook exits: wait for those children."""
+    folder = home / "inflight"
+    deadline = time.monotonic() + timeout
+    while folder.exists() and time.monotonic() < deadline:
+        running = [marker for marker in folder.iterdir() if _alive(int(marker.name.rsplit(".", 1)[1]))]
+        if not running:
+            return
+        time.sleep(0.01)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def common(session_id: str, project: Path, event: str, **fields: Any) -> dict[str, Any]:

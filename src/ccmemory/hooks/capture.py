@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 from ..config import Config
 from . import log, payload as payloads
 from ..redaction import redact, redact_value
+from .runner import RECEIVED_AT
 
 MAX_OBSERVATION_CHARS = 8000
 #: Characters read beyond a field's cut on each side, so no secret is cut in half before the scan.
@@ -468,6 +469,7 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
             category=observation.category, tags=[observation.tool], files=observation.files,
             importance=observation.salience, salience=observation.salience, session_id=session_id,
             source="capture", metadata=observation.metadata, dedupe_key=payloads.text(data, "tool_use_id"),
+            created_at=payloads.text(data, RECEIVED_AT),
         )
     finally:
         db.close()

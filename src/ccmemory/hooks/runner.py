@@ -24,6 +24,10 @@ HANDLERS = {
 }
 
 
+#: Payload key under which the runner records when the payload arrived (the observation's time).
+RECEIVED_AT = "_ccmemory_received_at"
+
+
 def _handler(name: str) -> Callable[[dict[str, Any], Any, str], None]:
     from importlib import import_module
 
@@ -50,7 +54,24 @@ def run(name: str) -> None:
             log.debug(name, f"hook skipped: {opted_out}")
             return
         from ..config import load
+        from . import detach
 
+        session_id = payloads.text(data, "session_id")
+        if name in detach.WAIT_SECONDS and session_id:
+            still = detach.wait_for_captures(session_id, name)
+            if still:
+                log.error(name, f"{still} capture(s) of this session were still running; going on without them")
+        if name == "post_tool_use" and session_id:
+            from .. import clock
+
+            data[RECEIVED_AT] = clock.now()
+            if detach.to_background(session_id):
+                return
+            try:
+                _handler(name)(data, load(), cwd)
+            finally:
+                detach.finished(session_id)
+            return
         config = load()
         if name in ("session_start", "stop"):  # once a session and once a turn, not on every tool call
             for problem in config.problems:

@@ -1,0 +1,114 @@
+"""Capture off the critical path: the hook answers Claude Code at once and stores the observation after.
+
+Once the payload is read, the capture hook forks (POSIX): the parent exits 0
+at once, so the tool call waits only for a bare interpreter start, and the
+child, in a session of its own with stdin/stdout/stderr on /dev/null, writes
+the observation. A new session keeps it alive when Claude Code ends the hook's
+process group (``async`` hooks under ``-p`` are killed at teardown).
+
+Nothing is lost and order is kept:
+
+- the time the payload arrived is recorded before forking and stored as the
+  observation's ``created_at``, so observations sort in call order even when
+  two children write in the other order;
+- the parent leaves a marker ``<data dir>/inflight/<session>.<child pid>``
+  that the child removes when done (a marker whose process is gone is
+  stale and ignored); Stop and SessionEnd wait (bounded) for the markers of their session
+  before summarising or promoting, so the last calls are part of both.
+
+Where ``fork`` does not exist (Windows) capture simply runs in the hook process.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+INFLIGHT_DIR = "inflight"
+#: What Stop and SessionEnd wait for the session's captures at most (SessionEnd's budget is 1.5 s in all).
+WAIT_SECONDS = {"stop": 5.0, "session_end": 0.8}
+_POLL_SECONDS = 0.02
+
+
+def _folder() -> str:
+    from .. import paths
+
+    return os.path.join(paths.data_dir(), INFLIGHT_DIR)
+
+
+def _marker_name(session_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)[:120]
+
+
+def to_background(session_id: str) -> bool:
+    """Fork; True in the parent (which should exit now), False in the child or where fork is missing."""
+    if not hasattr(os, "fork") or not hasattr(os, "setsid"):
+        return False
+    folder = _folder()
+    from .. import paths
+
+    paths.ensure_private_dir(folder)
+    try:
+        pid = os.fork()
+    except OSError:
+        return False
+    if pid:
+        # Written by the parent before it exits, so whoever waits for this hook finds it at once.
+        with open(os.path.join(folder, f"{_marker_name(session_id)}.{pid}"), "w"):
+            pass
+        return True
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    return False
+
+
+def finished(session_id: str) -> None:
+    """The capture's work is done: remove its marker, if it has one."""
+    _remove(os.path.join(_folder(), f"{_marker_name(session_id)}.{os.getpid()}"))
+
+
+def _remove(marker: str) -> None:
+    try:
+        os.remove(marker)
+    except OSError:
+        pass
+
+
+def wait_for_captures(session_id: str, hook: str) -> int:
+    """Wait until no capture of ``session_id`` is in flight (bounded); returns how many were still running."""
+    folder = _folder()
+    prefix = _marker_name(session_id) + "."
+    deadline = time.monotonic() + WAIT_SECONDS.get(hook, 0.0)
+    while True:
+        running = []
+        try:
+            names = [name for name in os.listdir(folder) if name.startswith(prefix)]
+        except OSError:
+            return 0
+        for name in names:
+            pid = int(name[len(prefix):]) if name[len(prefix):].isdigit() else 0
+            if pid and _alive(pid):
+                running.append(name)
+            else:
+                _remove(os.path.join(folder, name))
+        if not running or time.monotonic() >= deadline:
+            return len(running)
+        time.sleep(_POLL_SECONDS)
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process runs (a zombie, finished but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
