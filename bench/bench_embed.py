@@ -63,9 +63,13 @@ def fresh_copy(source: Path, folder: Path, name: str) -> Path:
 
 
 def keep_only(path: Path, seqs: list[int]) -> None:
-    """Leave only ``seqs`` flagged for embedding."""
+    """Leave only ``seqs`` flagged for embedding (and claim the store for the model, which would flag all)."""
     conn = sqlite3.connect(path)
     conn.execute("UPDATE memories SET needs_embedding = 0")
+    conn.execute("UPDATE chunks SET needs_embedding = 0")
+    for kind in ("memory", "chunk"):
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                     (f"embeddings_model:{kind}", embeddings.BUILTIN_MODEL_ID))
     conn.executemany("UPDATE memories SET needs_embedding = 1 WHERE seq = ?", [(seq,) for seq in seqs])
     conn.commit()
     conn.close()
@@ -118,6 +122,7 @@ def main() -> None:
     embedder = embeddings.Embedder(embeddings.ModelSpec())
 
     before = previous_method([content for _, content in sample])
+    print(f"previous method: {len(sample)} memories in {before:.1f} s", flush=True)
     sample_path = fresh_copy(source, folder, "sample")
     keep_only(sample_path, [seq for seq, _ in sample])
     done, after = this_build(sample_path, embedder)

@@ -5,8 +5,8 @@ Run: python bench/bench_vectors.py [--sizes 10000,100000] [--queries 60] [--cand
 The texts are docstrings and signatures of the Python sources on this machine
 (``bench/realtext.py``): every one distinct, none a noisy copy of another.
 Their vectors are made once with the built-in model and cached outside the
-repository (``~/.cache/ccmemory-bench/realtext-*.npy``, built in resumable
-chunks); the queries are held-out texts of the same kind, never in the store.
+repository (``~/.cache/ccmemory-bench/realtext-chunks/``, resumable chunks of
+2,000 named by their texts' hash); the queries are held-out texts of the same kind, never in the store.
 Stores hold int8 vectors and the sqlite-vec bit index exactly as ccmemory
 writes them. Recall@10 compares ``vectors.nearest`` (bit-index candidates
 rescored on int8 vectors) with exact float32 brute force over the same texts,
@@ -40,18 +40,18 @@ CHUNK = 2000
 
 
 def cached_vectors(embedder: embeddings.Embedder, texts: list[str]) -> numpy.ndarray:
-    """Vectors of ``texts``, embedded chunk by chunk and cached, so an interrupted run resumes."""
-    key = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:12]
-    folder = CACHE / f"realtext-{len(texts)}-{key}"
+    """Vectors of ``texts``, embedded in chunks cached by their texts' hash, so any prefix and any rerun reuse them."""
+    folder = CACHE / "realtext-chunks"
     folder.mkdir(parents=True, exist_ok=True)
     parts = []
     for start in range(0, len(texts), CHUNK):
-        part = folder / f"{start:07d}.npy"
+        chunk = texts[start:start + CHUNK]
+        part = folder / f"{hashlib.sha256(chr(10).join(chunk).encode()).hexdigest()[:16]}-{len(chunk)}.npy"
         if not part.exists():
-            chunk = embedder.embed(texts[start:start + CHUNK])
-            numpy.save(part.with_suffix(".tmp.npy"), numpy.array([numpy.frombuffer(v, numpy.float32) for v in chunk]))
+            vectors_ = embedder.embed(chunk)
+            numpy.save(part.with_suffix(".tmp.npy"), numpy.array([numpy.frombuffer(v, numpy.float32) for v in vectors_]))
             part.with_suffix(".tmp.npy").rename(part)
-            print(f"embedded {start + CHUNK:,}/{len(texts):,}", flush=True)
+            print(f"embedded {start + len(chunk):,}/{len(texts):,}", flush=True)
         parts.append(numpy.load(part))
     return numpy.vstack(parts).astype(numpy.float32)
 

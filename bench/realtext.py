@@ -1,7 +1,7 @@
 """Distinct real texts for vector benchmarks: docstrings and signatures of the Python sources on this machine.
 
 Walks the given folders (default: the interpreter's standard library and its
-site-packages) for ``.py`` files, parses each with :mod:`ast`, and yields, for
+site-packages, ``/usr/lib``, ``/usr/local/lib``, ``/opt``, ``~/.pyenv/versions``) for ``.py`` files, parses each with :mod:`ast`, and yields, for
 every module, class and function with a docstring, one text: its qualified
 name and signature line, then the docstring's first paragraph (≤ 240
 characters). Texts are deduplicated exactly, so no vector is a copy of another.
@@ -22,9 +22,14 @@ MAX_CHARS = 240
 
 
 def default_roots() -> list[Path]:
-    roots = {Path(sysconfig.get_paths()["stdlib"]), Path(sysconfig.get_paths()["purelib"])}
-    roots |= {Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)}
-    return sorted(roots)
+    """This interpreter's library and site-packages, then the usual system places holding Python sources."""
+    found = [Path(sysconfig.get_paths()["stdlib"]), Path(sysconfig.get_paths()["purelib"])]
+    found += [Path(p) for p in ("/usr/lib", "/usr/local/lib", "/opt", Path.home() / ".pyenv" / "versions")]
+    roots: list[Path] = []
+    for root in (r.resolve() for r in found if os.path.isdir(r)):
+        if not any(root == kept or kept in root.parents for kept in roots):
+            roots = [kept for kept in roots if root not in kept.parents] + [root]
+    return roots
 
 
 def _first_paragraph(doc: str) -> str:
@@ -58,6 +63,8 @@ def distinct_texts(limit: int, roots: list[Path] | None = None) -> list[str]:
     seen: dict[str, None] = {}
     for root in roots or default_roots():
         for path in sorted(root.rglob("*.py")):
+            if "node_modules" in path.parts:
+                continue
             for text in _texts_of(path):
                 seen.setdefault(text, None)
                 if len(seen) >= limit:

@@ -1,0 +1,127 @@
+"""Storage per 1,000 realistic tool calls, vectors included: this build vs the previous float32 layout.
+
+Run: python bench/bench_storage.py [--store DIR] [--embedded DB]
+
+The store is ``coderecall-dev.json.gz`` replayed through the hooks
+(``bench/replay.py``, kept in ``--store`` outside the repository), migrated and
+fully embedded by this build (or ``--embedded``: a copy already embedded by
+``bench/bench_embed.py``). Side by side in the same run, a copy of it gets the
+previous build's vector layout back (float32, four bytes per dimension); both
+are checkpointed and vacuumed, then measured per table with ``dbstat``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ccmemory import db as database  # noqa: E402
+from ccmemory import embeddings  # noqa: E402
+from bench_embed import DEFAULT_STORE, fresh_copy, replayed_store  # noqa: E402
+from report import write_section  # noqa: E402
+
+GROUPS = (("memory text, FTS and indexes", ("memories", "memories_fts", "sqlite_autoindex_memories", "memories_")),
+          ("sessions and usage links", ("session", "sqlite_autoindex_session")),
+          ("stored vectors", ("memory_embeddings", "chunk_embeddings", "sqlite_autoindex_memory_embeddings")),
+          ("vector index (sqlite-vec)", ("memory_vec", "chunk_vec")))
+
+
+def compacted_size(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("VACUUM")
+    conn.close()
+    return path.stat().st_size
+
+
+def by_group(path: Path) -> dict[str, int]:
+    """Bytes per group of tables and indexes (dbstat, through apsw: its SQLite has the dbstat table)."""
+    import apsw
+
+    conn = apsw.Connection(str(path))
+    sizes = {name: size for name, size in conn.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name")}
+    conn.close()
+    result: dict[str, int] = {}
+    for name, size in sizes.items():
+        label = next((group for group, prefixes in GROUPS if name.startswith(prefixes)), "other")
+        result[label] = result.get(label, 0) + size
+    return result
+
+
+def as_float32(path: Path) -> None:
+    """The previous layout: every stored vector as float32 (dequantized; the same bytes a float model writes)."""
+    conn = sqlite3.connect(path)
+    rows = conn.execute("SELECT item_seq, vector FROM memory_embeddings").fetchall()
+    for seq, vector in rows:
+        values = numpy.frombuffer(vector, dtype=numpy.int8).astype(numpy.float32)
+        values /= max(float(numpy.linalg.norm(values)), 1e-12)
+        conn.execute("UPDATE memory_embeddings SET vector = ? WHERE item_seq = ?", (values.tobytes(), seq))
+    conn.commit()
+    conn.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", type=Path, default=DEFAULT_STORE)
+    parser.add_argument("--embedded", type=Path, default=None, help="a replayed store already embedded")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="ccmemory-bench-storage-"))
+    os.environ["CCMEMORY_HOME"] = str(folder)
+    source = replayed_store(args.store)
+    calls = sqlite3.connect(source).execute("SELECT COUNT(*) FROM memories WHERE source = 'capture'").fetchone()[0]
+    before_embedding = compacted_size(fresh_copy(source, folder, "unembedded"))
+    current = folder / "current" / "ccmemory.db"
+    if args.embedded:
+        current.parent.mkdir()
+        shutil.copyfile(args.embedded, current)
+    else:
+        current = fresh_copy(source, folder, "current")
+        db = database.connect(current, vectors=True)
+        embeddings.embed_pending(db, embeddings.Embedder(embeddings.ModelSpec()))
+        db.close()
+    previous = folder / "previous" / "ccmemory.db"
+    previous.parent.mkdir()
+    compacted_size(current)
+    shutil.copyfile(current, previous)
+    as_float32(previous)
+    sizes = {"this build": compacted_size(current), "previous (float32 vectors)": compacted_size(previous)}
+    groups = {name: by_group(path) for name, path in (("this build", current), ("previous (float32 vectors)",
+                                                                                 previous))}
+    per_thousand = {name: size / calls * 1000 / 1e6 for name, size in sizes.items()}
+    print(sizes, per_thousand, flush=True)
+    labels = [group for group, _ in GROUPS] + ["other"]
+    lines = [
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}; "
+        f"{time.strftime('%Y-%m-%d %H:%M')}",
+        "Command: `python bench/bench_storage.py`",
+        "",
+        f"`coderecall-dev.json.gz` replayed through the hooks: {calls:,} captured tool calls plus session summaries; "
+        f"every memory embedded; database checkpointed and vacuumed. Before embedding: "
+        f"{before_embedding / calls * 1000 / 1e6:.2f} MB per 1,000 calls.",
+        "",
+        "| layout | MB per 1,000 tool calls | " + " | ".join(labels) + " |",
+        "|---|---:|" + "---:|" * len(labels),
+    ]
+    for name in sizes:
+        lines.append(f"| {name} | **{per_thousand[name]:.2f}** | "
+                     + " | ".join(f"{groups[name].get(label, 0) / calls * 1000 / 1e6:.2f}" for label in labels) + " |")
+    lines += ["", f"Ratio this build / previous: **{sizes['this build'] / sizes['previous (float32 vectors)']:.2f}**. "
+                  "Group columns are MB per 1,000 calls too. `ccmemory stats` shows the size, the bytes per memory "
+                  "and last week's growth of a real store."]
+    write_section("storage", "Storage per 1,000 tool calls", "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
