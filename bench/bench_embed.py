@@ -3,8 +3,8 @@
 Run: python bench/bench_embed.py [--store DIR] [--sample 240]
 
 The memories are those of ``coderecall-dev.json.gz`` replayed through the
-hooks (``bench/replay.py``; the replayed data dir is kept in ``--store``, outside
-the repository, and reused). In one process, on the same machine state:
+hooks (``bench/coderecall.py``'s replay; the replayed data dir is kept in
+``--store``, outside the repository, and reused). In one process, on the same machine state:
 
 - previous method: fastembed over the raw stored content, 512-token truncation,
   batches of 64 in insertion order (what ``embed_pending`` did before);
@@ -19,6 +19,8 @@ also embeds the whole store, which is the headline figure.
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import os
 import platform
 import shutil
@@ -34,19 +36,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ccmemory import db as database  # noqa: E402
 from ccmemory import embeddings  # noqa: E402
-from replay import load, replay  # noqa: E402
+from coderecall import replay  # noqa: E402
 from report import write_section  # noqa: E402
 
 DEFAULT_STORE = Path.home() / ".cache" / "ccmemory-bench" / "coderecall-replay"
 
 
-def replayed_store(store: Path) -> Path:
-    """The data dir of a finished replay (made on first use)."""
+DATASET = Path(__file__).resolve().parents[1].parent.parent / "shared" / "bench-data" / "coderecall-dev.json.gz"
+
+
+def replayed_store(store: Path, dataset: Path = DATASET) -> Path:
+    """The database of a finished replay of the coding sessions (made on first use)."""
     done = store / "replayed"
     if not done.exists():
         shutil.rmtree(store, ignore_errors=True)
         store.mkdir(parents=True)
-        replay(load(), store / "home", store / "root")
+        with gzip.open(dataset, "rt", encoding="utf-8") as handle:
+            replay(json.load(handle), store, "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable)
         done.write_text("ok")
     return store / "home" / "ccmemory.db"
 

@@ -3,7 +3,7 @@
 Run: python bench/bench_storage.py [--store DIR] [--embedded DB]
 
 The store is ``coderecall-dev.json.gz`` replayed through the hooks
-(``bench/replay.py``, kept in ``--store`` outside the repository), migrated and
+(``bench/coderecall.py``'s replay, kept in ``--store`` outside the repository), migrated and
 fully embedded by this build (or ``--embedded``: a copy already embedded by
 ``bench/bench_embed.py``). Side by side in the same run, a copy of it gets the
 previous build's vector layout back (float32, four bytes per dimension); both
