@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -26,7 +24,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_session import binary, run_session, script  # noqa: E402
-from report import write_section  # noqa: E402
+from report import shared_machine, write_section  # noqa: E402
 from tests.e2e.claude_cli import ClaudeCode  # noqa: E402
 from tests.e2e.fake_anthropic import FakeAnthropic  # noqa: E402
 
@@ -67,9 +65,7 @@ def main() -> None:
         rows.append((version, outcome))
         print(version, outcome, flush=True)
     lines = [
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with the rest of the team "
-        f"(load average {os.getloadavg()[0]:.1f} at the end), {platform.system()} {platform.release()}; "
-        f"{time.strftime('%Y-%m-%d %H:%M')}",
+        shared_machine(),
         f"Command: `python bench/bench_async_hooks.py --versions {args.versions} --calls {args.calls} "
         f"--sleep {args.sleep:g}`",
         "",

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import sqlite3
 import statistics
@@ -35,7 +34,7 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_embed import DEFAULT_STORE, fresh_copy, replayed_store  # noqa: E402
-from report import write_section  # noqa: E402
+from report import shared_machine, write_section  # noqa: E402
 
 PREVIOUS = "f6e066b"
 QUERY = "progress bar hidden when not a tty"
@@ -115,6 +114,7 @@ def main() -> None:
     replayed_project = sqlite3.connect(source).execute("SELECT path FROM projects LIMIT 1").fetchone()[0]
     for home in homes.values():
         conn = sqlite3.connect(home / "ccmemory.db")
+        conn.execute("DELETE FROM projects WHERE path = ?", (str(project.resolve()),))  # made empty by `stats`
         conn.execute("UPDATE projects SET path = ? WHERE path = ?", (str(project.resolve()), replayed_project))
         conn.commit()
         conn.close()
@@ -138,12 +138,9 @@ def main() -> None:
             for name in builds:
                 timings[label][name].append(timed(builds[name], homes[name], project, *args_))
     cost = model_cost()
-    load_average = os.getloadavg()[0]
     print({label: {n: round(statistics.median(t)) for n, t in by.items()} for label, by in timings.items()}, cost)
     lines = [
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with the rest of the team "
-        f"(load average {load_average:.1f} at the end), Python {platform.python_version()}, "
-        f"{platform.system()} {platform.release()}; {time.strftime('%Y-%m-%d %H:%M')}",
+        shared_machine(),
         f"Command: `python bench/bench_cli.py --embedded <replayed store embedded by bench_embed.py> "
         f"--previous {args.previous} --runs {args.runs}`",
         "",

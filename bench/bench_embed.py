@@ -22,7 +22,6 @@ import argparse
 import gzip
 import json
 import os
-import platform
 import shutil
 import sqlite3
 import statistics
@@ -37,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ccmemory import db as database  # noqa: E402
 from ccmemory import embeddings  # noqa: E402
 from coderecall import replay  # noqa: E402
-from report import write_section  # noqa: E402
+from report import shared_machine, write_section  # noqa: E402
 
 DEFAULT_STORE = Path.home() / ".cache" / "ccmemory-bench" / "coderecall-replay"
 
@@ -149,9 +148,7 @@ def main() -> None:
     print(f"previous {rate_before:.1f}/s, this build {rate_after:.1f}/s on {len(sample)}; whole store "
           f"{rate_whole:.1f}/s on {whole}; load {load_average:.1f}")
     lines = [
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with the rest of the team "
-        f"(load average {load_average:.1f} at the end), Python {platform.python_version()}, "
-        f"{platform.system()} {platform.release()}; {time.strftime('%Y-%m-%d %H:%M')}",
+        shared_machine(),
         f"Command: `python bench/bench_embed.py --sample {args.sample}`",
         "",
         f"Memories of `coderecall-dev.json.gz` replayed through the hooks ({len(rows):,}: captured tool calls "

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sqlite3
 import statistics
 import sys
@@ -28,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from report import write_section  # noqa: E402
+from report import shared_machine, write_section  # noqa: E402
 from tests.e2e.claude_cli import ClaudeCode  # noqa: E402
 from tests.e2e.fake_anthropic import FakeAnthropic, text, tool_use  # noqa: E402
 
@@ -112,11 +111,8 @@ def main() -> None:
         results.append((version, timings, ratio, checks))
         print(version, {k: [round(t, 2) for t in v] for k, v in timings.items()}, f"ratio {ratio:.3f}", checks,
               flush=True)
-    load_average = os.getloadavg()[0]
     lines = [
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with the rest of the team "
-        f"(load average {load_average:.1f} at the end), {platform.system()} {platform.release()}; "
-        f"{time.strftime('%Y-%m-%d %H:%M')}",
+        shared_machine(),
         f"Command: `python bench/bench_session.py --calls {args.calls} --rounds {args.rounds} "
         f"--versions {args.versions}`",
         "",

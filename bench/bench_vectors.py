@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -33,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ccmemory import embeddings, search, vectors  # noqa: E402
 from bench_search import build_store, percentile  # noqa: E402
 from realtext import distinct_texts  # noqa: E402
-from report import write_section  # noqa: E402
+from report import shared_machine, write_section  # noqa: E402
 
 CACHE = Path.home() / ".cache" / "ccmemory-bench"
 CHUNK = 2000
@@ -110,11 +109,8 @@ def main() -> None:
         rows.append((size, by_candidates, timing))
         print(size, by_candidates, {m: round(statistics.median(t), 1) for m, t in timing.items()}, flush=True)
         db.close()
-    load_average = os.getloadavg()[0]
     lines = [
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with the rest of the team "
-        f"(load average {load_average:.1f} at the end), Python {platform.python_version()}, "
-        f"{platform.system()} {platform.release()}; {time.strftime('%Y-%m-%d %H:%M')}",
+        shared_machine(),
         f"Command: `python bench/bench_vectors.py --sizes {args.sizes} --queries {args.queries} "
         f"--candidates {args.candidates}`",
         "",
