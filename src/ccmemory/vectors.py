@@ -27,10 +27,10 @@ KINDS = {
     "chunk": ("chunk_vec", "chunk_embeddings",
               "SELECT d.project_id FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.seq = ?"),
 }
-#: Bit-index candidates rescored per search: the sign bits of MiniLM vectors rank coarsely, so the
-#: true ten nearest are found among a few hundred candidates, not among fifty (recall@10 vs exact on
-#: 10k distinct real texts: 0.92 with 50, 0.97 with 100, 0.99 with 400; see BENCHMARKS.md).
-MIN_CANDIDATES = 400
+#: Bit-index candidates rescored per search: the sign bits of MiniLM vectors rank coarsely (recall@10
+#: vs exact on 10k distinct real texts: 0.92 with 50, 0.97 with 100, 0.99 with 400), but sqlite-vec's
+#: KNN costs several times more above ~100 candidates (see BENCHMARKS.md).
+MIN_CANDIDATES = 100
 MMAP_BYTES = 256 * 1024 * 1024
 
 
