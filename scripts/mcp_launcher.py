@@ -66,9 +66,12 @@ def main(argv: list[str]) -> int:
         if argv in (["--install"], ["--build-detached"]):
             python = build_runtime()
             say(f"dependencies ready in {python.parent.parent}")
-            return 0
+            return embed_pending(python)
+        if argv == ["--embed"]:
+            venv = runtime_dir(requirements())
+            return embed_pending(venv_python(venv)) if is_ready(venv) else 0
         if argv:
-            raise LauncherError(f"unknown arguments {argv}; use no argument (start the server) or --install")
+            raise LauncherError(f"unknown arguments {argv}; use no argument (start the server), --install or --embed")
         override = os.environ.get("CCMEMORY_PYTHON")
         if override:
             return run_server(Path(override))
@@ -332,6 +335,24 @@ def remove_other_runtimes(current: Path) -> None:
     for other in current.parent.glob("venv-*"):
         if other != current and other.is_dir() and not other.with_name(other.name + ".lock").exists():
             shutil.rmtree(other, ignore_errors=True)
+
+
+def embed_pending(python: Path) -> int:
+    """Embed what the hooks captured and nothing has embedded yet, once at a time.
+
+    Run after a build (what the sessions captured while it ran) and, detached, by the
+    SessionEnd hook (what the session's server had no time to embed), so the next
+    session's first search already finds everything by meaning.
+    """
+    lock = runtime_home() / "embed.lock"
+    if not take_lock(lock):
+        say("another process is embedding; nothing to do")
+        return 0
+    try:
+        return subprocess.run([str(python), "-m", "ccmemory.cli", "embed"], env=server_env(),
+                              stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT).returncode
+    finally:
+        lock.unlink(missing_ok=True)
 
 
 def server_env() -> dict[str, str]:

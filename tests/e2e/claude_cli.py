@@ -1,8 +1,13 @@
 """Run the real Claude Code CLI hermetically: a throwaway HOME, a dummy key, loopback traffic only.
 
-The binary comes from ``CCMEMORY_CLAUDE_BIN``, else from the npm prefix that
-``tests/e2e/install_claude.sh`` fills (``CCMEMORY_CLAUDE_PREFIX``, default
-``~/.cache/ccmemory-test/claude-code``). Tests skip, saying why, when it is missing.
+The binaries come from the npm prefix that ``tests/e2e/install_claude.sh`` fills
+(``CCMEMORY_CLAUDE_PREFIX``, default ``~/.cache/ccmemory-test``): one per version in
+:data:`VERSIONS`, the oldest ccmemory supports and the latest it was verified on.
+``CCMEMORY_CLAUDE_BIN`` replaces the latest. Tests skip, saying why, when one is missing.
+
+Two kinds of user: the default one runs the plugin with a test data dir and the test's
+interpreter (``CCMEMORY_HOME``, ``CCMEMORY_PYTHON``) for fast tests; ``as_installed=True``
+sets none of our variables and has no uv on PATH, exactly as a user who followed the README.
 """
 
 from __future__ import annotations
@@ -15,51 +20,44 @@ from pathlib import Path
 
 import pytest
 
+from ccmemory.compat import MIN_CLAUDE_CODE
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MARKETPLACE = "ccmemory"
 PLUGIN_ID = f"ccmemory@{MARKETPLACE}"
 INSTALL_HINT = "run `bash tests/e2e/install_claude.sh` (npm) or set CCMEMORY_CLAUDE_BIN"
+MINIMUM_VERSION = ".".join(map(str, MIN_CLAUDE_CODE))
+LATEST_VERSION = "2.1.330"
+VERSIONS = (MINIMUM_VERSION, LATEST_VERSION)
 #: What a fresh clone lacks. Claude Code copies a directory marketplace whole, ignored files included.
 NOT_IN_A_CLONE = (".git", ".venv", "venv", "__pycache__", "*.egg-info", ".pytest_cache", ".hypothesis", "build", "dist")
 
 
-#: The oldest Claude Code ccmemory supports; ``install_claude_oldest.sh`` puts it beside the latest.
-OLDEST_VERSION = "2.1.197"
-OLDEST_PREFIX = Path.home() / ".cache" / "ccmemory-test" / f"claude-code-{OLDEST_VERSION}"
-
-
-def find_claude(prefix: Path | None = None) -> Path | None:
+def find_claude(version: str = LATEST_VERSION) -> Path | None:
     explicit = os.environ.get("CCMEMORY_CLAUDE_BIN")
-    if explicit and prefix is None:
+    if explicit and version == LATEST_VERSION:
         return Path(explicit) if Path(explicit).is_file() else None
-    prefix = prefix or Path(os.environ.get("CCMEMORY_CLAUDE_PREFIX")
-                            or Path.home() / ".cache" / "ccmemory-test" / "claude-code")
-    for candidate in sorted(prefix.glob("node_modules/@anthropic-ai/claude-code-*/claude")):
+    prefix = Path(os.environ.get("CCMEMORY_CLAUDE_PREFIX") or Path.home() / ".cache" / "ccmemory-test")
+    for candidate in sorted(prefix.glob(f"claude-code-{version}/node_modules/@anthropic-ai/claude-code-*/claude")):
         if os.access(candidate, os.X_OK):
             return candidate
     return None
 
 
-def claude_or_skip() -> Path:
-    binary = find_claude()
+def claude_or_skip(version: str = LATEST_VERSION) -> Path:
+    binary = find_claude(version)
     if binary is None:
-        pytest.skip(f"the Claude Code CLI is not installed: {INSTALL_HINT}")
-    return binary
-
-
-def oldest_claude_or_skip() -> Path:
-    """Claude Code 2.1.197, the minimum version (prefix ``CCMEMORY_CLAUDE_OLDEST_PREFIX``)."""
-    binary = find_claude(Path(os.environ.get("CCMEMORY_CLAUDE_OLDEST_PREFIX") or OLDEST_PREFIX))
-    if binary is None:
-        pytest.skip(f"Claude Code {OLDEST_VERSION} is not installed: run `bash tests/e2e/install_claude_oldest.sh`")
+        pytest.skip(f"the Claude Code CLI {version} is not installed: {INSTALL_HINT}")
     return binary
 
 
 class ClaudeCode:
     """One throwaway user of Claude Code: its HOME, its data dir, its environment."""
 
-    def __init__(self, binary: Path, root: Path, api_url: str = "http://127.0.0.1:9") -> None:
+    def __init__(self, binary: Path, root: Path, api_url: str = "http://127.0.0.1:9", *,
+                 as_installed: bool = False) -> None:
         self.binary = binary
+        self.as_installed = as_installed
         self.home = root / "home"
         self.data = root / "ccmemory-data"
         self.bin_dir = root / "bin"
@@ -87,11 +85,30 @@ class ClaudeCode:
             "HTTPS_PROXY": "http://127.0.0.1:9",
             "HTTP_PROXY": "http://127.0.0.1:9",
             "NO_PROXY": "127.0.0.1,localhost",
-            "CCMEMORY_HOME": str(self.data),
-            # The test's interpreter has ccmemory's dependencies: the MCP launcher builds no venv.
-            "CCMEMORY_PYTHON": sys.executable,
         })
+        if self.as_installed:
+            keep.pop("XDG_DATA_HOME", None)
+            keep.pop("XDG_CACHE_HOME", None)
+            keep["PATH"] = os.pathsep.join(
+                [str(self.bin_dir)] + [p for p in os.environ.get("PATH", "").split(os.pathsep)
+                                       if p and not (Path(p) / "uv").exists()])
+        else:
+            keep.update({
+                "CCMEMORY_HOME": str(self.data),
+                # The test's interpreter has ccmemory's dependencies: the MCP launcher builds no venv.
+                "CCMEMORY_PYTHON": sys.executable,
+            })
         return keep
+
+    @property
+    def plugin_data(self) -> Path:
+        """The plugin's data dir, where the launcher builds the server's runtime."""
+        return self.home / ".claude" / "plugins" / "data" / f"ccmemory-{MARKETPLACE}"
+
+    @property
+    def user_data(self) -> Path:
+        """Where a user's memory lives: the per-user data dir (Linux), or the test data dir."""
+        return self.home / ".local" / "share" / "ccmemory" if self.as_installed else self.data
 
     def run(self, *args: str, cwd: Path, timeout: float = 120, check: bool = True,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -104,6 +121,15 @@ class ClaudeCode:
                 f"claude {' '.join(args)} exited {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
             )
         return result
+
+    def install_from_git_clone(self, cwd: Path) -> Path:
+        """The README's steps: ``git clone`` the repository, add it as a marketplace, install the plugin."""
+        clone = self.home.parent / "ccmemory"
+        subprocess.run(["git", "clone", "--quiet", str(REPO_ROOT), str(clone)], check=True, capture_output=True,
+                       timeout=300)
+        self.run("plugin", "marketplace", "add", "./ccmemory", cwd=clone.parent)
+        self.run("plugin", "install", PLUGIN_ID, cwd=clone.parent)
+        return clone
 
     def install_plugin(self, cwd: Path) -> Path:
         """Install the plugin as a user would from a clone of this repository; return the clone."""

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from .claude_cli import ClaudeCode, claude_or_skip, oldest_claude_or_skip
+from .claude_cli import MINIMUM_VERSION, ClaudeCode, claude_or_skip
 from .fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_results, tool_use
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -45,7 +45,7 @@ def script(body: dict[str, Any]) -> list[Block]:
 
 @pytest.fixture(scope="module", params=["latest", "2.1.197"])
 def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    binary = claude_or_skip() if request.param == "latest" else oldest_claude_or_skip()
+    binary = claude_or_skip() if request.param == "latest" else claude_or_skip(MINIMUM_VERSION)
     root = tmp_path_factory.mktemp(f"everyday-{request.param}")
     project = root / "project"
     project.mkdir()

@@ -12,9 +12,11 @@ longer, so this does only short SQLite writes (a few milliseconds):
 4. promote the session-tier memories whose salience is above
    ``promotion.min_salience`` (0.7: failures, reinforced memories) to the project tier.
 
-The only slow work, an opt-in model-written summary, runs detached
-(:mod:`ccmemory.hooks.model_summary`) and ends by itself after its timeout.
-Vectors for new memories are computed by the MCP server or ``ccmemory embed``, never here.
+The slow work runs detached and ends by itself: an opt-in model-written summary
+(:mod:`ccmemory.hooks.model_summary`), and, inside Claude Code, embedding what the
+session captured and its MCP server had no time to embed (the plugin launcher's
+``--embed``, which does nothing until the server's runtime is installed), so the
+next session's first search finds it by meaning. Vectors are never computed here.
 """
 
 from __future__ import annotations
@@ -55,8 +57,28 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
                     enabled_by_default=config.get("local_context", "enabled"))
         sessions.end(db, session_id)
         promoted = memories.promote(db, session_id, float(config.get("promotion", "min_salience")))
+        pending = db.scalar("SELECT 1 FROM memories WHERE needs_embedding = 1 AND is_deleted = 0 LIMIT 1")
     finally:
         db.close()
     log.debug("session_end", f"session {session_id} ended ({data.get('reason')}); promoted {promoted}")
     if new_summary is not None:
         start_model_summary(config, session_id, new_summary)
+    if pending:
+        start_embedding()
+
+
+def start_embedding() -> None:
+    """Start the plugin launcher's ``--embed`` in its own session, when running as a Claude Code plugin."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.environ.get("CLAUDE_PLUGIN_ROOT")
+    launcher = os.path.join(root, "scripts", "mcp_launcher.py") if root else ""
+    if not launcher or not os.path.isfile(launcher):
+        return
+    try:
+        subprocess.Popen([sys.executable, launcher, "--embed"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+    except OSError as exc:
+        log.error("session_end", f"could not start embedding after the session: {exc}")
