@@ -87,6 +87,9 @@ class ClaudeCode:
             "NO_PROXY": "127.0.0.1,localhost",
         })
         if self.as_installed:
+            # A user's plugin install downloads the server's runtime from the package index.
+            for proxy in ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"):
+                keep.pop(proxy, None)
             keep.pop("XDG_DATA_HOME", None)
             keep.pop("XDG_CACHE_HOME", None)
             keep["PATH"] = os.pathsep.join(
