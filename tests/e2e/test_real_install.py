@@ -58,9 +58,10 @@ def callable_now(body: dict[str, Any]) -> bool:
 
 
 def first_session(project: Path):
-    """Wait (bounded) until the memory tools are offered, then fail a test, fix the code, pass the test."""
+    """Wait (bounded) until the memory tools are offered, then fail a test, read and fix the code, pass the test."""
     steps = [
         tool_use("Bash", command="python3 -B test_calc.py", description="Run the test"),
+        tool_use("Read", file_path=str(project / "calc.py")),
         tool_use("Edit", file_path=str(project / "calc.py"), old_string="return a - b", new_string="return a + b"),
         tool_use("Bash", command="python3 -B test_calc.py", description="Run the test again"),
     ]
@@ -132,7 +133,7 @@ def install(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     subprocess.run(["git", "init", "--quiet", str(project)], check=True)
     (project / "calc.py").write_text(BUGGY)
     (project / "test_calc.py").write_text(TEST)
-    flags = ("--allowedTools", f"Bash Edit ToolSearch {SEARCH_TOOL}", "--output-format", "json")
+    flags = ("--allowedTools", f"Bash Read Edit ToolSearch {SEARCH_TOOL}", "--output-format", "json")
     with FakeAnthropic(first_session(project)) as fake:
         cc = ClaudeCode(binary, root, fake.url, as_installed=True)
         clone = cc.install_from_git_clone(project)
