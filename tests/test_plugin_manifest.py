@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import ccmemory
-from e2e.claude_cli import ClaudeCode, claude_or_skip
+from e2e.claude_cli import LATEST_VERSION, VERSIONS, ClaudeCode, claude_or_skip
 
 ROOT = Path(__file__).resolve().parents[1]
 EVENTS = {"SessionStart", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"}
@@ -66,9 +66,10 @@ def test_the_mcp_server_starts_through_the_stdlib_launcher() -> None:
                        "ccmemory", "tomllib", "types"}
 
 
-@pytest.fixture(scope="module")
-def claude(tmp_path_factory: pytest.TempPathFactory) -> ClaudeCode:
-    return ClaudeCode(claude_or_skip(), tmp_path_factory.mktemp("claude-validate"))
+@pytest.fixture(scope="module", params=VERSIONS)
+def claude(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ClaudeCode:
+    """The oldest supported Claude Code and the latest."""
+    return ClaudeCode(claude_or_skip(request.param), tmp_path_factory.mktemp("claude-validate"))
 
 
 @pytest.mark.parametrize("target", [".", ".claude-plugin/plugin.json"], ids=["marketplace", "plugin"])
@@ -79,6 +80,8 @@ def test_claude_plugin_validate_strict_passes(claude: ClaudeCode, target: str) -
 
 
 def test_claude_finds_every_part_of_the_plugin(claude: ClaudeCode) -> None:
+    if claude.binary != claude_or_skip(LATEST_VERSION):
+        pytest.skip("`claude plugin validate --json` came after the oldest supported release")
     result = claude.run("plugin", "validate", "--strict", "--json", ".claude-plugin/plugin.json", cwd=ROOT)
     report = json.loads(result.stdout)
     assert report["manifest"]["errors"] == [] and report["manifest"]["warnings"] == []

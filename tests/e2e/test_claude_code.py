@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from .claude_cli import PLUGIN_ID, ClaudeCode, claude_or_skip
+from .claude_cli import PLUGIN_ID, VERSIONS, ClaudeCode, claude_or_skip
 from .fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_results, tool_use
 
 FIRST_PROMPT = "Set up the greeting module"
@@ -91,9 +91,9 @@ def wait_until_promoted(db_path: Path, session_id: str) -> None:
         time.sleep(0.2)
 
 
-@pytest.fixture(scope="module")
-def sessions(tmp_path_factory: pytest.TempPathFactory) -> Sessions:
-    binary = claude_or_skip()
+@pytest.fixture(scope="module", params=VERSIONS)
+def sessions(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Sessions:
+    binary = claude_or_skip(request.param)
     root = tmp_path_factory.mktemp("claude-e2e")
     project = root / "project"
     project.mkdir()
@@ -132,6 +132,9 @@ def test_each_hook_fires_once_per_event(sessions: Sessions) -> None:
     """hooks.json at the root, named by plugin.json, must load once: no double firing."""
     finished = [line for line in sessions.first_debug.splitlines()
                 if "(plugin ccmemory@ccmemory) finished with status 0" in line]
+    if not finished:  # releases before 2.1.330 log only how many hooks they registered
+        assert "Registered 5 hooks from 1 plugins" in sessions.first_debug
+        return
     count = {event: sum(f"Hooks: {event}" in line for line in finished)
              for event in ("SessionStart:", "PostToolUse:", "PostToolUseFailure:", "Stop ")}
     assert count == {"SessionStart:": 1, "PostToolUse:": 3, "PostToolUseFailure:": 1, "Stop ": 1}, finished
