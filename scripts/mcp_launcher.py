@@ -349,7 +349,7 @@ def embed_pending(python: Path) -> int:
         say("another process is embedding; nothing to do")
         return 0
     try:
-        return subprocess.run([str(python), "-m", "ccmemory.cli", "embed"], env=server_env(),
+        return subprocess.run([str(python), "-m", "ccmemory", "embed"], env=server_env(),
                               stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT).returncode
     finally:
         lock.unlink(missing_ok=True)

@@ -104,7 +104,22 @@ def test_stats_docs_and_embed(home, project_dir, tmp_path):
 def test_doctor_passes_on_a_working_install(home, project_dir):
     result = run(home, project_dir, "doctor", "--json")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert all(check["ok"] for check in json.loads(result.stdout))
+    checks = {check["name"]: check for check in json.loads(result.stdout)}
+    assert all(check["ok"] for check in checks.values())
+    assert checks["config"]["detail"] == f"no {home / 'config.json'}: the defaults apply"
+    assert checks["data dir"]["detail"] == str(home)
+
+
+def test_demo_removes_its_temporary_data_dir_and_says_so(home, project_dir, tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    env.pop("CCMEMORY_HOME", None)
+    result = subprocess.run([sys.executable, "-m", "ccmemory", "demo"], cwd=project_dir, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Removed the demo's temporary data dir" in result.stdout
+    assert list(scratch.glob("ccmemory-demo-*")) == []
 
 
 def _commands() -> list[tuple[str, ...]]:

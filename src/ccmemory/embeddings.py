@@ -160,8 +160,8 @@ def builtin_model_dir() -> Path:
     a stamp records the verified ONNX size and mtime so later starts skip hashing.
     """
     onnx = builtin_onnx_path()
-    folder = Path(paths.ensure_private_dir(
-        str(Path(paths.data_dir()) / "models" / f"all-MiniLM-L6-v2-int8-{BUILTIN_ONNX_SHA256[:8]}")))
+    models = paths.ensure_private_dir(os.path.join(paths.ensure_private_dir(paths.data_dir()), "models"))
+    folder = Path(paths.ensure_private_dir(os.path.join(models, f"all-MiniLM-L6-v2-int8-{BUILTIN_ONNX_SHA256[:8]}")))
     stamp = folder / "verified"
     expected_stamp = f"{onnx}|{onnx.stat().st_size if onnx.exists() else 0}|{onnx.stat().st_mtime_ns if onnx.exists() else 0}"
     if stamp.exists() and stamp.read_text() == expected_stamp and (folder / "model.onnx").exists():

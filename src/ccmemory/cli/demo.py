@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -86,6 +87,9 @@ def demo(home: str | None) -> None:
     context = json.loads(output)["hookSpecificOutput"]["additionalContext"] if output.strip() else "(nothing)"
     click.echo("\nWhat the next session is given at start (SessionStart additionalContext):\n")
     click.echo(context)
+    if home is None:
+        shutil.rmtree(home_dir, ignore_errors=True)
+        click.echo(f"\nRemoved the demo's temporary data dir {home_dir}; `ccmemory demo --home DIR` keeps one.")
 
 
 COMMANDS = [demo]

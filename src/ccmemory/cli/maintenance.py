@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import subprocess
 import sys
 from typing import Any
 
 import click
 
-from .. import embeddings, migrations, paths, retention, status, vectors
+from .. import compat, config, embeddings, migrations, paths, retention, status, vectors
 from .. import db as database
 from .common import emit_json, handles_errors, json_option, load_settings, open_db, open_store, project_option
 
@@ -99,10 +101,28 @@ def _checks() -> list[dict[str, Any]]:
     except embeddings.ModelError as exc:
         check("embedding model", False, str(exc), "see the `embedding` section of config.json")
     problems = load_settings().problems
-    check("config", not problems, "; ".join(problems) or "valid",
+    config_file = config.config_path()
+    detail = "valid" if os.path.exists(config_file) else f"no {config_file}: the defaults apply"
+    check("config", not problems, "; ".join(problems) or detail,
           "`ccmemory config` shows every setting; `ccmemory config set|unset NAME` fixes one")
+    ignored = paths.ignored_settings()
+    check("data dir", not ignored, "; ".join(ignored) or paths.data_dir(), "set CCMEMORY_HOME to an absolute path")
+    claude = shutil.which("claude")
+    if claude:
+        check("claude code", *_claude_code_version(claude), f"update Claude Code to {compat.MIN_CLAUDE_CODE_TEXT} or "
+              "newer (`claude update`)")
     db.close()
     return results
+
+
+def _claude_code_version(claude: str) -> tuple[bool, str]:
+    """Whether the ``claude`` on PATH is recent enough, and what it said."""
+    try:
+        said = subprocess.run([claude, "--version"], capture_output=True, text=True, timeout=20).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"`claude --version` failed: {exc}"
+    version = compat.parse_version(said)
+    return version is not None and version >= compat.MIN_CLAUDE_CODE, f"{said or 'no version'} ({claude})"
 
 
 @click.command()
