@@ -171,6 +171,15 @@ def test_the_second_session_finds_the_fix_by_a_paraphrase(install: Install) -> N
     assert "keyword matches only" not in answer, answer
 
 
+def test_nothing_is_left_unembedded_after_the_sessions_end(install: Install) -> None:
+    """The SessionEnd hook starts a detached embedding pass, so the next session's first search has every vector."""
+    db_path = install.cc.user_data / "ccmemory.db"
+    deadline = time.monotonic() + BUILD_SECONDS
+    while pending(db_path):
+        assert time.monotonic() < deadline, f"{pending(db_path)} memories are still not embedded"
+        time.sleep(1)
+
+
 def test_exactly_one_database_in_the_user_data_dir_and_nothing_in_the_project(install: Install) -> None:
     runtimes = install.cc.plugin_data.resolve()
     databases = sorted(str(p) for p in install.cc.home.parent.rglob("ccmemory*.db")
