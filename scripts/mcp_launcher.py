@@ -66,7 +66,9 @@ def main(argv: list[str]) -> int:
         if argv in (["--install"], ["--build-detached"]):
             python = build_runtime()
             say(f"dependencies ready in {python.parent.parent}")
-            return embed_pending(python)
+            if embed_pending(python) != 0:
+                say("embedding what was captured failed; the MCP server embeds it in the background instead")
+            return 0
         if argv == ["--embed"]:
             venv = runtime_dir(requirements())
             return embed_pending(venv_python(venv)) if is_ready(venv) else 0
