@@ -28,7 +28,6 @@ import sys
 import sysconfig
 import tempfile
 import time
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -56,11 +55,6 @@ def without_uv(path: str) -> str:
     return os.pathsep.join(p for p in path.split(os.pathsep) if p and not (Path(p) / "uv").exists())
 
 
-def requirements() -> list[str]:
-    with open(ROOT / "pyproject.toml", "rb") as handle:
-        return list(tomllib.load(handle)["project"]["dependencies"])
-
-
 def bench_build(scratch: Path) -> list[str]:
     """Cold builds, one after the other, each with empty caches."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CCMEMORY_", "CLAUDE_"))}
@@ -68,7 +62,8 @@ def bench_build(scratch: Path) -> list[str]:
     started = time.perf_counter()
     venv = scratch / "pip-only"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *requirements()], env=env,
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--require-hashes",
+                    "-r", str(ROOT / "requirements.lock")], env=env,
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pip_seconds = time.perf_counter() - started
 

@@ -70,7 +70,7 @@ def main(argv: list[str]) -> int:
                 say("embedding what was captured failed; the MCP server embeds it in the background instead")
             return 0
         if argv == ["--embed"]:
-            venv = runtime_dir(requirements())
+            venv = runtime_dir()
             return embed_pending(venv_python(venv)) if is_ready(venv) else 0
         if argv:
             raise LauncherError(f"unknown arguments {argv}; use no argument (start the server), --install or --embed")
