@@ -274,6 +274,17 @@ def test_data_dir_is_ccmemory_home_else_the_user_dir_never_the_plugin_data_dir(m
         assert paths.data_dir() == str(tmp_path / "xdg" / "ccmemory")
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_a_database_at_an_explicit_path_leaves_an_existing_folder_alone(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    database.connect(shared / "elsewhere.db").close()
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777
+    database.connect(tmp_path / "new" / "inside.db").close()
+    assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o700
+
+
 @pytest.mark.parametrize("value", ["relative/dir", "${CLAUDE_PLUGIN_DATA}", "${CCMEMORY_HOME}/x", "."])
 def test_a_data_dir_that_is_not_absolute_is_ignored_never_made_in_the_project(monkeypatch, tmp_path, value):
     monkeypatch.chdir(tmp_path)

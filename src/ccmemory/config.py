@@ -271,8 +271,11 @@ def read_file_settings(path: str | None = None) -> dict[str, Any]:
 
 def write_file_settings(user: dict[str, Any], path: str | None = None) -> str:
     """Replace the config file atomically (private to the user); returns its path."""
-    path = path or config_path()
-    paths.ensure_private_dir(os.path.dirname(path))
+    if path is None:
+        path = config_path()
+        paths.ensure_private_dir(os.path.dirname(path))
+    else:
+        paths.private_parent(path)
     temporary = f"{path}.{os.getpid()}.tmp"
     with open(temporary, "w", encoding="utf-8") as handle:
         json.dump(user, handle, indent=2, sort_keys=True)

@@ -145,8 +145,12 @@ def connect(path: str | os.PathLike[str] | None = None, *, vectors: bool = False
     connection still works for everything but vector search, and
     ``vector_error`` says why (search then falls back to keywords).
     """
-    path = os.fspath(path) if path is not None else paths.db_path()
-    paths.ensure_private_dir(os.path.dirname(os.path.abspath(path)))
+    if path is None:
+        path = paths.db_path()
+        paths.ensure_private_dir(os.path.dirname(path))
+    else:
+        path = os.fspath(path)
+        paths.private_parent(path)
     existed = os.path.exists(path)
     db = (_open_apsw(path) if vectors else None) or _open_sqlite3(path)
     try:

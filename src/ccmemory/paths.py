@@ -65,6 +65,18 @@ def ensure_private_dir(path: str) -> str:
     return path
 
 
+def private_parent(path: str) -> None:
+    """Create the folder of ``path`` privately if it is missing; an existing folder is left as it is.
+
+    Only ccmemory's own data dir is made private when it already exists (:func:`ensure_private_dir`):
+    a file put at an explicit path (a test's database, an export) must never change the
+    mode of a folder such as ``/tmp``.
+    """
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        ensure_private_dir(parent)
+
+
 def make_private_file(path: str) -> None:
     """Restrict an existing file to its owner (0600)."""
     if sys.platform != "win32" and os.path.exists(path):
