@@ -35,8 +35,14 @@ def _handler(name: str) -> Callable[[dict[str, Any], Any, str], None]:
     return getattr(import_module(f"{__package__}.{module}"), function)
 
 
-def run(name: str) -> None:
-    """Run the hook ``name`` on the payload from stdin; returns normally whatever happens."""
+def run(name: str, detach_capture: bool = False) -> None:
+    """Run the hook ``name`` on the payload from stdin; returns normally whatever happens.
+
+    ``detach_capture`` lets PostToolUse fork its storing into a child (see
+    :mod:`.detach`). Only :func:`main`, which ends the process with ``os._exit``
+    in parent and child alike, may ask for it: a fork inside a longer-lived
+    process (a test run, an embedding caller) would leave two copies of it running.
+    """
     from . import payload as payloads, privacy
 
     if name not in HANDLERS:
@@ -65,7 +71,7 @@ def run(name: str) -> None:
             from .. import clock
 
             data[RECEIVED_AT] = clock.now()
-            if detach.to_background(session_id):
+            if detach_capture and detach.to_background(session_id):
                 return
             try:
                 _handler(name)(data, load(), cwd)
@@ -96,7 +102,7 @@ def _where(exc: BaseException) -> str:
 def main(name: str) -> None:
     """Entry-point body: run the hook, flush stdout, exit 0 without interpreter teardown."""
     try:
-        run(name)
+        run(name, detach_capture=True)
     except BaseException:  # KeyboardInterrupt, SystemExit: still exit 0
         pass
     try:
