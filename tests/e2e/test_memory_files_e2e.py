@@ -28,8 +28,14 @@ MAX_WAITS_FOR_MCP = 40
 
 
 def first_session(body: dict[str, Any]) -> list[Block]:
-    """Wait for the MCP server, then view, create and edit a memory file, then answer."""
+    """Run one command, wait for the MCP server, then view, create and edit a memory file, then answer.
+
+    The command comes first whatever the server's speed, so that a captured Bash call always
+    sits beside the memory tool calls that must not be captured.
+    """
     results = {r["tool_use_id"]: r for r in tool_results(body)}
+    if "toolu_start" not in results:
+        return [dict(tool_use("Bash", command="echo billing export started", description="Start"), id="toolu_start")]
     if len(results) > MAX_WAITS_FOR_MCP:
         return [text("The memory server never connected.")]
     if MEMORY_TOOL not in offered_tools(body):
