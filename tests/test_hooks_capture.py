@@ -89,6 +89,8 @@ def test_an_edit_names_the_function_it_changed(home: Path, project_dir: Path) ->
                                                              "new_string": "x"}, response, f"toolu_s{number}")
         assert_quiet_success(run_hook("post_tool_use", payload, home))
         assert memories_of(home, "s-scope")[-1]["content"].split("\n")[0] == first_line
+    assert [json.loads(m["metadata"]).get("scope") for m in memories_of(home, "s-scope")] == [
+        "Option.get_help_record", "main", None]
 
 
 def test_mcp_content_array_response(home: Path, project_dir: Path) -> None:

@@ -251,3 +251,19 @@ def test_claude_command_line() -> None:
     assert model_summary.claude_command("claude", None) == [
         "claude", "-p", "--setting-sources=", "--tools", "", "--no-session-persistence", "--max-turns", "1",
         "--output-format", "json"]
+
+
+def test_the_summary_names_the_functions_each_changed_file_had_edited(home: Path, project_dir: Path) -> None:
+    target = str(project_dir / "core.py")
+    original = "class Option:\n    def get_help_record(self):\n        return []\n\ndef main():\n    pass\n"
+    for number, (old, start) in enumerate((("return []", 3), ("pass", 6), ("return []", 3))):
+        hunk = {"oldStart": start, "oldLines": 1, "lines": [f"-        {old}", "+        x"]}
+        payload = tool_call("s-fn", project_dir, "Edit", {"file_path": target, "old_string": old, "new_string": "x"},
+                            {"filePath": target, "originalFile": original, "structuredPatch": [hunk]}, f"t{number}")
+        assert_quiet_success(run_hook("post_tool_use", payload, home))
+    assert_quiet_success(run_hook("post_tool_use", bash_call("s-fn", project_dir, "pytest -q", "1 passed", "t9"),
+                                  home))
+    assert_quiet_success(run_hook("stop", stop_payload("s-fn", project_dir), home))
+    [memory] = summaries(home, "s-fn")
+    assert "Files changed: core.py (Option.get_help_record, main)" in memory["content"]
+

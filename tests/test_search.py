@@ -250,3 +250,35 @@ def test_what_a_session_did_outranks_a_later_session_that_asked_about_it(home, p
     hits = search.search(db, "how did we fix the login timeout", project_id=project, mode="keyword")
     assert hits[0].memory.id == did.id
     db.close()
+
+
+def test_one_session_does_not_fill_the_results(home, project_dir, monkeypatch):
+    db = database.connect(vectors=False)
+    project = projects.project_id(db, project_dir)
+    busy = [memories.add(db, project_id=project, source="capture", session_id="busy",
+                         content=f"Edited retry.py in retry_helper\n- delay = {n}\n+ delay = backoff(retry_helper)",
+                         created_at=f"2024-01-01T10:0{n}:00") for n in range(4)]
+    other = memories.add(db, project_id=project, source="capture", session_id="other",
+                         content="Edited retry.py in retry_helper\n- delay = 9\n+ delay = backoff(retry_helper, cap)",
+                         created_at="2024-02-01T10:00:00")
+    hits = search.search(db, "retry_helper backoff delay", project_id=project, mode="keyword", limit=3)
+    assert [hit.memory.id for hit in hits[:2]] == [busy[0].id, other.id]
+    scores = [hit.score for hit in hits]
+    assert scores == sorted(scores, reverse=True)
+    monkeypatch.setattr(search, "SAME_SESSION_DECAY", 0.0)
+    unspread = search.search(db, "retry_helper backoff delay", project_id=project, mode="keyword", limit=3)
+    assert other.id not in [hit.memory.id for hit in unspread]
+    db.close()
+
+
+def test_turns_of_one_conversation_are_not_spread(home, project_dir):
+    db = database.connect(vectors=False)
+    project = projects.project_id(db, project_dir)
+    turns = [memories.add(db, project_id=project, session_id="talk", content=f"Anna: the potluck lasagna, part {n}",
+                          created_at=f"2023-05-08T13:5{n}:00") for n in range(3)]
+    memories.add(db, project_id=project, session_id="later", content="Bob: a potluck is fun",
+                 created_at="2023-06-01T10:00:00")
+    hits = search.search(db, "potluck lasagna", project_id=project, mode="keyword", limit=3)
+    assert sorted(hit.memory.id for hit in hits) == sorted(turn.id for turn in turns)
+    db.close()
+

@@ -18,7 +18,8 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
 3. **Neighbouring context.** A memory right before or after a strong hit in
    the same session (an episode: a Claude Code session, a conversation's
    session), within the hour, gains
-   :data:`NEIGHBOUR_WEIGHT` × that hit's score: the answer to a question is
+   :data:`NEIGHBOUR_WEIGHT` × that hit's score (:data:`CAPTURE_NEIGHBOUR_WEIGHT`
+   when the hit is a captured tool call): the answer to a question is
    often the turn after the one that matches it, and an edit sits next to the
    read that found the code.
 4. **Priors**, each a factor ≤ 1 so a weak hit can never be lifted past a
@@ -27,6 +28,10 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
    keeps its score; one that does not loses :data:`NAME_WEIGHT`), and dates in
    the query (memories from another day, month or year than the one asked
    about lose :data:`DATE_WEIGHT`).
+5. **One session does not fill the list.** Each further captured tool call of a
+   session already in the results keeps a decaying share of its score
+   (:func:`spread_sessions`), so the other sessions that touched the same code
+   show too.
 
 If sqlite-vec or the model is unavailable, search keeps working on keywords
 alone and says so in ``warnings``.
@@ -36,7 +41,7 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from . import knowledge, memories, sessions, vectors
@@ -61,13 +66,21 @@ MIN_SIMILARITY = 0.15
 #: Cosine similarity that counts as 0 on the fused scale.
 VECTOR_FLOOR = 0.2
 NEIGHBOUR_WEIGHT = 0.4
+#: What a captured tool call lends its neighbours: consecutive tool calls are separate actions, each
+#: naming its own file, command or function, while a conversation turn often means little without the
+#: turn next to it.
+CAPTURE_NEIGHBOUR_WEIGHT = 0.2
+#: See :func:`spread_sessions`.
+SAME_SESSION_DECAY = 0.2
+#: ``memories.source`` of observations the PostToolUse hook captured.
+CAPTURE_SOURCE = "capture"
 #: How many of the best fused candidates lend context to their neighbours.
 NEIGHBOUR_POOL = 40
 NEIGHBOUR_WINDOW_DAYS = 1 / 24
 SALIENCE_WEIGHT = 0.1
 NAME_WEIGHT = 0.1
 DATE_WEIGHT = 0.3
-COMMON_WORD_SHARE = 0.03
+COMMON_WORD_SHARE = 0.2
 _COMMON_WORD_MIN_ROWS = 1000
 #: Curated knowledge (sections of the project's markdown, see ccmemory.knowledge) outranks a raw
 #: observation that answers as well: its score is multiplied by this, capped at 1.
@@ -276,7 +289,10 @@ def rank(
 
 def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_superseded: bool,
                     sector: str | None) -> list[tuple[int, float]]:
-    """Lend each of the best candidates' neighbours :data:`NEIGHBOUR_WEIGHT` × its score (the best lender counts).
+    """Lend each of the best candidates' neighbours a share of its score (the best lender counts).
+
+    The share is :data:`NEIGHBOUR_WEIGHT`, or :data:`CAPTURE_NEIGHBOUR_WEIGHT` when the lender is a
+    captured tool call.
 
     Only memories of a session have neighbours: memories added on their own are unrelated to what was added
     just before or after them.
@@ -294,7 +310,7 @@ def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_su
     same_place = f"n.project_id = m.project_id AND n.session_id = m.session_id AND n.is_deleted = 0{filters}"
     marks = ",".join("?" * len(pool))
     rows = db.rows(
-        f"SELECT m.seq, "
+        f"SELECT m.seq, m.source, "
         f"(SELECT n.seq FROM memories n WHERE {same_place} AND (n.created_at, n.seq) < (m.created_at, m.seq) "
         f"AND n.created_at >= strftime('%Y-%m-%dT%H:%M:%fZ', {window.format('-')}) "
         f"ORDER BY n.created_at DESC, n.seq DESC LIMIT 1) AS before, "
@@ -307,9 +323,10 @@ def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_su
     score = dict(pool)
     lent: dict[int, float] = {}
     for row in rows:
+        weight = CAPTURE_NEIGHBOUR_WEIGHT if row["source"] == CAPTURE_SOURCE else NEIGHBOUR_WEIGHT
         for neighbour in (row["before"], row["after"]):
             if neighbour is not None:
-                lent[neighbour] = max(lent.get(neighbour, 0.0), NEIGHBOUR_WEIGHT * score[row["seq"]])
+                lent[neighbour] = max(lent.get(neighbour, 0.0), weight * score[row["seq"]])
     if not lent:
         return ranked
     combined = dict(ranked)
@@ -391,11 +408,13 @@ def search_with_info(
     ranked = with_neighbours(db, ranked, include_superseded=include_superseded, sector=sector)
     names, dates = query_names(query), date_range(query)
     hits: list[SearchHit] = []
+    shown: list[SearchHit] = []
     batch = max(limit * 2, 20)
     for start in range(0, len(ranked), batch):
-        # Priors raise a raw score at most KNOWLEDGE_BOOST times, so once the next raw score times
-        # that is below the limit-th hit's final score, nothing further down can enter the results.
-        if len(hits) >= limit and ranked[start][1] * KNOWLEDGE_BOOST < hits[limit - 1].score:
+        # Priors raise a raw score at most KNOWLEDGE_BOOST times and the session spread only lowers
+        # scores, so once the next raw score times that is below the limit-th hit's final score,
+        # nothing further down can enter the results (nor change the scores of those above it).
+        if len(shown) >= limit and ranked[start][1] * KNOWLEDGE_BOOST < shown[limit - 1].score:
             break
         chunk = ranked[start:start + batch]
         found = memories.by_seq(db, [seq for seq, _ in chunk])
@@ -407,11 +426,37 @@ def search_with_info(
                 continue
             hits.append(SearchHit(memory=memory, score=min(1.0, score * prior(memory, names, dates))))
         hits.sort(key=lambda hit: (-hit.score, hit.memory.seq))
-    hits = hits[:limit]
+        shown = spread_sessions(hits)
+    hits = shown[:limit]
     _annotate(db, hits)
     if track and hits:
         memories.touch_references(db, [hit.memory.id for hit in hits], session_id=session_id)
     return SearchResult(hits=hits, mode_used=mode_used, warnings=warnings)
+
+
+def spread_sessions(hits: list[SearchHit]) -> list[SearchHit]:
+    """Hits (best first) with each further captured observation of a session already shown lowered.
+
+    The n-th captured tool call of one session (counting from 0, best first) keeps
+    ``(1 - SAME_SESSION_DECAY) ** n`` of its score. A session's tool calls are steps of one
+    piece of work: five edits of the same change would crowd out the other sessions that
+    touched the same code, while the session's summary and ``memory_timeline`` give its rest.
+    Memories that are not captured tool calls (conversation turns, curated memories,
+    summaries) are not lowered: each of them stands on its own.
+    """
+    if SAME_SESSION_DECAY <= 0:
+        return hits
+    seen: dict[str, int] = {}
+    spread = []
+    for hit in hits:
+        session = hit.memory.session_id if hit.memory.source == CAPTURE_SOURCE else None
+        if not session:
+            spread.append(hit)
+            continue
+        earlier = seen.get(session, 0)
+        seen[session] = earlier + 1
+        spread.append(replace(hit, score=hit.score * (1.0 - SAME_SESSION_DECAY) ** earlier) if earlier else hit)
+    return sorted(spread, key=lambda hit: (-hit.score, hit.memory.seq))
 
 
 def search(db: Database, query: str, **options: Any) -> list[SearchHit]:

@@ -175,6 +175,7 @@ class _Builder:
         self.cwd = cwd
         self.lines: list[str] = []
         self.files: list[str] = []
+        self.scope = ""
 
     # -- helpers -----------------------------------------------------------------------------------
     def arg(self, key: str) -> str:
@@ -242,8 +243,8 @@ class _Builder:
     def _tool_Edit(self) -> None:
         shown = self.add_file(self.arg("file_path"))
         everywhere = " (all occurrences)" if self.input.get("replace_all") else ""
-        scope = edit_scope(self.response_dict(), self.arg("old_string"))
-        self.lines.append(f"Edited {shown}{everywhere}" + (f" in {scope}" if scope else ""))
+        self.scope = edit_scope(self.response_dict(), self.arg("old_string"))
+        self.lines.append(f"Edited {shown}{everywhere}" + (f" in {self.scope}" if self.scope else ""))
         self._edit_lines(self.input, self.limit // 2)
 
     def _edit_lines(self, edit: dict[str, Any], limit: int) -> None:
@@ -381,6 +382,8 @@ class _Builder:
             salience, category = SALIENCE_FAILURE, "gotcha"
         content = cut("\n".join(line for line in self.lines if line), MAX_OBSERVATION_CHARS)
         metadata: dict[str, Any] = {"tool": self.tool}
+        if self.scope:
+            metadata["scope"] = self.scope
         for key in ("tool_use_id", "hook_event_name", "duration_ms"):
             if isinstance(self.data.get(key), (str, int)) and not isinstance(self.data.get(key), bool):
                 metadata[key] = self.data[key]

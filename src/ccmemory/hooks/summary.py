@@ -6,7 +6,8 @@ Stop fires at the end of every turn, so each session has one summary memory
 deterministic: the user's requests (from the transcript), what the session
 did (``Did:`` files changed, commands run, failures and which were fixed, or
 that it only looked), Claude's last reply (``last_assistant_message``),
-decisions found in them, the files changed and read, the commands run and the
+decisions found in them, the files changed (with the functions or classes
+the edits changed) and read, the commands run and the
 errors still open, all taken from the session's captured observations.
 
 The summary's salience says what the session did: one that changed files or
@@ -43,6 +44,8 @@ MAX_OBSERVATIONS = 500
 MAX_TRANSCRIPT_BYTES = 20 * 1024 * 1024
 MAX_LINE_BYTES = 1024 * 1024
 MAX_PROMPTS = 1000
+#: Functions or classes named per changed file (an Edit's scope, see ccmemory.hooks.capture.edit_scope).
+MAX_SCOPES = 6
 _CHANGING_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 _DECISION_CUES = re.compile(
     r"\b(decided|decision|chose|chosen|opted|instead of|going with|went with|switched to|we will|we'll use|"
@@ -133,6 +136,7 @@ def extractive_summary(observations: Sequence[Any], *, prompts: Sequence[str], l
     read: list[str] = []
     commands: list[str] = []
     errors: list[str] = []
+    scopes: dict[str, list[str]] = {}
     for memory in observations:
         tool = memory.metadata.get("tool") or (memory.tags[0] if memory.tags else "tool")
         counts[tool] = counts.get(tool, 0) + 1
@@ -140,6 +144,11 @@ def extractive_summary(observations: Sequence[Any], *, prompts: Sequence[str], l
         target = changed if tool in _CHANGING_TOOLS else read if tool == "Read" else None
         if target is not None:
             target.extend(f for f in files if f not in target)
+        scope = memory.metadata.get("scope")
+        if tool in _CHANGING_TOOLS and isinstance(scope, str) and scope and files:
+            named = scopes.setdefault(files[0], [])
+            if scope not in named:
+                named.append(scope)
         if tool == "Bash":
             command = _first_line(memory.content).split(": ", 1)[-1]
             if command not in commands:
@@ -166,7 +175,10 @@ def extractive_summary(observations: Sequence[Any], *, prompts: Sequence[str], l
     chosen = [d for d in decisions([outcome, *prompts], limit=10) if d not in shown][:5]
     if chosen:
         lines.append("Decisions:\n" + "\n".join(f"- {cut(d, 240)}" for d in chosen))
-    for label, items, limit in (("Files changed", changed, 15), ("Files read", read, 10)):
+    changed_shown = [f"{path} ({', '.join(scopes[path][:MAX_SCOPES])}"
+                     + (f" +{len(scopes[path]) - MAX_SCOPES} more)" if len(scopes[path]) > MAX_SCOPES else ")")
+                     if scopes.get(path) else path for path in changed]
+    for label, items, limit in (("Files changed", changed_shown, 15), ("Files read", read, 10)):
         if items:
             more = f" (+{len(items) - limit} more)" if len(items) > limit else ""
             lines.append(f"{label}: {', '.join(items[:limit])}{more}")
