@@ -4,8 +4,9 @@ For each Markdown file given, both ways cut the same parsed sections: ``token-aw
 :func:`ccmemory.documents.chunk_text`; ``2,000 chars`` cuts each section's text into pieces
 under 2,000 characters at sentence ends (the size rule documents used before). Each chunk is
 counted as the model reads it (heading path + newline + text, with its [CLS] and [SEP]) by the
-tokenizer shipped in ``src/ccmemory/model_files/``; tokens past the model's limit are never
-embedded. Deterministic (no timing), so the figures do not depend on the machine's load.
+tokenizer shipped in ``src/ccmemory/model_files/``; tokens past what the encoder reads
+(:data:`ccmemory.tokens.MODEL_MAX_TOKENS`, the limit its truncation and the chunker share) are
+never embedded. Deterministic (no timing), so the figures do not depend on the machine's load.
 
 Usage: ``python bench/bench_chunking.py FILE.md ... [--write]``
 """
@@ -70,7 +71,8 @@ def main() -> None:
         f"Command: `python bench/bench_chunking.py {' '.join(str(path) for path in args.files)} --write`",
         "",
         f"{len(texts)} Markdown files; tokens as the model reads each chunk (heading path + text, [CLS] and [SEP] "
-        f"included); the model reads {tokens.MODEL_MAX_TOKENS}.",
+        f"included); the encoder reads {tokens.MODEL_MAX_TOKENS} (`ccmemory.tokens.MODEL_MAX_TOKENS`, the limit "
+        f"the chunker sizes to; `model_max_length` would allow {tokens.POSITION_TOKENS}) and drops the rest.",
         "",
         "| chunker | chunks | mean tokens | max tokens | chunks over the limit | tokens never embedded |",
         "|---|---:|---:|---:|---:|---:|",

@@ -2,8 +2,9 @@
 
 The embedder reads ``heading + "\\n" + content`` and drops everything past
 :data:`ccmemory.tokens.MODEL_MAX_TOKENS` tokens (its own [CLS] and [SEP]
-included), so every chunk's embedded text must fit, counted the way the model
-counts, special tokens and all.
+included; 256, the encoder's truncation, not the 512 of ``model_max_length``),
+so every chunk's embedded text must fit, counted the way the model counts,
+special tokens and all.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer
 
-from ccmemory import documents, tokens
+from ccmemory import chunking, documents, embeddings, markdown_blocks, tokens
 
-MODEL_FILES = Path(__file__).resolve().parents[1] / "src" / "ccmemory" / "model_files"
+ROOT = Path(__file__).resolve().parents[1]
+MODEL_FILES = ROOT / "src" / "ccmemory" / "model_files"
 
 
 @pytest.fixture(scope="module")
@@ -33,10 +35,12 @@ def embedded_tokens(loaded: Tokenizer, heading: str, content: str) -> int:
     return len(loaded.encode(text).ids)
 
 
-def test_the_limit_is_the_models_own():
+def test_one_limit_for_the_encoder_and_the_chunkers():
     config = json.loads((MODEL_FILES / "tokenizer_config.json").read_text())
-    assert tokens.MODEL_MAX_TOKENS == config["model_max_length"] == 512
-    assert tokens.CONTENT_TOKENS == 510
+    assert tokens.POSITION_TOKENS == config["model_max_length"] == 512
+    assert tokens.MODEL_MAX_TOKENS == embeddings.MAX_TOKENS == 256 <= tokens.POSITION_TOKENS
+    assert tokens.CONTENT_TOKENS == tokens.MODEL_MAX_TOKENS - 2
+    assert tokens.encoder_tokenizer().truncation["max_length"] == tokens.MODEL_MAX_TOKENS
 
 
 LONG_PROSE = " ".join(f"Sentence {n} explains how the scheduler retries failed jobs with backoff." for n in range(300))
@@ -96,3 +100,57 @@ def test_setext_headings_and_front_matter():
 def test_the_first_h1_is_the_title_without_front_matter():
     title, _ = documents.chunk_text("Some preface.\n\nGuide\n=====\n\nText.")
     assert title == "Guide"
+
+
+def _realistic_markdown() -> str:
+    """A long handbook: deep and very long heading paths, prose, fences, tables, lists, links, CJK and accents."""
+    parts = ["---\ntitle: Platform handbook\n---\n", "# Platform handbook\n\nHow the platform is run.\n"]
+    for n in range(12):
+        parts.append(f"## Service {n}: the ingestion, enrichment and fan-out pipeline of tenant-scoped events "
+                     f"(v{n}.2, région eu-west-{n % 3}, 東京 replica)\n")
+        parts.append(" ".join(f"Step {k} validates the payload's schema_version_{k} against the registry, then "
+                              f"retries with exponential backoff (base=250ms, cap=30s) on HTTP 429/503."
+                              for k in range(25)) + "\n")
+        parts.append("```python\n" + "\n".join(
+            f"def handler_{n}_{k}(event: dict[str, Any]) -> Result:  # see https://example.com/docs/{k}?q=a&b=c\n"
+            f"    return pipeline.run(event, retries={k}, timeout=timedelta(seconds={k * 1.5}))"
+            for k in range(30)) + "\n```\n")
+        parts.append("| setting | default | meaning |\n|---|---:|---|\n" + "\n".join(
+            f"| `svc{n}.opt_{k}` | {k * 64} | how many in-flight requests per worker before shedding load |"
+            for k in range(40)) + "\n")
+        parts.append("### Runbook: what the on-call engineer does first when the queue depth alarm fires\n")
+        parts.append("\n".join(f"- [ ] check dashboard `grafana/d/q{k}` and the consumer lag of partition {k}; "
+                               f"escalate to #incident-{n} if it grows" for k in range(45)) + "\n")
+        parts.append("#### Notes\n\n" + "日本語のテキストも正しく分割されることを確認します。" * 40 + "\n")
+        parts.append("Minified config: " + ",".join(f"k{k}:{k * 7}" for k in range(900)) + "\n")
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("source", ["handbook", "README.md"])
+def test_no_token_of_a_real_document_is_cut_by_the_encoder(embedder, db, project, source):
+    """Ingest a long Markdown document, take each chunk's text exactly as the embedder is given it, and encode it
+    with the embedder's own tokenizer (truncation as it runs): nothing overflows, so zero tokens are cut."""
+    text = _realistic_markdown() if source == "handbook" else (ROOT / source).read_text(encoding="utf-8")
+    document = documents.ingest(db, project_id=project, content=text)
+    _, sql = embeddings._PENDING["chunk"]
+    embedded = [row["text"] for row in db.rows(sql, (100_000,))]
+    assert len(embedded) == document.chunk_count > 10
+    encoder = embedder._encoder._tokenizer
+    assert encoder.truncation["max_length"] == tokens.MODEL_MAX_TOKENS
+    encodings = encoder.encode_batch(embedded)
+    assert [encoding.overflowing for encoding in encodings if encoding.overflowing] == []
+    assert max(len(encoding.ids) for encoding in encodings) <= tokens.MODEL_MAX_TOKENS
+    untruncated = [len(encoding.ids) for encoding in tokens.tokenizer().encode_batch(embedded)]
+    assert untruncated == [len(encoding.ids) for encoding in encodings]
+    # packed, not shredded: many chunks use most of what the model reads
+    assert sorted(untruncated)[len(untruncated) // 2] > tokens.MODEL_MAX_TOKENS * 0.5
+
+
+def test_chunks_sized_to_the_old_512_limit_would_lose_tokens(embedder):
+    """The control: what the encoder cuts off a chunk sized to 510 content tokens, as before."""
+    text = _realistic_markdown()
+    _, chunks = documents.chunk_text(text)
+    old = chunking.chunk_sections(markdown_blocks.parse(text).sections, limit=510)
+    encodings = embedder._encoder._tokenizer.encode_batch([f"{h}\n{c}" if h else c for h, c in old])
+    assert sum(1 for encoding in encodings if encoding.overflowing) > len(old) // 2
+    assert len(chunks) > len(old)

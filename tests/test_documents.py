@@ -55,6 +55,22 @@ def test_ingest_by_path_then_unchanged_then_changed(db, project, tmp_path):
     assert len(documents.list_documents(db, project)) == 1
 
 
+def test_reingesting_unchanged_text_rechunks_when_the_chunker_changed(db, project, tmp_path, monkeypatch):
+    """Chunks stored under an older, larger limit are replaced on the next ingest although the text is the same."""
+    from ccmemory import chunking
+
+    file = tmp_path / "long.md"
+    file.write_text("# Long\n\n" + " ".join(f"Sentence {n} explains the retry policy." for n in range(200)))
+    current = chunking.chunk_sections
+    monkeypatch.setattr(chunking, "chunk_sections", lambda sections: current(sections, limit=510))
+    old = documents.ingest(db, project_id=project, path=str(file))
+    monkeypatch.setattr(chunking, "chunk_sections", current)
+    again = documents.ingest(db, project_id=project, path=str(file))
+    assert again.id == old.id and not again.unchanged and again.chunk_count > old.chunk_count
+    assert documents.ingest(db, project_id=project, path=str(file)).unchanged
+    assert db.scalar("SELECT COUNT(*) FROM chunks WHERE needs_embedding = 1") == again.chunk_count
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ccmemory import tokens
-from ccmemory.knowledge import sections
+from ccmemory import embedding_text, tokens
+from ccmemory.knowledge import indexer, sections
+from ccmemory.knowledge.settings import ProjectSettings
 
 
 def fits_chars(limit: int):
@@ -73,12 +74,33 @@ def test_long_sections_split_at_sentence_boundaries_under_the_limit():
 
 
 def test_splitting_respects_the_embedders_token_window():
-    assert tokens.tokenizer() is not None and tokens.CONTENT_TOKENS == 510
+    assert tokens.tokenizer() is not None and tokens.CONTENT_TOKENS == tokens.MODEL_MAX_TOKENS - 2 == 254
     body = " ".join(f"Identifier{n}_value is configured by the deployment pipeline." for n in range(300))
     parsed = sections.parse(f"### Settings\n{body}\n", "s.md",
                             fits=lambda text: len(text) <= 10_000 and tokens.count(text) <= tokens.CONTENT_TOKENS)
     assert len(parsed.entries) > 1
     assert all(tokens.count(entry.content) <= tokens.CONTENT_TOKENS for entry in parsed.entries)
+
+
+def test_no_token_of_an_entry_is_cut_by_the_encoder(embedder):
+    """Entries cut by the indexer's own size test, embedded as a knowledge memory is (its condensed text), and
+    encoded by the embedder's own tokenizer with its truncation: nothing overflows."""
+    fits, key = indexer._fits(ProjectSettings(root="/p", knowledge_dir="/p/k"))
+    assert f":{tokens.CONTENT_TOKENS}:" in key  # a new limit re-indexes every file
+    prose = " ".join(f"Token {n} of the refresh flow is rotated by the gateway (see RFC 6749, section {n})."
+                     for n in range(60))
+    items = "\n".join(f"- `auth.refresh_{n}` expires after {n * 15} minutes unless the client re-authenticates"
+                      for n in range(40))
+    text = ("# Architecture of the authentication, session and authorisation services in every region\n"
+            "## Token lifecycle, rotation, revocation and the audit trail kept for compliance reviews\n"
+            f"### Refresh tokens\n{prose}\n\n{items}\n\n### Glossary\n" + "Überprüfung 認証 " * 120 + "\n")
+    parsed = sections.parse(text, "architecture/auth.md", fits=fits)
+    assert len(parsed.entries) > 4
+    embedded = [embedding_text.memory_text(entry.content) for entry in parsed.entries]
+    encodings = embedder._encoder._tokenizer.encode_batch(embedded)
+    assert embedder._encoder._tokenizer.truncation["max_length"] == tokens.MODEL_MAX_TOKENS
+    assert [encoding.overflowing for encoding in encodings if encoding.overflowing] == []
+    assert max(len(encoding.ids) for encoding in encodings) <= tokens.MODEL_MAX_TOKENS
 
 
 def test_a_single_unbreakable_run_is_still_cut_under_the_limit():

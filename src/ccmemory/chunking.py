@@ -1,8 +1,11 @@
 """Token-aware chunks of a document: each fits what the embedding model reads.
 
 A chunk is embedded as ``heading + "\\n" + content`` (see
-:mod:`ccmemory.embeddings`), so heading and content together stay within
-:data:`ccmemory.tokens.CONTENT_TOKENS`, counted with the model's own tokenizer.
+:mod:`ccmemory.embeddings`), and the encoder reads at most
+:data:`ccmemory.tokens.MODEL_MAX_TOKENS` tokens of it, [CLS] and [SEP]
+included; so heading and content together stay within
+:data:`ccmemory.tokens.CONTENT_TOKENS` (that limit less the two), counted with
+the model's own tokenizer, and no token of a chunk is ever cut.
 Within a section, whole blocks are packed together while they fit; a block
 that is too long is split at lines (code, lists) or sentences (prose), and a
 single line or sentence that is still too long is cut at a token boundary.

@@ -4,7 +4,9 @@ Markdown is parsed (:mod:`ccmemory.markdown_blocks`) into sections under their
 headings, and each section is cut into chunks that fit the model's token limit
 (:mod:`ccmemory.chunking`); an HTML page becomes readable Markdown with its own
 title first (:mod:`ccmemory.html_text`). Re-ingesting the same path or URL
-replaces the document's chunks only when its content changed (sha256).
+replaces the document's chunks only when its content changed (sha256) or
+the chunker now cuts it differently (for instance after the model's token limit
+changed), so stored chunks always fit what the encoder reads.
 """
 
 from __future__ import annotations
@@ -164,7 +166,7 @@ def ingest(
         elif url:
             existing = db.one("SELECT id, content_hash FROM documents WHERE project_id = ? AND source_url = ?",
                               (project_id, url))
-        if existing and existing["content_hash"] == digest:
+        if existing and existing["content_hash"] == digest and _stored_chunks(db, existing["id"]) == chunks:
             document = get(db, existing["id"], project_id=project_id)
             document.unchanged = True
             return document
@@ -184,6 +186,12 @@ def ingest(
             db.execute("INSERT INTO chunks(document_id, ordinal, heading, content) VALUES (?, ?, ?, ?)",
                        (document_id, ordinal, heading, body))
     return get(db, document_id, project_id=project_id)
+
+
+def _stored_chunks(db: Database, document_id: str) -> list[tuple[str, str]]:
+    """A document's (heading, content) chunks as stored; they differ from a fresh cut once the chunker changed."""
+    return [(row["heading"], row["content"]) for row in
+            db.rows("SELECT heading, content FROM chunks WHERE document_id = ? ORDER BY ordinal", (document_id,))]
 
 
 _DOCUMENT_COLUMNS = (

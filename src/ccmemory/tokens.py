@@ -1,12 +1,20 @@
-"""Token counts as the built-in embedding model sees them, from the tokenizer shipped in ``model_files/``.
+"""Token counts as the built-in embedding model sees them, and the one limit on what it reads.
 
-The model reads at most ``model_max_length`` tokens (512, from
-``tokenizer_config.json``), two of them the ``[CLS]`` and ``[SEP]`` it adds
-itself, and silently drops the rest: :data:`CONTENT_TOKENS` is what a chunk's
-text may use. Counting needs the ``tokenizers`` package (installed with
-fastembed); without it, counts are a conservative estimate (one token per
-three characters, or per word if more), so chunks still stay inside the limit
-in practice.
+:data:`MODEL_MAX_TOKENS` is the single place the length of the model's input
+is set: the encoder (:mod:`ccmemory.embeddings`) truncates every text there,
+[CLS] and [SEP] included, and everything that is cut to fit the model (document
+chunks in :mod:`ccmemory.chunking`, knowledge entries in
+:mod:`ccmemory.knowledge.indexer`) is sized to :data:`CONTENT_TOKENS`, what is
+left of it for a text. all-MiniLM-L6-v2 was trained on 256 word pieces, so it
+reads 256 although its position table (``model_max_length`` in the shipped
+``tokenizer_config.json``) would allow 512: longer input costs time and adds
+little. Tokens past the limit are silently dropped by the encoder, so a chunk
+sized to anything larger loses its end.
+
+Counting needs the ``tokenizers`` package (installed with fastembed); without
+it, counts are a conservative estimate (one token per three characters, or per
+word if more), so chunks still stay inside the limit in practice. Importing
+this module loads only the standard library (hooks must stay cheap).
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ from typing import Any
 
 MODEL_FILES = Path(__file__).parent / "model_files"
 SPECIAL_TOKENS = 2  # [CLS] ... [SEP]
+#: Word pieces all-MiniLM-L6-v2 was trained on: what the encoder reads of a text.
+TRAINED_TOKENS = 256
 
 
 def _model_max_length() -> int:
@@ -26,19 +36,38 @@ def _model_max_length() -> int:
     return int(config["model_max_length"])
 
 
-MODEL_MAX_TOKENS = _model_max_length()
+#: The model's position limit (512): it could read this much, but the encoder stops earlier.
+POSITION_TOKENS = _model_max_length()
+#: What the encoder reads of every text, its own [CLS] and [SEP] included; the rest is dropped.
+MODEL_MAX_TOKENS = min(TRAINED_TOKENS, POSITION_TOKENS)
+#: What a text to embed may use: the limit less [CLS] and [SEP].
 CONTENT_TOKENS = MODEL_MAX_TOKENS - SPECIAL_TOKENS
 
 
 @lru_cache(maxsize=1)
 def tokenizer() -> Any:
-    """The shipped tokenizer with truncation and padding off (None when ``tokenizers`` is missing)."""
+    """The shipped tokenizer with truncation and padding off, for counting (None when ``tokenizers`` is missing)."""
     try:
         from tokenizers import Tokenizer
     except ImportError:
         return None
     loaded = Tokenizer.from_file(str(MODEL_FILES / "tokenizer.json"))
     loaded.no_truncation()
+    loaded.no_padding()
+    return loaded
+
+
+def encoder_tokenizer(path: str | Path = MODEL_FILES / "tokenizer.json") -> Any:
+    """A tokenizer set up the way the encoder runs it: special tokens added, cut at :data:`MODEL_MAX_TOKENS`, no padding.
+
+    The encoder loads its tokenizer through this function, so what it reads and
+    what the chunkers size to cannot drift apart; tests use it to check that no
+    chunk loses a token (``encoding.overflowing`` stays empty).
+    """
+    from tokenizers import Tokenizer
+
+    loaded = Tokenizer.from_file(str(path))
+    loaded.enable_truncation(MODEL_MAX_TOKENS)
     loaded.no_padding()
     return loaded
 
