@@ -41,6 +41,11 @@ CANDIDATE_MEMORIES = 500
 
 
 def estimate_tokens(text: str) -> int:
+    """A rough count of the tokens a text costs in Claude's context (characters / 4, rounded up).
+
+    The one estimate shown beside memories, here and by the MCP tools (``~N tok``);
+    :mod:`ccmemory.tokens` counts the embedding model's tokens instead.
+    """
     return max(1, -(-len(text) // CHARS_PER_TOKEN))
 
 

@@ -8,10 +8,10 @@ records; ``memory_timeline`` shows the neighbourhood of one memory.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Iterable, Mapping, Sequence
 
 from .. import knowledge
+from ..hooks.context import estimate_tokens
 from ..memories import Memory
 from ..sessions import gist
 
@@ -19,11 +19,6 @@ SNIPPET_CHARS = 160
 SESSION_SNIPPET_CHARS = 140
 TIMELINE_SNIPPET_CHARS = 200
 CHUNK_SNIPPET_CHARS = 300
-
-
-def estimate_tokens(text: str) -> int:
-    """A rough token count: characters / 4, rounded up."""
-    return math.ceil(len(text) / 4)
 
 
 def count(number: int, noun: str) -> str:
