@@ -132,3 +132,10 @@ def test_an_observation_is_embedded_from_its_request_and_changed_lines(vdb, proj
     text = embeddings.texts_to_embed(rows, {})[0]
     assert text == "Request: Fix the retry delay of the uploader\n" + condensed(content)
     assert text.splitlines()[1:] == ["Edited up.py", "def retry():", "-     delay = 1", "+     delay = 5"]
+
+
+def test_memories_that_are_not_captured_tool_calls_are_embedded_as_written():
+    long_summary = "Session summary\nDecisions:\n" + "\n".join(f"- decision {n}" for n in range(30))
+    rows = [{"content": long_summary, "source": "summary"}, {"content": "Anna: hi", "source": "manual"}]
+    assert embeddings.texts_to_embed(rows, {}) == [long_summary, "Anna: hi"]
+

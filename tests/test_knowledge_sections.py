@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ccmemory import embedding_text, tokens
+from ccmemory import embeddings, knowledge, tokens
 from ccmemory.knowledge import indexer, sections
 from ccmemory.knowledge.settings import ProjectSettings
 
@@ -83,7 +83,7 @@ def test_splitting_respects_the_embedders_token_window():
 
 
 def test_no_token_of_an_entry_is_cut_by_the_encoder(embedder):
-    """Entries cut by the indexer's own size test, embedded as a knowledge memory is (its condensed text), and
+    """Entries cut by the indexer's own size test, embedded as a knowledge memory is (its text as written), and
     encoded by the embedder's own tokenizer with its truncation: nothing overflows."""
     fits, key = indexer._fits(ProjectSettings(root="/p", knowledge_dir="/p/k"))
     assert f":{tokens.CONTENT_TOKENS}:" in key  # a new limit re-indexes every file
@@ -96,7 +96,9 @@ def test_no_token_of_an_entry_is_cut_by_the_encoder(embedder):
             f"### Refresh tokens\n{prose}\n\n{items}\n\n### Glossary\n" + "Überprüfung 認証 " * 120 + "\n")
     parsed = sections.parse(text, "architecture/auth.md", fits=fits)
     assert len(parsed.entries) > 4
-    embedded = [embedding_text.memory_text(entry.content) for entry in parsed.entries]
+    embedded = embeddings.texts_to_embed([{"content": entry.content, "source": knowledge.SOURCE}
+                                          for entry in parsed.entries], {})
+    assert embedded == [entry.content for entry in parsed.entries]
     encodings = embedder._encoder._tokenizer.encode_batch(embedded)
     assert embedder._encoder._tokenizer.truncation["max_length"] == tokens.MODEL_MAX_TOKENS
     assert [encoding.overflowing for encoding in encodings if encoding.overflowing] == []

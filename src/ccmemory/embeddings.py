@@ -356,7 +356,11 @@ def pending_count(db: Database, model_id: str) -> int:
 
 
 def texts_to_embed(rows: Sequence[dict[str, Any]], transcripts: dict[str, dict[str, str]]) -> list[str]:
-    """The embedded text of each pending memory row; captured observations get their request.
+    """The embedded text of each pending memory row.
+
+    A captured observation is condensed and gets its request (:func:`ccmemory.embedding_text.memory_text`);
+    any other memory (a summary, a knowledge entry already sized to what the model reads, a turn,
+    a memory added by hand) is embedded as written.
 
     ``transcripts`` caches, per transcript path, which prompt led to each tool
     call, so a batch reads each session's transcript once.
@@ -365,9 +369,12 @@ def texts_to_embed(rows: Sequence[dict[str, Any]], transcripts: dict[str, dict[s
 
     texts = []
     for row in rows:
+        if row.get("source") != "capture":
+            texts.append(row["content"])
+            continue
         request = None
         path = row.get("transcript_path")
-        if row.get("source") == "capture" and path:
+        if path:
             if path not in transcripts:
                 transcripts[path] = requests_by_tool_use(path)
             tool_use_id = json.loads(row.get("metadata") or "{}").get("tool_use_id")
