@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_embed import DEFAULT_STORE, fresh_copy, replayed_store  # noqa: E402
+from bench_embed import DATASET, DEFAULT_STORE, fresh_copy, replayed_store  # noqa: E402
 from report import shared_machine, write_section  # noqa: E402
 
 PREVIOUS = "f6e066b"
@@ -92,6 +92,7 @@ def model_cost() -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=Path, default=DEFAULT_STORE)
+    parser.add_argument("--data", type=Path, default=DATASET, help="coderecall-dev.json.gz (default: ../shared/bench-data)")
     parser.add_argument("--embedded", type=Path, required=True, help="the replayed store embedded by this build")
     parser.add_argument("--previous", default=PREVIOUS)
     parser.add_argument("--runs", type=int, default=7)
@@ -102,7 +103,7 @@ def main() -> None:
     (project / ".git").mkdir()
     builds = {"previous": previous_source(args.previous, folder / "previous-build"), "this build": REPO / "src"}
     homes = {name: folder / f"home-{index}" for index, name in enumerate(builds)}
-    source = replayed_store(args.store)
+    source = replayed_store(args.store, args.data)
     for name, home in homes.items():
         home.mkdir()
         if name == "this build":

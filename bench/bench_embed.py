@@ -1,6 +1,6 @@
 """Embedding throughput on real coding observations, this build vs the previous method, side by side.
 
-Run: python bench/bench_embed.py [--store DIR] [--sample 240]
+Run: python bench/bench_embed.py [--store DIR] [--data FILE] [--sample 240]
 
 The memories are those of ``coderecall-dev.json.gz`` replayed through the
 hooks (``bench/coderecall.py``'s replay; the replayed data dir is kept in
@@ -41,7 +41,8 @@ from report import shared_machine, write_section  # noqa: E402
 DEFAULT_STORE = Path.home() / ".cache" / "ccmemory-bench" / "coderecall-replay"
 
 
-DATASET = Path(__file__).resolve().parents[1].parent.parent / "shared" / "bench-data" / "coderecall-dev.json.gz"
+# The shared folder beside the repository (``../shared`` from its root).
+DATASET = Path(__file__).resolve().parents[1].parent / "shared" / "bench-data" / "coderecall-dev.json.gz"
 
 
 def replayed_store(store: Path, dataset: Path = DATASET) -> Path:
@@ -114,11 +115,12 @@ def token_counts(texts: list[str], cap: int | None) -> list[int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=Path, default=DEFAULT_STORE)
+    parser.add_argument("--data", type=Path, default=DATASET, help="coderecall-dev.json.gz (default: ../shared/bench-data)")
     parser.add_argument("--sample", type=int, default=240)
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="ccmemory-bench-embed-"))
     os.environ["CCMEMORY_HOME"] = str(folder)
-    source = replayed_store(args.store)
+    source = replayed_store(args.store, args.data)
     conn = sqlite3.connect(source)
     rows = conn.execute("SELECT seq, content FROM memories WHERE is_deleted = 0 ORDER BY seq").fetchall()
     conn.close()

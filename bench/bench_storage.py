@@ -1,6 +1,6 @@
 """Storage per 1,000 realistic tool calls, vectors included: this build vs the previous float32 layout.
 
-Run: python bench/bench_storage.py [--store DIR] [--embedded DB]
+Run: python bench/bench_storage.py [--store DIR] [--data FILE] [--embedded DB]
 
 The store is ``coderecall-dev.json.gz`` replayed through the hooks
 (``bench/coderecall.py``'s replay, kept in ``--store`` outside the repository), migrated and
@@ -29,11 +29,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ccmemory import db as database  # noqa: E402
 from ccmemory import embeddings  # noqa: E402
-from bench_embed import DEFAULT_STORE, fresh_copy, replayed_store  # noqa: E402
+from bench_embed import DATASET, DEFAULT_STORE, fresh_copy, replayed_store  # noqa: E402
 from report import write_section  # noqa: E402
 
-GROUPS = (("memory text, FTS and indexes", ("memories", "memories_fts", "sqlite_autoindex_memories", "memories_")),
-          ("sessions and usage links", ("session", "sqlite_autoindex_session")),
+# A table or index counts in the first group one of whose prefixes it starts with.
+GROUPS = (("keyword index (FTS5)", ("memories_fts", "chunks_fts")),
+          ("memory rows and their indexes", ("memories", "sqlite_autoindex_memories")),
+          ("usage links", ("session_memories", "sqlite_autoindex_session_memories")),
+          ("sessions", ("session", "sqlite_autoindex_session")),
           ("stored vectors", ("memory_embeddings", "chunk_embeddings", "sqlite_autoindex_memory_embeddings")),
           ("vector index (sqlite-vec)", ("memory_vec", "chunk_vec")))
 
@@ -75,11 +78,12 @@ def as_float32(path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=Path, default=DEFAULT_STORE)
+    parser.add_argument("--data", type=Path, default=DATASET, help="coderecall-dev.json.gz (default: ../shared/bench-data)")
     parser.add_argument("--embedded", type=Path, default=None, help="a replayed store already embedded")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="ccmemory-bench-storage-"))
     os.environ["CCMEMORY_HOME"] = str(folder)
-    source = replayed_store(args.store)
+    source = replayed_store(args.store, args.data)
     calls = sqlite3.connect(source).execute("SELECT COUNT(*) FROM memories WHERE source = 'capture'").fetchone()[0]
     before_embedding = compacted_size(fresh_copy(source, folder, "unembedded"))
     current = folder / "current" / "ccmemory.db"
@@ -118,7 +122,8 @@ def main() -> None:
         lines.append(f"| {name} | **{per_thousand[name]:.2f}** | "
                      + " | ".join(f"{groups[name].get(label, 0) / calls * 1000 / 1e6:.2f}" for label in labels) + " |")
     lines += ["", f"Ratio this build / previous: **{sizes['this build'] / sizes['previous (float32 vectors)']:.2f}**. "
-                  "Group columns are MB per 1,000 calls too. `ccmemory stats` shows the size, the bytes per memory "
+                  "Group columns are MB per 1,000 calls too. The keyword index is external-content FTS5 (inverted "
+                  "index and per-row sizes only, the text is read from the rows). `ccmemory stats` shows the size, the bytes per memory "
                   "and last week's growth of a real store."]
     write_section("storage", "Storage per 1,000 tool calls", "\n".join(lines))
 

@@ -95,8 +95,12 @@ def test_first_schema_database_upgrades_with_backup_every_row_kept_and_idempoten
     assert len(backups) == 1 and ".v1-" in backups[0].name
     assert _dump(backups[0]) == before, "the backup is the database as it was before the upgrade"
     assert _dump_v1_columns(path, original) == before, "every row and value of the first schema is kept"
-    fts = sqlite3.connect(path).execute("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'pytest'")
+    upgraded = sqlite3.connect(path)
+    fts = upgraded.execute("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'pytest'")
     assert fts.fetchone()[0] == len(before["memories"])
+    for index in ("memories_fts", "chunks_fts"):  # the rebuilt keyword indexes agree with their rows
+        upgraded.execute(f"INSERT INTO {index}({index}, rank) VALUES ('integrity-check', 1)")
+    upgraded.close()
 
     for _ in range(2):
         again = database.connect(path)
