@@ -282,3 +282,26 @@ def test_turns_of_one_conversation_are_not_spread(home, project_dir):
     assert sorted(hit.memory.id for hit in hits) == sorted(turn.id for turn in turns)
     db.close()
 
+
+def test_a_session_whose_actions_match_is_shown_by_its_summary_first(home, project_dir):
+    db = database.connect(vectors=False)
+    project = projects.project_id(db, project_dir)
+
+    def session(name: str, tool: str, verb: str) -> object:
+        for n in range(2):
+            memories.add(db, project_id=project, source="capture", session_id=name, metadata={"tool": tool},
+                         content=f"{verb} pager.py in tempfile_pager\n+ close the tempfile before unlink ({n})",
+                         created_at=f"2024-03-0{1 if name == 'did' else 2}T10:0{n}:00")
+        return memories.add(db, project_id=project, source="summary", session_id=name, salience=0.65,
+                            content=f"Session summary\nRequest: task of session {name}\nDid: changed pager.py",
+                            created_at=f"2024-03-0{1 if name == 'did' else 2}T10:09:00")
+
+    did = session("did", "Edit", "Edited")
+    looked = session("looked", "Read", "Read")
+    hits = search.search(db, "tempfile pager unlink", project_id=project, mode="keyword", limit=10)
+    ids = [hit.memory.id for hit in hits]
+    assert ids[0] == did.id
+    # Its summary names none of the words and look-ups lend it nothing (only a neighbour's small share).
+    assert ids[-1] == looked.id
+    db.close()
+

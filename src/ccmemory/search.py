@@ -28,7 +28,11 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
    keeps its score; one that does not loses :data:`NAME_WEIGHT`), and dates in
    the query (memories from another day, month or year than the one asked
    about lose :data:`DATE_WEIGHT`).
-5. **One session does not fill the list.** Each further captured tool call of a
+5. **A session's summary stands for its matching steps.** Where several of
+   the best candidates are actions of one Claude Code session (edits,
+   commands; not look-ups), the session's summary gets their combined score
+   (:func:`with_session_summaries`): it says what the session did as a whole.
+6. **One session does not fill the list.** Each further captured tool call of a
    session already in the results keeps a decaying share of its score
    (:func:`spread_sessions`), so the other sessions that touched the same code
    show too.
@@ -39,12 +43,15 @@ alone and says so in ``warnings``.
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from . import knowledge, memories, sessions, vectors
+from .hooks.capture import LOOKUP_TOOLS, SOURCE as CAPTURE_SOURCE
+from .hooks.summary import SUMMARY_SOURCE
 from .db import Database
 from .errors import ValidationError
 from .memories import Memory
@@ -72,8 +79,10 @@ NEIGHBOUR_WEIGHT = 0.4
 CAPTURE_NEIGHBOUR_WEIGHT = 0.2
 #: See :func:`spread_sessions`.
 SAME_SESSION_DECAY = 0.2
-#: ``memories.source`` of observations the PostToolUse hook captured.
-CAPTURE_SOURCE = "capture"
+#: See :func:`with_session_summaries`: how many of the best candidates count as evidence for a
+#: session, and how many of its actions among them make its summary stand for them.
+SUMMARY_POOL = 20
+SUMMARY_MIN_ACTIONS = 2
 #: How many of the best fused candidates lend context to their neighbours.
 NEIGHBOUR_POOL = 40
 NEIGHBOUR_WINDOW_DAYS = 1 / 24
@@ -406,6 +415,7 @@ def search_with_info(
 
     ranked, mode_used = rank(mode, keyword, semantic, warnings)
     ranked = with_neighbours(db, ranked, include_superseded=include_superseded, sector=sector)
+    ranked = with_session_summaries(db, ranked)
     names, dates = query_names(query), date_range(query)
     hits: list[SearchHit] = []
     shown: list[SearchHit] = []
@@ -432,6 +442,42 @@ def search_with_info(
     if track and hits:
         memories.touch_references(db, [hit.memory.id for hit in hits], session_id=session_id)
     return SearchResult(hits=hits, mode_used=mode_used, warnings=warnings)
+
+
+def with_session_summaries(db: Database, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Give a session's summary the combined score of its matching actions when there are several.
+
+    Among the :data:`SUMMARY_POOL` best candidates, the captured tool calls that did
+    something (not the look-ups of :data:`~ccmemory.hooks.capture.LOOKUP_TOOLS`) are
+    grouped by session. Where a session has at least :data:`SUMMARY_MIN_ACTIONS` of
+    them, its summary scores at least ``1 - prod(1 - s)`` over their scores (noisy-OR:
+    each further matching step is more evidence that the session as a whole is the
+    answer), so it comes before its steps and says what the session did, on which files
+    and functions. A session that only looked things up lends its summary nothing.
+    """
+    pool = ranked[:SUMMARY_POOL]
+    if not pool or SUMMARY_MIN_ACTIONS <= 0:
+        return ranked
+    marks = ",".join("?" * len(pool))
+    lookups = ",".join("?" * len(LOOKUP_TOOLS))
+    rows = db.rows(
+        f"SELECT seq, session_id FROM memories WHERE seq IN ({marks}) AND source = ? AND session_id IS NOT NULL "
+        f"AND ifnull(json_extract(metadata, '$.tool'), '') NOT IN ({lookups})",
+        (*[seq for seq, _ in pool], CAPTURE_SOURCE, *LOOKUP_TOOLS),
+    )
+    score = dict(pool)
+    actions: dict[str, list[float]] = {}
+    for row in rows:
+        actions.setdefault(row["session_id"], []).append(min(1.0, score[row["seq"]]))
+    evidence = {session: 1.0 - math.prod(1.0 - s for s in found)
+                for session, found in actions.items() if len(found) >= SUMMARY_MIN_ACTIONS}
+    if not evidence:
+        return ranked
+    combined = dict(ranked)
+    for row in db.rows(f"SELECT seq, session_id FROM memories WHERE session_id IN ({','.join('?' * len(evidence))}) "
+                       "AND source = ? AND is_deleted = 0", (*evidence, SUMMARY_SOURCE)):
+        combined[row["seq"]] = max(combined.get(row["seq"], 0.0), evidence[row["session_id"]])
+    return ordered(combined)
 
 
 def spread_sessions(hits: list[SearchHit]) -> list[SearchHit]:

@@ -49,13 +49,17 @@ MAX_FILES = 20
 MAX_LISTED_NAMES = 10
 MAX_SCOPE_SOURCE_CHARS = 2_000_000
 
+#: ``memories.source`` of the observations stored here.
+SOURCE = "capture"
 SALIENCE_FAILURE = 0.75
+#: Tools that only look things up: routine, so they fade, and no evidence of what a session did.
+LOOKUP_TOOLS = ("Read", "Grep", "Glob", "LS")
 SALIENCE = {
     "Write": 0.6, "Edit": 0.6, "MultiEdit": 0.6, "NotebookEdit": 0.6,
     "Task": 0.55, "Agent": 0.55,
     "WebFetch": 0.5, "WebSearch": 0.5,
     "Bash": 0.45,
-    "Read": 0.3, "Grep": 0.3, "Glob": 0.3, "LS": 0.3,
+    **{tool: 0.3 for tool in LOOKUP_TOOLS},
 }
 SALIENCE_OTHER = 0.4
 
@@ -471,7 +475,7 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
             db, project_id=project, content=observation.content, sector="episodic", tier="session",
             category=observation.category, tags=[observation.tool], files=observation.files,
             importance=observation.salience, salience=observation.salience, session_id=session_id,
-            source="capture", metadata=observation.metadata, dedupe_key=payloads.text(data, "tool_use_id"),
+            source=SOURCE, metadata=observation.metadata, dedupe_key=payloads.text(data, "tool_use_id"),
             created_at=payloads.text(data, RECEIVED_AT),
         )
     finally:
