@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 
 from . import clock, paths
-from .db import Database
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # db opens the store and runs these migrations: importing it back here would be a cycle
     from typing import Callable, List
+
+    from .db import Database
 
 SECTORS = ("episodic", "semantic", "procedural", "emotional", "reflective")
 TIERS = ("session", "project")

@@ -19,7 +19,9 @@ import os
 import sys
 from pathlib import Path
 
-from .db import Database
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # db loads this module's extension when it opens the store: no import back at run time
+    from .db import Database
 
 #: kind -> (vec0 table, embeddings table, SQL giving the project of an item)
 KINDS = {
