@@ -11,7 +11,8 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from ccmemory import memories, sessions
-from ccmemory.docmem import tools, view
+from ccmemory.docmem import view
+from ccmemory.mcp import docmem_tools as tools
 
 SOURCE = Path(__file__).resolve().parents[1] / "src"
 USER_TEXT = b"# Project rules\n\nAlways run the tests.\n"

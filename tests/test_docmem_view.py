@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ccmemory import memories, sessions
-from ccmemory.docmem import tools, view
+from ccmemory.docmem import view
+from ccmemory.mcp import docmem_tools as tools
 from ccmemory.docmem.nodes import Docmem
 from ccmemory.errors import NotFoundError
 from ccmemory.mcp.registry import ToolContext

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ccmemory import db as database, memories, projects
 from ccmemory.config import load
-from ccmemory.docmem import tools as docmem_tools
+from ccmemory.mcp import docmem_tools
 from ccmemory.errors import CCMemoryError
 from ccmemory.hooks import capture, payload as payloads, runner
 from ccmemory.mcp import background, docs_tools, memory_tools, runtime

@@ -1,8 +1,8 @@
 """How a module contributes MCP tools: a list of :class:`Tool` values named ``TOOLS``.
 
-The server collects ``TOOLS`` from every module in :data:`TOOL_MODULES`, so
-memory, document and docmem tools live beside the code they expose and the
-server itself stays a thin transport.
+The server collects ``TOOLS`` from every module in :data:`TOOL_MODULES` (all in
+this package, each over the core functions of its domain), so the server itself
+stays a thin transport.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ TOOL_MODULES = (
     "ccmemory.mcp.memory_tools",
     "ccmemory.mcp.docs_tools",
     "ccmemory.mcp.file_tools",
-    "ccmemory.docmem.tools",
+    "ccmemory.mcp.docmem_tools",
 )
 
 

@@ -14,11 +14,11 @@ import os
 import sys
 from typing import Any
 
+from ..docmem import expand, query, view
+from ..docmem.nodes import MODES, Docmem
 from ..errors import CCMemoryError, NotFoundError
-from ..mcp import arguments
-from ..mcp.registry import Annotations, Tool, ToolContext, ToolError, reads
-from . import expand, query, view
-from .nodes import MODES, Docmem
+from . import arguments
+from .registry import Annotations, Tool, ToolContext, ToolError, reads
 
 _STATE_KEY = "docmem_views"
 _CONTEXT_FIELDS = ("context_type", "context_name", "context_value")
