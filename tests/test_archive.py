@@ -214,3 +214,113 @@ def test_imported_memory_files_are_checked_like_the_tools_writes(stores):
     assert "sk-ant" not in shown.stdout and "[REDACTED]" in shown.stdout
     log = run(stores["target"], stores["project"], "files", "log").stdout
     assert " import " in log and "/memories/keys.md" in log
+
+
+def _token(n: int) -> str:
+    """A fake GitHub token, assembled so that no literal here looks like one."""
+    return "ghp_" + f"{n:02d}Zq8Hf2LmP0xRtY7uWc3VbN5kJ1sD4gA6eE9"[:36]
+
+
+def test_every_text_field_of_every_record_is_redacted_on_the_way_in(stores):
+    """Content, tags, files, metadata (keys and values at any depth), summaries, documents, nodes, files."""
+    project = str(stores["project"].resolve())
+    t = [_token(n) for n in range(20)]
+    times = {"created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"}
+    records = [
+        {"type": "header", "format": "ccmemory-export", "version": 1},
+        {"type": "project", "path": project, "name": f"project {t[0]}", "created_at": times["created_at"]},
+        {"type": "session", "id": "sess-9", "project": project, "started_at": times["created_at"],
+         "ended_at": times["updated_at"], "summary": f"Used {t[1]}", "transcript_path": f"/tmp/{t[2]}.jsonl",
+         "metadata": {"note": f"key {t[3]}"}},
+        {"type": "memory", "id": "11111111-2222-4333-8444-555555555555", "project": project, "session_id": "sess-9",
+         "content": f"Deploy with {t[4]}", "sector": "semantic", "tier": "project", "category": "general",
+         "tags": ["deploy", t[5]], "files": [f"src/{t[6]}.py"], "importance": 0.5, "salience": 0.5,
+         "reference_count": 0, "last_accessed": None, "valid_until": None, "is_deleted": False, "deleted_at": None,
+         "source": "import", "dedupe_key": f"k {t[7]}",
+         "metadata": {"tool": "Bash", "deep": {"list": [[f"token {t[8]}"]]}, t[9]: "as a key",
+                      "password": "hunter2hunter2", "count": 3},
+         **times},
+        {"type": "relationship", "source_id": "11111111-2222-4333-8444-555555555555",
+         "target_id": "11111111-2222-4333-8444-555555555555", "relationship_type": f"RELATES {t[10]}",
+         "created_at": times["created_at"]},
+        {"type": "document", "id": "doc-9", "project": project, "title": f"Runbook {t[11]}", "source_path": None,
+         "source_url": f"https://ops:{t[12]}@example.com/runbook", "content_hash": "0" * 64,
+         "metadata": {"by": t[13]}, "chunks": [{"ordinal": 0, "heading": f"Keys {t[14]}", "content": f"Use {t[15]}"}],
+         **times},
+        {"type": "docmem_node", "id": "root9", "project": project, "parent_id": None, "order_value": 1.0,
+         "content": f"Root {t[16]}", "token_count": 1, "context_type": "", "context_name": "", "context_value": "",
+         "readonly": False, "hash": "x", **times},
+        {"type": "memory_file", "project": project, "path": "/memories/keys.md", "content": f"key {t[17]}",
+         "version": 1, **times},
+    ]
+    source = stores["tmp"] / "secrets.jsonl"
+    source.write_text("\n".join(json.dumps(record) for record in records) + "\n")
+    result = run(stores["target"], stores["project"], "import", str(source), "--json")
+    report = json.loads(result.stdout)
+    assert report["failed"] == 0, report
+    assert report["redacted_fields"] >= 15
+    stored = b"".join(path.read_bytes() for path in stores["target"].rglob("*") if path.is_file())
+    assert [secret for secret in t[:18] if secret.encode() in stored] == []
+    assert b"hunter2hunter2" not in stored
+    db = database.connect(stores["target"] / "ccmemory.db")
+    try:
+        memory = memories.get(db, "11111111-2222-4333-8444-555555555555", project_id=None)
+        assert memory.tags == ["deploy", "[REDACTED]"] and memory.metadata["tool"] == "Bash"
+        assert memory.metadata["password"] == "[REDACTED]" and memory.metadata["count"] == 3
+        assert memory.session_id == "sess-9"
+        node = db.one("SELECT content, hash FROM docmem_nodes WHERE id = 'root9'")
+        assert node["content"] == "Root [REDACTED]" and node["hash"] != "x"
+    finally:
+        db.close()
+
+
+def test_import_keeps_each_project_to_itself(stores):
+    """Links between two projects, and a placement of another project's memory, are refused and reported."""
+    exported = export(stores["source"], stores["project"])
+    db = database.connect(stores["source"] / "ccmemory.db")
+    try:
+        mine = db.scalar("SELECT id FROM memories WHERE content LIKE 'We deploy with make%'")
+        theirs = db.scalar("SELECT id FROM memories WHERE content LIKE 'The other project%'")
+        session = db.scalar("SELECT id FROM sessions")
+        summary = db.scalar("SELECT id FROM docmem_nodes WHERE content = 'Auth fix work'")
+        before = json.dumps({t: db.rows(f"SELECT * FROM {t} ORDER BY rowid") for t in (
+            "memories", "sessions", "memory_relationships", "session_memories", "docmem_placements")})
+    finally:
+        db.close()
+    project = json.dumps(str(stores["project"].resolve()))
+    other = json.dumps(str(stores["other"].resolve()))
+    lines = [
+        '{"type":"header","format":"ccmemory-export","version":1}',
+        '{"type":"relationship","source_id":"%s","target_id":"%s","relationship_type":"SUPERSEDES",'
+        '"created_at":"2026-01-01T00:00:00.000Z"}' % (theirs, mine),
+        '{"type":"session_memory","session_id":"%s","memory_id":"%s","usage_type":"recalled",'
+        '"created_at":"2026-01-01T00:00:00.000Z"}' % (session, theirs),
+        '{"type":"docmem_placement","node_id":"memory:%s","project":%s,"parent_id":"%s","order_value":1,'
+        '"updated_at":"2099-01-01T00:00:00.000Z"}' % (theirs, project, summary),
+        '{"type":"project","path":%s,"name":"other","created_at":"2026-01-01T00:00:00.000Z"}' % other,
+        '{"type":"memory","id":"%s","project":%s,"content":"Moved into the other project","sector":"semantic",'
+        '"tier":"project","category":"general","importance":0.5,"salience":0.5,"created_at":"2026-01-01T00:00:00.000Z",'
+        '"updated_at":"2099-01-01T00:00:00.000Z"}' % (mine, other),
+    ]
+    source = stores["tmp"] / "crossing.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    result = run(stores["source"], stores["project"], "import", str(source), "--json")
+    report = json.loads(result.stdout)
+    problems = " ".join(report["problems"])
+    assert report["failed"] == 3, report
+    assert problems.count("another project than the ones this import writes to") == 2
+    assert "is not captured memory of this project" in problems
+    # the memory record names the other project: it is added there under a new id, the original stays put
+    assert report["records"]["memory"] == {"added under a new id": 1}
+    copy = report["new_ids"][f"memory {mine}"]
+    db = database.connect(stores["source"] / "ccmemory.db")
+    try:
+        assert db.one("SELECT project_id, content FROM memories WHERE id = ?", (copy,))["content"] == \
+            "Moved into the other project"
+        db.execute("DELETE FROM memories WHERE id = ?", (copy,))
+        after = json.dumps({t: db.rows(f"SELECT * FROM {t} ORDER BY rowid") for t in (
+            "memories", "sessions", "memory_relationships", "session_memories", "docmem_placements")})
+    finally:
+        db.close()
+    assert after == before
+    assert exported == export(stores["source"], stores["project"])

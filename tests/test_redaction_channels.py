@@ -4,8 +4,11 @@ Every realistic fake secret of :mod:`secret_corpus` (≥ 60 in ≥ 30 formats) i
 way text reaches the store: the capture hook (Bash command and output, Write, Edit, Read, an MCP
 tool's input), transcripts read by the Stop hook, the MCP tools ``memory_add``, ``docs_ingest``
 (text and a file in the project) and ``docmem_create_node``, the CLI ``add`` and ``docs ingest``,
-and the store's own ``add`` as an importer calls it. Then every file under the data directory
-(database, WAL, logs, backups) is searched byte for byte: none of the secrets may be there.
+the real ``ccmemory import`` of an export-format file carrying the secrets in every field (memory
+content, tags, files and metadata at any depth, session summary and metadata, document title, URL,
+metadata and chunks, docmem nodes, memory files), and the store's own ``add`` with the secrets in
+tags, files and metadata. Then every file under the data directory (database, WAL, logs,
+backups) is searched byte for byte: none of the secrets may be there.
 The look-alikes go through ``memory_add``: at most 2 may come back changed.
 """
 
@@ -16,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 from ccmemory import db as database, memories, migrations, projects
@@ -78,6 +82,42 @@ def _cli(home: Path, cwd: Path, *args: str, stdin: str | None = None) -> None:
     assert result.returncode == 0, result.stderr
 
 
+def _export_file(path: Path, project_dir: Path, texts: list[str], secrets: list[str]) -> int:
+    """An export-format JSON Lines file with every text (a secret in its context) in every field an import stores.
+
+    A bare secret is only recognisable by the name it is stored under (``{"api_key": …}``).
+    """
+    project = str(project_dir.resolve())
+    times = {"created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"}
+    records: list[dict] = [{"type": "header", "format": "ccmemory-export", "version": 1},
+                           {"type": "project", "path": project, "name": "project", "created_at": times["created_at"]}]
+    for index, chunk in enumerate(_chunks(texts, 2000)):
+        records.append({"type": "session", "id": f"imported-{index}", "project": project,
+                        "started_at": times["created_at"], "ended_at": times["updated_at"], "summary": chunk,
+                        "transcript_path": None, "metadata": {"notes": [chunk]}})
+    for index, (text, secret) in enumerate(zip(texts, secrets)):
+        records.append({
+            "type": "memory", "id": str(uuid.UUID(int=index + 1)), "project": project,
+            "session_id": f"imported-{index % 3}", "content": text, "sector": "semantic", "tier": "project",
+            "category": "general", "tags": ["ops", text], "files": [text],
+            "importance": 0.5, "salience": 0.5, "reference_count": 0, "last_accessed": None, "valid_until": None,
+            "is_deleted": False, "deleted_at": None, "source": "import", "dedupe_key": None,
+            "metadata": {"text": text, "deep": {"list": [[text, 1], {"api_key": secret}]}, text: 1}, **times,
+        })
+        records.append({"type": "docmem_node", "id": f"node{index}", "project": project, "parent_id": None,
+                        "order_value": 1.0, "content": text, "token_count": 1, "context_type": "note",
+                        "context_name": "", "context_value": "", "readonly": False, "hash": "", **times})
+    for index, chunk in enumerate(_chunks(texts, 4000)):
+        records.append({"type": "document", "id": f"doc-{index}", "project": project, "title": chunk[:300],
+                        "source_path": None, "source_url": f"https://example.com/{index}?{chunk[:200]}",
+                        "content_hash": "0" * 64, "metadata": {"by": chunk},
+                        "chunks": [{"ordinal": 0, "heading": chunk[:200], "content": chunk}], **times})
+        records.append({"type": "memory_file", "project": project, "path": f"/memories/import{index}.md",
+                        "content": chunk, "version": 1, **times})
+    path.write_text("\n".join(json.dumps(record) for record in records) + "\n")
+    return len(records) - 1
+
+
 def _data_files(home: Path) -> dict[str, bytes]:
     return {str(p.relative_to(home)): p.read_bytes() for p in home.rglob("*") if p.is_file()}
 
@@ -107,18 +147,23 @@ def test_every_secret_through_every_channel_leaves_no_byte_in_the_data_directory
         _cli(home, project_dir, "add", "--category", "gotcha", stdin=chunk)
     (project_dir / "cli.md").write_text("# CLI\n\n" + "\n\n".join(texts))
     _cli(home, project_dir, "docs", "ingest", str(project_dir / "cli.md"))
+    export_file = project_dir.parent / "export.jsonl"
+    imported = _export_file(export_file, project_dir, texts, secrets)
+    _cli(home, project_dir, "import", str(export_file))
 
     db = database.connect(home / "ccmemory.db")
     try:
         project = projects.project_id(db, project_dir)
-        for text in texts:  # what an importer does: one store call per record
-            memories.add(db, project_id=project, content=text, source="import")
+        assert db.scalar("SELECT COUNT(*) FROM memories WHERE source = 'import'") == len(texts)
+        for text, secret in zip(texts, secrets):  # the store's own add, every field carrying the secret
+            memories.add(db, project_id=project, content=text, source="api", tags=[text], files=[text],
+                         metadata={"text": text, "deep": [{"token": secret}], text: 1})
         stored = db.scalar("SELECT COUNT(*) FROM memories")
         migrations._backup(db, migrations.current_version(db))  # the copy an upgrade writes beside the file
         files = _data_files(home)  # while a connection is open, so the WAL is still there
     finally:
         db.close()
-    assert hook_calls >= 5 and stored >= 2 * len(texts)
+    assert hook_calls >= 5 and stored >= 3 * len(texts) and imported > 2 * len(texts)
     assert {"ccmemory.db", "ccmemory.db-wal", "logs/hooks.log"} <= set(files)
     assert any(name.endswith(".bak") for name in files) and b"Skipped" in files["logs/hooks.log"]
     found = {secret: name for secret in secrets for name, data in files.items() if secret.encode() in data}

@@ -106,6 +106,37 @@ def test_add_then_get_round_trips_every_field(db, project):
     assert usage == [{"usage_type": "created"}]
 
 
+def test_tags_files_and_metadata_are_redacted_at_any_depth(db, project):
+    token = "ghp_" + "Zq8Hf2LmP0xRtY7uWc3VbN5kJ1sD4gA6eE9a"
+    added = memories.add(
+        db, project_id=project, content="Deploys use the bot account", tags=["deploy", f"key {token}"],
+        files=[f"/tmp/{token}.txt"], metadata={"tool": "Bash", "count": 3, "deep": {"list": [[f"token {token}"]]},
+                                               f"t {token}": "a key", "password": "hunter2hunter2",
+                                               "note": "kept<private>mine</private>", "token": "$TOKEN"})
+    row = db.one("SELECT tags, files, metadata FROM memories WHERE id = ?", (added.id,))
+    assert token not in str(row) and "hunter2hunter2" not in str(row) and "mine" not in str(row)
+    assert added.metadata["tool"] == "Bash" and added.metadata["count"] == 3 and added.metadata["note"] == "kept"
+    assert added.metadata["password"] == "[REDACTED]" and added.metadata["token"] == "$TOKEN"
+    assert added.metadata["deep"] == {"list": [["token [REDACTED]"]]} and "t [REDACTED]" in added.metadata
+    memories.rewrite(db, added.id, "Deploys use the bot account", project_id=project,
+                     metadata={"steps": [{"api_key": "zq8Hf2LmP0xR"}]})
+    assert memories.get(db, added.id, project_id=project).metadata == {"steps": [{"api_key": "[REDACTED]"}]}
+
+
+def test_clean_metadata_costs_one_scan_and_is_stored_as_given(db, project, monkeypatch):
+    """The capture hook's small dict: its strings are scanned together once, not one by one."""
+    from ccmemory import redaction
+
+    calls = []
+    real = redaction.redact
+    monkeypatch.setattr(redaction, "redact", lambda text: calls.append(text) or real(text))
+    metadata = {"tool": "Edit", "scope": "def login", "tool_use_id": "toolu_01", "hook_event_name": "PostToolUse",
+                "duration_ms": 12, "token_count": 40, "password_hash": "bcrypt"}
+    assert redaction.redact_fields(metadata) is metadata and len(calls) == 1
+    added = memories.add(db, project_id=project, content="Edited login", metadata=metadata)
+    assert added.metadata == metadata
+
+
 def test_sector_is_guessed_when_not_given(db, project):
     assert memories.add(db, project_id=project, content="The user prefers tabs").sector == "emotional"
     assert memories.add(db, project_id=project, content="To release, run make dist").sector == "procedural"

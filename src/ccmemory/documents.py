@@ -23,7 +23,7 @@ from typing import Any, Callable
 from . import chunking, clock, html_text, markdown_blocks, safe_files
 from .db import Database
 from .errors import NotFoundError, ValidationError
-from .redaction import redact
+from .redaction import redact, redact_fields
 from .search import (CANDIDATES, SearchResult, fts_query, keyword_ranking, query_terms, rank, validate_query,
                      vector_ranking)
 
@@ -158,6 +158,7 @@ def ingest(
     found_title, chunks = chunk_text(text)
     title = redact((title or page_title or found_title or fallback).strip())
     now = clock.now()
+    source_path, url, stored_metadata = _stored_fields(source_path, url, metadata)
     with db.transaction():
         existing = None
         if source_path:
@@ -180,12 +181,25 @@ def ingest(
             db.execute(
                 "INSERT INTO documents(id, project_id, title, source_path, source_url, content_hash, created_at, "
                 "updated_at, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (document_id, project_id, title, source_path, url, digest, now, now, json.dumps(metadata or {})),
+                (document_id, project_id, title, source_path, url, digest, now, now, stored_metadata),
             )
         for ordinal, (heading, body) in enumerate(chunks):
             db.execute("INSERT INTO chunks(document_id, ordinal, heading, content) VALUES (?, ?, ?, ?)",
                        (document_id, ordinal, heading, body))
     return get(db, document_id, project_id=project_id)
+
+
+def _stored_fields(source_path: str | None, url: str | None,
+                   metadata: dict[str, Any] | None) -> tuple[str | None, str | None, str]:
+    """A document's source path, URL and metadata (JSON) as stored: redacted like its text.
+
+    A URL may carry a password (``https://user:pass@host/…``) or a token in its query; the
+    redacted URL is also what a later ingest of the same URL is matched by.
+    """
+    if metadata is not None and not isinstance(metadata, dict):
+        raise ValidationError(f"Metadata must be an object, got {type(metadata).__name__}")
+    return (redact(source_path) if source_path else source_path, redact(url) if url else url,
+            json.dumps(redact_fields(metadata or {})))
 
 
 def _stored_chunks(db: Database, document_id: str) -> list[tuple[str, str]]:

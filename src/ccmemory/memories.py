@@ -15,7 +15,7 @@ from . import clock, sessions
 from .db import Database
 from .errors import NotFoundError, ValidationError
 from .migrations import SECTORS, TIERS
-from .redaction import redact
+from .redaction import redact, redact_fields
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the capture hook imports this module: typing would cost it ~8 ms
@@ -149,6 +149,15 @@ def _redacted_content(content: Any) -> str:
     return content
 
 
+def _redacted_metadata(metadata: Any) -> dict[str, Any] | None:
+    """Metadata as stored: an object whose strings (keys and values, at any depth) are redacted."""
+    if metadata is None:
+        return None
+    if not isinstance(metadata, dict):
+        raise ValidationError(f"Metadata must be an object, got {type(metadata).__name__}")
+    return redact_fields(metadata)
+
+
 def _validate_choice(value: str, allowed: Sequence[str], what: str) -> str:
     if value not in allowed:
         raise ValidationError(f"Unknown {what} {value!r}; use one of: {', '.join(allowed)}")
@@ -219,8 +228,7 @@ def add(
     tier = _validate_choice(tier, TIERS, "tier")
     importance = DEFAULT_SALIENCE if importance is None else _validate_unit(importance, "Importance")
     salience = importance if salience is None else _validate_unit(salience, "Salience")
-    if metadata is not None and not isinstance(metadata, dict):
-        raise ValidationError(f"Metadata must be an object, got {type(metadata).__name__}")
+    metadata = _redacted_metadata(metadata)
     now = clock.now()
     if created_at is None:
         happened = now
@@ -507,7 +515,7 @@ def rewrite(db: Database, memory_id: str, content: str, *, project_id: int | Non
     content = _redacted_content(content)
     memory = get(db, memory_id, project_id=project_id)
     new_files = memory.files if files is None else _string_list(files, "Files")
-    new_metadata = memory.metadata if metadata is None else metadata
+    new_metadata = memory.metadata if metadata is None else _redacted_metadata(metadata)
     new_tags = memory.tags if tags is None else _string_list(tags, "Tags")
     new_sector = memory.sector if sector is None else _validate_choice(sector, SECTORS, "sector")
     new_salience = memory.salience if salience is None else min(_validate_unit(salience, "Salience"), MAX_SALIENCE)

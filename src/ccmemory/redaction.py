@@ -1,7 +1,8 @@
 """What must never be stored: private spans and secrets. One function, :func:`redact`, for every write path.
 
 The store calls :func:`redact` on everything it writes (memories, session summaries, document
-chunks, docmem nodes) and the hook log on every line, so hooks, MCP tools, the CLI and import
+chunks, docmem nodes; the strings of metadata, tags and files through :func:`redact_fields`)
+and the hook log on every line, so hooks, MCP tools, the CLI and import
 all get the same treatment; capture also calls it on each field before cutting it to size, so a
 secret is never cut in half first.
 
@@ -299,6 +300,54 @@ def redact_value(value: Any) -> Any:
         return {key: redact_value(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact_value(item) for item in value]
+    return value
+
+
+def redact_fields(value: Any) -> Any:
+    """A stored JSON value (a memory's metadata, tags or files) with every string in it redacted, keys too.
+
+    A string under a key whose name ends in a secret word (``{"password": "…"}``) is replaced
+    whole unless it is a placeholder (``$TOKEN``, ``<key>``, ``***``), as the name rules do in
+    text. Cheap for the common small dict the capture hook passes: its keys and strings are
+    scanned once, joined by line breaks (no rule reads across one differently from a string's
+    end), and only when that scan changes something is each string redacted on its own.
+    Returns ``value`` itself when nothing changes.
+    """
+    strings: list[str] = []
+    named = _gather(value, strings, None)
+    joined = "\n".join(strings)
+    if not named and redact(joined) == joined:
+        return value
+    return _redact_tree(value, None)
+
+
+def _gather(value: Any, strings: list[str], key: Any) -> bool:
+    """Append every string of ``value`` (dict keys too) to ``strings``; True if one sits under a secret name."""
+    if isinstance(value, str):
+        strings.append(value)
+        return isinstance(key, str) and is_secret_name(key)
+    named = False
+    if isinstance(value, dict):
+        for name, item in value.items():
+            if isinstance(name, str):
+                strings.append(name)
+            named = _gather(item, strings, name) or named
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            named = _gather(item, strings, key) or named
+    return named
+
+
+def _redact_tree(value: Any, key: Any) -> Any:
+    if isinstance(value, str):
+        if isinstance(key, str) and is_secret_name(key) and plausible_value(value):
+            return REDACTED  # a value, not code: ``a.b.c`` under "token" is a token (Discord's look so)
+        return redact(value)
+    if isinstance(value, dict):
+        return {(redact(name) if isinstance(name, str) else name): _redact_tree(item, name)
+                for name, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_redact_tree(item, key) for item in value]
     return value
 
 

@@ -45,12 +45,17 @@ def export(db: Database, out: TextIO, scope: records.Scope) -> dict[str, int]:
 
 @dataclass
 class ImportReport:
-    """What an import did: per type, how many records were added, updated or already there."""
+    """What an import did: per type, how many records were added, updated or already there.
+
+    ``new_ids`` maps ``"<kind> <id in the file>"`` to the id the record got here because
+    another project in this store already holds its own (their outcome is "added under a new id").
+    """
 
     outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
     failed: int = 0
     problems: list[str] = field(default_factory=list)
     redacted: int = 0
+    new_ids: dict[str, str] = field(default_factory=dict)
 
     def count(self, type_name: str, outcome: str) -> None:
         per_type = self.outcomes.setdefault(type_name, {})
@@ -63,7 +68,7 @@ class ImportReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"records": self.outcomes, "failed": self.failed, "problems": self.problems,
-                "redacted_fields": self.redacted}
+                "redacted_fields": self.redacted, "new_ids": self.new_ids}
 
 
 def _read_header(line: str) -> None:
@@ -101,6 +106,7 @@ def import_lines(db: Database, lines: Iterable[str], *, redact: Callable[[str], 
             batch = []
     _load_batch(context, batch, report)
     report.redacted = context.redacted
+    report.new_ids = {f"{kind} {old}": new for (kind, old), new in context.renamed.items()}
     return report
 
 

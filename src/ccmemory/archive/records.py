@@ -9,8 +9,16 @@ exports its rows in a fixed order, so the same store always gives the same file.
 
 Import is idempotent by id and keeps the original times: an absent row is
 added as it was; a present one is updated only when the record is newer (its
-``updated_at``, or a session's end); otherwise it is left alone. Text is
-redacted on the way in.
+``updated_at``, or a session's end); otherwise it is left alone. Every text
+field is redacted on the way in (strings inside tags, files and metadata too).
+
+Import never changes or moves a row of another project. A record whose id is
+already taken here by another project's row (a session, memory, document or
+docmem node) is added under a new id, derived from its own id and its project's
+path (so importing the same file again finds it and stays idempotent), and the
+records of the same file that refer to it follow it; its outcome is
+:data:`ADDED_NEW_ID`. Links (relationships, session usage, placements) join only
+rows of one project that this import writes to; others are refused and reported.
 
 Memory files are keyed by scope and path, not by id: ``project`` is null for the
 user-wide files every project shares, and those go with every export.
@@ -22,16 +30,29 @@ whose rows refer to another's (a memory to its session) registers after it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from ..db import Database
+from ..docmem import virtual
 from ..docmem.nodes import node_hash
 from ..errors import ValidationError
 from ..files import commands as file_commands, paths as file_paths, store as file_store
+from ..redaction import redact, redact_fields
 
 ADDED, UPDATED, UNCHANGED = "added", "updated", "unchanged"
+#: A record added under a new id because another project here holds its own.
+ADDED_NEW_ID = "added under a new id"
+#: Longest id an import accepts (memory and document ids are 36 characters, docmem ids at most 64).
+MAX_ID_CHARS = 200
+
+#: The table holding each kind of id a record may carry or refer to.
+_ID_TABLES = {"session": "sessions", "memory": "memories", "document": "documents", "docmem_node": "docmem_nodes"}
+#: The kind of id inside a virtual docmem node id (``memory:<id>``, ``section:<document id>:<ordinal>``).
+_VIRTUAL_KINDS = {"session": "session", "memory": "memory", "doc": "document", "section": "document",
+                  "chunk": "document"}
 
 
 @dataclass(frozen=True)
@@ -56,13 +77,24 @@ class Scope:
 
 @dataclass
 class ImportContext:
-    """What loading a record needs: the database, the project mapping, the redaction."""
+    """What loading a record needs: the database, the project mapping, the redaction, the ids given anew."""
 
     db: Database
     redact: Callable[[str], str]
     into_project: int | None = None
     redacted: int = 0
+    #: (kind, id in the file) -> the new id it got here, for every record given a new id.
+    new_ids: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: (kind, id in the file) -> new id, for the records stored under a new id (what the report lists).
+    renamed: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: The projects this import writes to: the one it goes into, or those the file names.
+    written: set[int] = field(default_factory=set)
     _projects: dict[str, int] = field(default_factory=dict)
+    _local: dict[tuple[str, str, int], str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.into_project is not None:
+            self.written.add(self.into_project)
 
     def project_id(self, path: Any) -> int:
         """The local id of a project path from the file (or the project everything goes into)."""
@@ -75,16 +107,106 @@ class ImportContext:
             if found is None:
                 raise ValidationError(f"its project {path!r} has no project record before it")
             self._projects[path] = found
+            self.written.add(found)
         return self._projects[path]
 
-    def clean(self, text: Any) -> Any:
-        """Text with private spans and secrets redacted (counted); other values unchanged."""
-        if not isinstance(text, str):
-            return text
-        cleaned = self.redact(text)
-        if cleaned != text:
+    def clean(self, value: Any) -> Any:
+        """Text, or a JSON value's strings, with private spans and secrets redacted (counted); others unchanged."""
+        if isinstance(value, str):
+            cleaned = self.redact(value)
+        elif isinstance(value, (dict, list)):
+            cleaned = redact_fields(value)
+        else:
+            return value
+        if cleaned != value:
             self.redacted += 1
         return cleaned
+
+    def clean_row(self, row: dict[str, Any], keep: tuple[str, ...]) -> dict[str, Any]:
+        """``row`` with every text column but those in ``keep`` (ids, hashes, JSON already cleaned) redacted."""
+        for name, value in row.items():
+            if name not in keep and isinstance(value, str):
+                row[name] = self.clean(value)
+        return row
+
+    def local_id(self, kind: str, record_id: Any, project_id: int) -> str:
+        """The id a record of ``kind`` gets in ``project_id``: its own, unless another project's row holds it.
+
+        Then it is a new id derived from the kind, the id and the project's path, so the same
+        record imported again gets the same one, and every reference to it in the file follows it.
+        """
+        record_id = check_id(record_id, kind)
+        known = self._local.get((kind, record_id, project_id))
+        if known is not None:
+            return known
+        table = _ID_TABLES[kind]
+        candidate, attempt = record_id, 0
+        while True:
+            owner = self.db.scalar(f"SELECT project_id FROM {table} WHERE id = ?", (candidate,))
+            if owner is None or owner == project_id:
+                break
+            attempt += 1
+            candidate = _derived_id(kind, record_id, self._project_path(project_id), attempt)
+        if candidate != record_id:
+            self.new_ids[(kind, record_id)] = candidate
+        self._local[(kind, record_id, project_id)] = candidate
+        return candidate
+
+    def reference(self, kind: str, record_id: Any) -> str:
+        """The local id a link in the file means: the record's new id if it got one, else its own."""
+        record_id = check_id(record_id, kind)
+        if self.into_project is not None:
+            return self.local_id(kind, record_id, self.into_project)
+        return self.new_ids.get((kind, record_id), record_id)
+
+    def node_reference(self, node_id: Any, project_id: int) -> str:
+        """A docmem node id (stored or virtual, like ``memory:<id>``) as it is known in ``project_id``."""
+        node_id = check_id(node_id, "docmem node")
+        if ":" not in node_id:
+            return self.local_id("docmem_node", node_id, project_id)
+        prefix, _, rest = node_id.partition(":")
+        kind = _VIRTUAL_KINDS.get(prefix)
+        if kind is None:
+            raise ValidationError(f"{node_id!r} is no docmem node id")
+        if prefix in ("section", "chunk"):
+            target, separator, ordinal = rest.rpartition(":")
+            if not separator or not ordinal.isdigit():
+                raise ValidationError(f"{node_id!r} is no docmem node id")
+            return f"{prefix}:{self.local_id(kind, target, project_id)}:{ordinal}"
+        return f"{prefix}:{self.local_id(kind, rest, project_id)}"
+
+    def owner(self, kind: str, record_id: str) -> int | None:
+        """The project holding a row of ``kind`` with this id, or None when there is none."""
+        return self.db.scalar(f"SELECT project_id FROM {_ID_TABLES[kind]} WHERE id = ?", (record_id,))
+
+    def outcome(self, kind: str, record_id: Any, outcome: str) -> str:
+        """:data:`ADDED_NEW_ID` for a record added under a new id, else ``outcome``."""
+        if not isinstance(record_id, str) or (kind, record_id) not in self.new_ids:
+            return outcome
+        self.renamed[(kind, record_id)] = self.new_ids[(kind, record_id)]
+        return ADDED_NEW_ID if outcome == ADDED else outcome
+
+    def _project_path(self, project_id: int) -> str:
+        return self.db.scalar("SELECT path FROM projects WHERE id = ?", (project_id,)) or str(project_id)
+
+
+def check_id(value: Any, what: str) -> str:
+    """An id from the file: non-empty text of at most :data:`MAX_ID_CHARS`, with nothing to redact in it."""
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_ID_CHARS:
+        raise ValidationError(f"its {what.replace('_', ' ')} id {str(value)[:80]!r} is not an id")
+    if redact(value) != value:
+        raise ValidationError(f"its {what.replace('_', ' ')} id would be redacted (it looks like a secret)")
+    return value
+
+
+def _derived_id(kind: str, record_id: str, project_path: str, attempt: int) -> str:
+    """A new id for ``record_id`` in a project: stable for the same inputs, shaped like the ids of its kind."""
+    digest = hashlib.sha256("\0".join((kind, project_path, record_id, str(attempt)))
+                            .encode("utf-8", "surrogatepass")).hexdigest()
+    if kind == "docmem_node":  # readable: a named root stays recognizable
+        return f"{record_id[:50]}-{digest[:8]}"
+    variant = "89ab"[int(digest[16], 16) % 4]
+    return f"{digest[:8]}-{digest[8:12]}-4{digest[13:16]}-{variant}{digest[17:20]}-{digest[20:32]}"
 
 
 @dataclass(frozen=True)
@@ -132,9 +254,12 @@ def upsert(ctx: ImportContext, table: str, key: str, row: dict[str, Any], versio
     """Insert ``row`` if its key is absent; else update the columns that differ when the row is newer.
 
     Only changed columns are written, so an unchanged ``content`` does not
-    fire the triggers that drop a row's embedding.
+    fire the triggers that drop a row's embedding. ``row`` has a ``project_id``:
+    a row of another project under the same key is never changed (ValidationError).
     """
     existing = ctx.db.one(f"SELECT {', '.join(row)} FROM {table} WHERE {key} = ?", (row[key],))
+    if existing is not None and existing["project_id"] != row["project_id"]:
+        raise ValidationError(f"its id {row[key]!r} belongs to another project here")
     if existing is None:
         ctx.db.execute(f"INSERT INTO {table}({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                        tuple(row.values()))
@@ -180,9 +305,13 @@ def _load_project(ctx: ImportContext, record: dict[str, Any]) -> str:
     if not isinstance(path, str) or not path:
         raise ValidationError("a project record needs a path")
     if ctx.db.scalar("SELECT 1 FROM projects WHERE path = ?", (path,)):
+        ctx.project_id(path)
         return UNCHANGED
+    if ctx.clean(path) != path:
+        raise ValidationError("its path would be redacted (it looks like a secret)")
     ctx.db.execute("INSERT INTO projects(path, name, created_at) VALUES (?, ?, ?)",
-                   (path, record.get("name") or path, record["created_at"]))
+                   (path, ctx.clean(record.get("name") or path), ctx.clean(record["created_at"])))
+    ctx.project_id(path)
     return ADDED
 
 
@@ -204,13 +333,15 @@ def _export_sessions(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
 
 
 def _load_session(ctx: ImportContext, record: dict[str, Any]) -> str:
+    project = ctx.project_id(record.get("project"))
     row = {
-        "id": record["id"], "project_id": ctx.project_id(record.get("project")),
+        "id": ctx.local_id("session", record["id"], project), "project_id": project,
         "started_at": record["started_at"], "ended_at": record.get("ended_at"),
-        "summary": ctx.clean(record.get("summary")), "transcript_path": record.get("transcript_path"),
-        "metadata": _dump(record.get("metadata") or {}),
+        "summary": record.get("summary"), "transcript_path": record.get("transcript_path"),
+        "metadata": _dump(ctx.clean(record.get("metadata") or {})),
     }
-    return upsert(ctx, "sessions", "id", row, "ended_at")
+    ctx.clean_row(row, ("id", "metadata"))
+    return ctx.outcome("session", record["id"], upsert(ctx, "sessions", "id", row, "ended_at"))
 
 
 # -- memories -----------------------------------------------------------------------------------------------------
@@ -231,25 +362,33 @@ def _export_memories(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
 
 def _load_memory(ctx: ImportContext, record: dict[str, Any]) -> str:
     row = {name: record.get(name) for name in _MEMORY_FIELDS}
-    row["project_id"] = ctx.project_id(record.get("project"))
-    row["content"] = ctx.clean(row["content"])
-    row["tags"] = _dump(row["tags"] or [])
-    row["files"] = _dump(row["files"] or [])
-    row["metadata"] = _dump(row["metadata"] or {})
+    project = row["project_id"] = ctx.project_id(record.get("project"))
+    row["id"] = ctx.local_id("memory", record.get("id"), project)
+    for name, shape in (("tags", list), ("files", list), ("metadata", dict)):
+        value = row[name] or shape()
+        if not isinstance(value, shape) or (shape is list and not all(isinstance(v, str) for v in value)):
+            raise ValidationError(f"its {name} must be {'a list of strings' if shape is list else 'an object'}")
+        row[name] = _dump(ctx.clean(value))
     row["is_deleted"] = int(bool(row["is_deleted"]))
     row["reference_count"] = row["reference_count"] or 0
     row["source"] = row["source"] or "import"
-    if row["session_id"] and not ctx.db.scalar("SELECT 1 FROM sessions WHERE id = ?", (row["session_id"],)):
-        row["session_id"] = row["dedupe_key"] = None
-    return upsert(ctx, "memories", "id", row, "updated_at")
+    if row["session_id"]:
+        row["session_id"] = ctx.local_id("session", row["session_id"], project)
+        if not ctx.db.scalar("SELECT 1 FROM sessions WHERE id = ? AND project_id = ?", (row["session_id"], project)):
+            row["session_id"] = row["dedupe_key"] = None
+    ctx.clean_row(row, ("id", "session_id", "tags", "files", "metadata"))
+    return ctx.outcome("memory", record.get("id"), upsert(ctx, "memories", "id", row, "updated_at"))
 
 
 # -- relationships and session usage (links) ------------------------------------------------------------------------------
 
-def _link_type(name: str, table: str, columns: tuple[str, ...], owner: str, order: str) -> RecordType:
+def _link_type(name: str, table: str, columns: tuple[str, ...], owner: str, order: str,
+               ends: tuple[tuple[str, str], ...]) -> RecordType:
     """A row that links two others and has no id of its own: in scope through ``owner``, inserted unless present.
 
-    ``owner`` joins the row (``x``) to what gives it a project (``o``).
+    ``owner`` joins the row (``x``) to what gives it a project (``o``). ``ends`` names the
+    columns holding the linked ids and their kinds: both must be rows here of one project
+    this import writes to (ids given anew in this import are followed).
     """
 
     def export(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
@@ -259,8 +398,19 @@ def _link_type(name: str, table: str, columns: tuple[str, ...], owner: str, orde
                            f"WHERE {in_projects} AND {changed} ORDER BY {order}", [*params, *since])
 
     def load(ctx: ImportContext, record: dict[str, Any]) -> str:
+        row = {column: record[column] for column in columns}
+        owners = set()
+        for column, kind in ends:
+            row[column] = ctx.reference(kind, row[column])
+            found = ctx.owner(kind, row[column])
+            if found is None:
+                raise ValidationError(f"its {kind} {row[column]!r} is not in the store")
+            owners.add(found)
+        if len(owners) != 1 or not owners <= ctx.written:
+            raise ValidationError("it links rows of another project than the ones this import writes to")
+        ctx.clean_row(row, tuple(column for column, _ in ends))
         ctx.db.execute(f"INSERT OR IGNORE INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                       tuple(record[column] for column in columns))
+                       tuple(row.values()))
         return ADDED if ctx.db.changes() else UNCHANGED
 
     return RecordType(name, export, load)
@@ -280,13 +430,15 @@ def _export_documents(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
 
 
 def _load_document(ctx: ImportContext, record: dict[str, Any]) -> str:
+    project = ctx.project_id(record.get("project"))
     row = {
-        "id": record["id"], "project_id": ctx.project_id(record.get("project")), "title": ctx.clean(record["title"]),
+        "id": ctx.local_id("document", record["id"], project), "project_id": project, "title": record["title"],
         "source_path": record.get("source_path"), "source_url": record.get("source_url"),
         "content_hash": record["content_hash"], "created_at": record["created_at"],
-        "updated_at": record["updated_at"], "metadata": _dump(record.get("metadata") or {}),
+        "updated_at": record["updated_at"], "metadata": _dump(ctx.clean(record.get("metadata") or {})),
     }
-    outcome = upsert(ctx, "documents", "id", row, "updated_at")
+    ctx.clean_row(row, ("id", "content_hash", "metadata"))
+    outcome = ctx.outcome("document", record["id"], upsert(ctx, "documents", "id", row, "updated_at"))
     if outcome != UNCHANGED:
         ctx.db.execute("DELETE FROM chunks WHERE document_id = ?", (row["id"],))
         for chunk in record.get("chunks") or []:
@@ -310,16 +462,23 @@ def _export_nodes(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
 
 def _load_node(ctx: ImportContext, record: dict[str, Any]) -> str:
     row = {name: record.get(name) for name in _NODE_FIELDS}
-    row["project_id"] = ctx.project_id(record.get("project"))
-    content = row["content"] or ""
-    row["content"] = ctx.clean(content)
-    if row["content"] != content:
-        row["hash"] = node_hash(row["parent_id"], (row["context_type"] or "", row["context_name"] or "",
-                                                   row["context_value"] or ""), row["content"], row["order_value"])
+    project = row["project_id"] = ctx.project_id(record.get("project"))
+    if ":" in str(row["id"]):
+        raise ValidationError(f"{row['id']!r} is a virtual node's id; only docmem nodes are imported")
+    row["id"] = ctx.local_id("docmem_node", row["id"], project)
+    if row["parent_id"] is not None:
+        row["parent_id"] = ctx.node_reference(row["parent_id"], project)
+    row["content"] = row["content"] or ""
     row["readonly"] = int(bool(row["readonly"]))
     for name in ("context_type", "context_name", "context_value"):
         row[name] = row[name] or ""
-    return upsert(ctx, "docmem_nodes", "id", row, "updated_at")
+    ctx.clean_row(row, ("id", "parent_id", "hash"))
+    hashed = ("parent_id", "context_type", "context_name", "context_value", "content")
+    as_exported = [record.get("parent_id"), *(record.get(name) or "" for name in hashed[1:])]
+    if not row["hash"] or [row[name] for name in hashed] != as_exported:  # a new parent id, or text redacted
+        row["hash"] = node_hash(row["parent_id"], (row["context_type"], row["context_name"], row["context_value"]),
+                                row["content"], row["order_value"])
+    return ctx.outcome("docmem_node", record.get("id"), upsert(ctx, "docmem_nodes", "id", row, "updated_at"))
 
 
 def _export_placements(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
@@ -328,8 +487,14 @@ def _export_placements(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
 
 
 def _load_placement(ctx: ImportContext, record: dict[str, Any]) -> str:
-    row = {"node_id": record["node_id"], "project_id": ctx.project_id(record.get("project")),
-           "parent_id": record["parent_id"], "order_value": record["order_value"], "updated_at": record["updated_at"]}
+    """A summary's placement of a virtual node: both must be this project's (ids given anew followed)."""
+    project = ctx.project_id(record.get("project"))
+    node_id = ctx.node_reference(record["node_id"], project)
+    if not virtual.is_virtual(node_id) or virtual.get(ctx.db, project, node_id) is None:
+        raise ValidationError(f"its node {record['node_id']!r} is not captured memory of this project")
+    row = {"node_id": node_id, "project_id": project, "parent_id": ctx.node_reference(record["parent_id"], project),
+           "order_value": record["order_value"], "updated_at": record["updated_at"]}
+    ctx.clean_row(row, ("node_id", "parent_id"))
     return upsert(ctx, "docmem_placements", "node_id", row, "updated_at")
 
 
@@ -351,6 +516,8 @@ def _export_memory_files(db: Database, scope: Scope) -> Iterator[dict[str, Any]]
 def _load_memory_file(ctx: ImportContext, record: dict[str, Any]) -> str:
     """A file is keyed by its scope and path; its path is checked like the tool's, its text redacted and bounded."""
     location = file_paths.parse_file(record.get("path"))
+    if ctx.clean(location.path) != location.path:
+        raise ValidationError("its path would be redacted (it looks like a secret)")
     if location.user != (record.get("project") is None):
         raise ValidationError(f"{location.path} and its project {record.get('project')!r} disagree on the scope")
     scope = None if location.user else ctx.project_id(record.get("project"))
@@ -360,11 +527,11 @@ def _load_memory_file(ctx: ImportContext, record: dict[str, Any]) -> str:
     if existing is None:
         ctx.db.execute("INSERT INTO memory_files(project_id, path, content, version, created_at, updated_at) "
                        "VALUES (?, ?, ?, ?, ?, ?)", (scope, location.rel, content, int(record.get("version") or 1),
-                                                     record["created_at"], record["updated_at"]))
+                                                     ctx.clean(record["created_at"]), ctx.clean(record["updated_at"])))
         outcome = ADDED
     elif _version(record["updated_at"]) > _version(existing.updated_at) and content != existing.content:
         ctx.db.execute("UPDATE memory_files SET content = ?, version = version + 1, updated_at = ? WHERE id = ?",
-                       (content, record["updated_at"], existing.id))
+                       (content, ctx.clean(record["updated_at"]), existing.id))
         outcome = UPDATED
     else:
         return UNCHANGED
@@ -378,9 +545,11 @@ register(RecordType("session", _export_sessions, _load_session))
 register(RecordType("memory", _export_memories, _load_memory))
 register(_link_type("relationship", "memory_relationships", ("source_id", "target_id", "relationship_type", "created_at"),
                     "memories o ON o.id = x.source_id",
-                    "x.created_at, x.source_id, x.target_id, x.relationship_type"))
+                    "x.created_at, x.source_id, x.target_id, x.relationship_type",
+                    (("source_id", "memory"), ("target_id", "memory"))))
 register(_link_type("session_memory", "session_memories", ("session_id", "memory_id", "usage_type", "created_at"),
-                    "sessions o ON o.id = x.session_id", "x.session_id, x.memory_id, x.usage_type"))
+                    "sessions o ON o.id = x.session_id", "x.session_id, x.memory_id, x.usage_type",
+                    (("session_id", "session"), ("memory_id", "memory"))))
 register(RecordType("document", _export_documents, _load_document))
 register(RecordType("docmem_node", _export_nodes, _load_node))
 register(RecordType("docmem_placement", _export_placements, _load_placement))

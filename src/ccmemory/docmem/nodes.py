@@ -315,8 +315,13 @@ class Docmem:
                     f"Invalid root id {root_id!r}: use 1-64 letters, digits, '_', '-' or '.', starting with a "
                     "letter or digit (':' is reserved for virtual trees)."
                 )
-            elif self.db.scalar("SELECT 1 FROM docmem_nodes WHERE id = ?", (root_id,)) is not None:
+            elif self.find(root_id) is not None:
                 raise ValidationError(f"A node with id '{root_id}' already exists; choose another root id.")
+            elif self.db.scalar("SELECT 1 FROM docmem_nodes WHERE id = ?", (root_id,)) is not None:
+                # Ids are unique in the whole store, so another project's id cannot be taken; say so
+                # without telling this project that the id exists (or anything about its node).
+                raise ValidationError(f"The root id '{root_id}' cannot be used here; choose another root id, or "
+                                      "leave root_id out for a random one.")
             self._insert(node_id=root_id, parent_id=None, order_value=ordering.FIRST, content="",
                          context=("", "", ""), readonly=False)
         return self.get(root_id)
