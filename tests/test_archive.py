@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -103,6 +104,37 @@ def test_round_trip_into_an_empty_store_gives_the_same_file(stores):
     assert report["records"]["memory_file"] == {"added": 2}
 
     assert export(stores["target"], stores["project"]) == first
+
+
+def test_creation_links_are_derived_from_the_memory_session_both_ways(stores):
+    """No row says where a memory was created (its session_id does); export still writes that link, import stores none."""
+    db = database.connect(stores["source"] / "ccmemory.db")
+    try:
+        assert db.scalar("SELECT COUNT(*) FROM session_memories WHERE usage_type = 'created'") == 0
+        made_in_session = {row["id"]: row["created_at"] for row in db.rows(
+            "SELECT id, created_at FROM memories WHERE session_id = 'sess-1'")}
+        stored_usage = {(row["memory_id"], row["usage_type"]) for row in db.rows("SELECT * FROM session_memories")}
+    finally:
+        db.close()
+    exported = export(stores["source"], stores["project"])
+    links = [json.loads(line) for line in exported.splitlines() if '"type":"session_memory"' in line]
+    assert {(link["memory_id"], link["usage_type"]) for link in links} == \
+        stored_usage | {(memory_id, "created") for memory_id in made_in_session}
+    assert all(link["created_at"] == made_in_session[link["memory_id"]]
+               for link in links if link["usage_type"] == "created")
+    # an older build's archive gave the 'created' link the time its row was written: imported all the same
+    source = stores["tmp"] / "older.jsonl"
+    source.write_text("\n".join(re.sub(r'"created_at":"[^"]*"', '"created_at":"2020-01-01T00:00:00.000Z"', line)
+                                if '"usage_type":"created"' in line else line for line in exported.splitlines()) + "\n")
+    report = json.loads(run(stores["target"], stores["project"], "import", str(source), "--json").stdout)
+    assert report["failed"] == 0
+    assert report["records"]["session_memory"] == {"unchanged": len(made_in_session), "added": len(stored_usage)}
+    target = database.connect(stores["target"] / "ccmemory.db")
+    try:
+        assert target.scalar("SELECT COUNT(*) FROM session_memories WHERE usage_type = 'created'") == 0
+    finally:
+        target.close()
+    assert export(stores["target"], stores["project"]) == exported
 
 
 def test_import_twice_changes_nothing_and_keeps_times(stores):

@@ -93,7 +93,8 @@ def _kill_writers(home: Path, project_dir: Path, kills: int) -> None:
     db = database.connect(path)
     try:
         assert db.scalar("SELECT COUNT(*) FROM memories") > 0
-        memories_linked = db.scalar("SELECT COUNT(*) FROM session_memories WHERE session_id = 's-kill'")
+        memories_linked = db.scalar("SELECT COUNT(*) FROM memories m JOIN sessions s ON s.id = m.session_id "
+                                    "WHERE s.id = 's-kill'")  # a memory's session is its session_id
         assert memories_linked == db.scalar("SELECT COUNT(*) FROM memories"), "each add is one transaction"
     finally:
         db.close()

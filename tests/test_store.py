@@ -102,8 +102,8 @@ def test_add_then_get_round_trips_every_field(db, project):
     assert again.salience == pytest.approx(0.8) and again.importance == pytest.approx(0.8)
     assert again.metadata == {"why": "test", "n": 1}
     assert memories.get(db, added.id[:8], project_id=None).id == added.id
-    usage = db.rows("SELECT usage_type FROM session_memories WHERE memory_id = ?", (added.id,))
-    assert usage == [{"usage_type": "created"}]
+    assert again.session_id == "s-1"  # the session it was created in: no usage row repeats it
+    assert db.rows("SELECT usage_type FROM session_memories WHERE memory_id = ?", (added.id,)) == []
 
 
 def test_tags_files_and_metadata_are_redacted_at_any_depth(db, project):
@@ -161,6 +161,22 @@ def test_list_is_newest_first_filtered_and_limited(db, project):
     architecture = memories.list_memories(db, project_id=project, category="architecture", limit=100)
     assert len(architecture) == 30 and {m.category for m in architecture} == {"architecture"}
     assert memories.list_memories(db, project_id=project, category="nonexistent") == []
+
+
+def test_a_rare_category_is_listed_through_its_partial_index(db, project):
+    """memories_category holds no 'general' row (most memories are): a list of another category still seeks it."""
+    for number in range(30):
+        memories.add(db, project_id=project, content=f"note {number}", category="gotcha" if number % 10 == 0 else None)
+    assert [m.content for m in memories.list_memories(db, project_id=project, category="gotcha")] == \
+        ["note 20", "note 10", "note 0"]
+    assert len(memories.list_memories(db, project_id=project, category="General", limit=100)) == 27
+    assert memories.count_memories(db, project_id=project, category="gotcha") == 3
+    clauses, params = memories._list_filters(project_id=project, category="gotcha")
+    plan = " ".join(str(row) for row in db.rows(
+        f"EXPLAIN QUERY PLAN SELECT id FROM memories WHERE {' AND '.join(clauses)} ORDER BY created_at DESC", params))
+    assert "memories_category" in plan
+    assert db.scalar("SELECT COUNT(*) FROM memories INDEXED BY memories_category "
+                     "WHERE project_id = ? AND category = 'gotcha' AND category <> 'general'", (project,)) == 3
 
 
 def test_reopen_after_close_loses_nothing(home, project_dir):

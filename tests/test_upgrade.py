@@ -42,6 +42,10 @@ def _first_schema_database(path: Path) -> None:
                              int(m % 17 == 0), stamp if m % 13 == 0 else None))
                         db.execute("INSERT INTO session_memories(session_id, memory_id, usage_type, created_at) "
                                    "VALUES (?, ?, 'created', ?)", (session, memory, stamp))
+                        if s and m % 10 == 1:  # also used by the session before: usage the upgrade keeps
+                            for usage in ("recalled", "reinforced", "created"):
+                                db.execute("INSERT INTO session_memories(session_id, memory_id, usage_type, "
+                                           "created_at) VALUES (?, ?, ?, ?)", (f"s-{p}-{s - 1}", memory, usage, stamp))
                         if m:
                             db.execute("INSERT INTO memory_relationships(source_id, target_id, relationship_type, "
                                        "created_at) VALUES (?, ?, 'RELATES_TO', ?)",
@@ -78,6 +82,13 @@ def _dump_v1_columns(path: Path, reference: Path) -> dict[str, list[tuple]]:
         new.close()
 
 
+def _without_derived_links(dump: dict[str, list[tuple]]) -> dict[str, list[tuple]]:
+    """``dump`` less the 'created' usage rows naming the memory's own session (its session_id says it)."""
+    own_session = {row[1]: row[3] for row in dump["memories"]}  # id -> session_id (the first schema's order)
+    links = [row for row in dump["session_memories"] if not (row[2] == "created" and own_session[row[1]] == row[0])]
+    return {**dump, "session_memories": links}
+
+
 def test_first_schema_database_upgrades_with_backup_every_row_kept_and_idempotently(tmp_path: Path) -> None:
     path = tmp_path / "data" / paths.DB_FILENAME
     _first_schema_database(path)
@@ -94,7 +105,10 @@ def test_first_schema_database_upgrades_with_backup_every_row_kept_and_idempoten
     backups = sorted(p for p in path.parent.iterdir() if p.name.endswith(".bak"))
     assert len(backups) == 1 and ".v1-" in backups[0].name
     assert _dump(backups[0]) == before, "the backup is the database as it was before the upgrade"
-    assert _dump_v1_columns(path, original) == before, "every row and value of the first schema is kept"
+    kept = _without_derived_links(before)
+    assert len(kept["session_memories"]) == 3 * PROJECTS * (SESSIONS - 1) * (MEMORIES_PER_SESSION // 10)
+    assert _dump_v1_columns(path, original) == kept, \
+        "every row and value of the first schema is kept, but 'created' links that repeat a memory's session_id"
     upgraded = sqlite3.connect(path)
     fts = upgraded.execute("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'pytest'")
     assert fts.fetchone()[0] == len(before["memories"])
@@ -107,5 +121,44 @@ def test_first_schema_database_upgrades_with_backup_every_row_kept_and_idempoten
         assert migrations.migrate(again) == 0
         again.close()
     assert sorted(p for p in path.parent.iterdir() if p.name.endswith(".bak")) == backups
-    assert _dump_v1_columns(path, original) == before
+    assert _dump_v1_columns(path, original) == kept
     assert oct(os.stat(backups[0]).st_mode & 0o777) == oct(0o600)
+
+
+def test_creation_link_migration_removes_only_links_that_repeat_the_memory_session(tmp_path: Path) -> None:
+    from ccmemory import memories, projects
+
+    path = tmp_path / "v8.db"
+    old = database.connect(path, migrate=False)
+    with old.transaction():
+        before = migrations.MIGRATIONS.index(migrations._m009_creation_links_derived)
+        for number, step in enumerate(migrations.MIGRATIONS[:before], 1):
+            step(old)
+            old.execute(f"PRAGMA user_version = {number}")
+        project = projects.project_id(old, str(tmp_path))
+        first = memories.add(old, project_id=project, content="made in s-1", session_id="s-1").id
+        second = memories.add(old, project_id=project, content="made in s-2", session_id="s-2").id
+        loose = memories.add(old, project_id=project, content="made outside any session").id
+        links = [("s-1", first, "created"), ("s-2", second, "created"),  # repeat session_id: removed
+                 ("s-2", first, "created"), ("s-1", loose, "created"),  # another session, or none: kept
+                 ("s-1", first, "recalled"), ("s-2", first, "reinforced"), ("s-1", second, "updated")]
+        for session, memory, usage in links:
+            old.execute("INSERT INTO session_memories(session_id, memory_id, usage_type, created_at) "
+                        "VALUES (?, ?, ?, '2026-01-01T00:00:00.000Z')", (session, memory, usage))
+    old.close()
+
+    upgraded = database.connect(path)
+    try:
+        kept = {(row["session_id"], row["memory_id"], row["usage_type"])
+                for row in upgraded.rows("SELECT * FROM session_memories")}
+        assert kept == set(links[2:])
+        # the session index now also detects retried captures (NULL keys never collide)
+        assert memories.add(upgraded, project_id=project, content="retried", session_id="s-1",
+                            dedupe_key="toolu_9").id == \
+            memories.add(upgraded, project_id=project, content="retried", session_id="s-1", dedupe_key="toolu_9").id
+        assert upgraded.scalar("SELECT COUNT(*) FROM memories WHERE session_id = 's-1'") == 2
+        plan = " ".join(str(row) for row in upgraded.rows(
+            "EXPLAIN QUERY PLAN SELECT id FROM memories WHERE session_id = ? ORDER BY created_at", ("s-1",)))
+        assert "memories_session" in plan
+    finally:
+        upgraded.close()

@@ -218,8 +218,9 @@ def add(
     history and benchmarks give the real time, so time-ordered views and time
     cues in queries see it.
 
-    With a ``session_id`` the memory is linked to that session (usage
-    ``created``); the session row must exist (see :mod:`ccmemory.sessions`).
+    With a ``session_id`` the memory belongs to that session (its
+    ``session_id`` is where it was created: no ``session_memories`` row repeats
+    it); the session row is made if missing (see :mod:`ccmemory.sessions`).
     ``dedupe_key`` makes a retried write in the same session a no-op that
     returns the memory already stored.
     """
@@ -247,22 +248,28 @@ def add(
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 memory_id, project_id, session_id, content, sector, tier, normalize_category(category),
-                json.dumps(_string_list(tags, "Tags")), json.dumps(_string_list(files, "Files")),
+                _compact_json(_string_list(tags, "Tags")), _compact_json(_string_list(files, "Files")),
                 importance, min(salience, MAX_SALIENCE), happened, now, source, dedupe_key if session_id else None,
-                json.dumps(metadata or {}),
+                _compact_json(metadata or {}),
             ),
         )
         if dedupe_key and session_id and db.changes() == 0:
             memory_id = db.scalar(
                 "SELECT id FROM memories WHERE session_id = ? AND dedupe_key = ?", (session_id, dedupe_key)
             )
-        elif session_id:
-            _link(db, session_id, [memory_id], "created")
     return get(db, memory_id, project_id=project_id)
 
 
+def _compact_json(value: Any) -> str:
+    """JSON without the spaces after separators: every captured row stores its tags, files and metadata."""
+    return json.dumps(value, separators=(",", ":"))
+
+
 def record_usage(db: Database, session_id: str, memory_ids: Sequence[str], usage_type: str) -> None:
-    """Note in ``session_memories`` that a session created, recalled or reinforced memories."""
+    """Note in ``session_memories`` that a session recalled, reinforced or updated memories.
+
+    The session a memory was created in is its ``session_id`` (:func:`add` writes no usage row for it).
+    """
     _validate_choice(usage_type, USAGE_TYPES, "usage type")
     if db.scalar("SELECT 1 FROM sessions WHERE id = ?", (session_id,)):
         _link(db, session_id, memory_ids, usage_type)
@@ -368,6 +375,8 @@ def _list_filters(
         if value is not None:
             clauses.append(f"{column} = ?")
             params.append(value.strip().lower() if column == "category" else value)
+    if category is not None and category.strip().lower() != "general":
+        clauses.append("category <> 'general'")  # lets SQLite use the partial memories_category index
     clauses += {"exclude": ["is_deleted = 0"], "only": ["is_deleted = 1"], "include": []}[deleted]
     clauses += {"exclude": ["valid_until IS NULL"], "only": ["valid_until IS NOT NULL"], "include": []}[superseded]
     return clauses, params

@@ -412,9 +412,41 @@ def _m008_int8_vectors(db: Database) -> None:
             db.execute(f"UPDATE {table} SET vector = ?, indexed = 0 WHERE item_seq = ?", (_int8(vector), item_seq))
 
 
+def _m009_creation_links_derived(db: Database) -> None:
+    """A memory's own session is its ``session_id``: the 'created' usage rows that repeat it go.
+
+    Only rows naming the memory's own session are removed; other usage ('recalled', 'reinforced',
+    'updated') and a 'created' row naming another session stay.
+    """
+    db.execute(
+        "DELETE FROM session_memories WHERE usage_type = 'created' AND EXISTS (SELECT 1 FROM memories m "
+        "WHERE m.id = session_memories.memory_id AND m.session_id = session_memories.session_id)"
+    )
+
+
+_M010 = """
+-- Lookups by session (and the foreign key from sessions) use the unique (session_id, dedupe_key)
+-- index, now over every row, instead of a second index on (session_id, created_at): a session's
+-- rows are few enough to sort. NULL keys never collide, so the uniqueness is unchanged.
+DROP INDEX memories_session;
+DROP INDEX memories_dedupe;
+CREATE UNIQUE INDEX memories_session ON memories(session_id, dedupe_key);
+-- Most memories (every captured tool call) are 'general': listing those walks
+-- memories_project_created; the other categories keep an index of their own, which a
+-- query uses by repeating its condition (memories.list_memories does).
+DROP INDEX memories_category;
+CREATE INDEX memories_category ON memories(project_id, category, created_at) WHERE category <> 'general';
+"""
+
+
+def _m010_leaner_memory_indexes(db: Database) -> None:
+    """One index serves session lookups and retried-capture detection; the category index skips 'general'."""
+    _run_script(db, _M010)
+
+
 MIGRATIONS: List[Callable[[Database], None]] = [
     _m001_initial, _m002_docmem, _m003_memory_files, _m004_local_context, _m005_rare_row_indexes, _m006_knowledge,
-    _m007_porter_stemming, _m008_int8_vectors,
+    _m007_porter_stemming, _m008_int8_vectors, _m009_creation_links_derived, _m010_leaner_memory_indexes,
 ]
 _BACKUPS_KEPT = 3
 

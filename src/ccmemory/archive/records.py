@@ -416,6 +416,43 @@ def _link_type(name: str, table: str, columns: tuple[str, ...], owner: str, orde
     return RecordType(name, export, load)
 
 
+_USAGE_LINK = _link_type("session_memory", "session_memories", ("session_id", "memory_id", "usage_type", "created_at"),
+                         "sessions o ON o.id = x.session_id", "x.session_id, x.memory_id, x.usage_type",
+                         (("session_id", "session"), ("memory_id", "memory")))
+
+
+def _export_session_memories(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
+    """Session usage links; a memory's 'created' link is derived from its ``session_id`` (no row holds it).
+
+    The derived link carries the memory's ``created_at`` and goes with the memory (``--since``
+    applies to its ``updated_at``), so archives keep the shape they always had.
+    """
+    in_projects, params = scope.projects("o.project_id")
+    stored_changed, stored_since = scope.changed("x.created_at")
+    derived_changed, derived_since = scope.changed("m.updated_at")
+    yield from db.rows(
+        "SELECT session_id, memory_id, usage_type, created_at FROM ("
+        "SELECT x.session_id, x.memory_id, x.usage_type, x.created_at FROM session_memories x "
+        f"JOIN sessions o ON o.id = x.session_id WHERE {in_projects} AND {stored_changed} "
+        "AND NOT (x.usage_type = 'created' AND EXISTS (SELECT 1 FROM memories d "
+        "WHERE d.id = x.memory_id AND d.session_id = x.session_id)) "
+        "UNION ALL SELECT m.session_id, m.id, 'created', m.created_at FROM memories m "
+        f"JOIN sessions o ON o.id = m.session_id WHERE {in_projects} AND {derived_changed}"
+        ") ORDER BY session_id, memory_id, usage_type",
+        [*params, *stored_since, *params, *derived_since],
+    )
+
+
+def _load_session_memory(ctx: ImportContext, record: dict[str, Any]) -> str:
+    """A usage link; 'created' in the memory's own session is already said by the memory's ``session_id``."""
+    if record.get("usage_type") == "created":
+        session = ctx.reference("session", record.get("session_id"))
+        memory = ctx.reference("memory", record.get("memory_id"))
+        if ctx.db.scalar("SELECT 1 FROM memories WHERE id = ? AND session_id = ?", (memory, session)):
+            return UNCHANGED
+    return _USAGE_LINK.load(ctx, record)
+
+
 # -- documents ----------------------------------------------------------------------------------------------------
 
 _DOCUMENT_FIELDS = ("id", "title", "source_path", "source_url", "content_hash", "created_at", "updated_at", "metadata")
@@ -547,9 +584,7 @@ register(_link_type("relationship", "memory_relationships", ("source_id", "targe
                     "memories o ON o.id = x.source_id",
                     "x.created_at, x.source_id, x.target_id, x.relationship_type",
                     (("source_id", "memory"), ("target_id", "memory"))))
-register(_link_type("session_memory", "session_memories", ("session_id", "memory_id", "usage_type", "created_at"),
-                    "sessions o ON o.id = x.session_id", "x.session_id, x.memory_id, x.usage_type",
-                    (("session_id", "session"), ("memory_id", "memory"))))
+register(RecordType("session_memory", _export_session_memories, _load_session_memory))
 register(RecordType("document", _export_documents, _load_document))
 register(RecordType("docmem_node", _export_nodes, _load_node))
 register(RecordType("docmem_placement", _export_placements, _load_placement))

@@ -388,9 +388,11 @@ class _Builder:
         metadata: dict[str, Any] = {"tool": self.tool}
         if self.scope:
             metadata["scope"] = self.scope
-        for key in ("tool_use_id", "hook_event_name", "duration_ms"):
-            if isinstance(self.data.get(key), (str, int)) and not isinstance(self.data.get(key), bool):
-                metadata[key] = self.data[key]
+        # The tool call's id ties the memory to its transcript entry; the event name and duration
+        # were stored too once, but nothing read them.
+        tool_use_id = self.data.get("tool_use_id")
+        if isinstance(tool_use_id, (str, int)) and not isinstance(tool_use_id, bool):
+            metadata["tool_use_id"] = tool_use_id
         return Observation(self.tool, content, self.files, category, salience, metadata)
 
 
