@@ -6,7 +6,9 @@ from the float one by about 0.001, far below the gaps that decide a ranking.
 Float brute force over 100k 384-d vectors costs ~70 ms here; a ``bit[dims]``
 vec0 column scanned for a few hundred candidates costs ~10 ms, and rescoring
 those with the float query against their int8 vectors recovers the ranking of
-the float model. The index is derived data: it is rebuilt from the embeddings
+the float model. A long-lived process (the MCP server, the viewer) keeps the
+sign bits of the projects it searches in memory instead (:data:`keep_in_memory`),
+because sqlite-vec's KNN costs grow with the number of candidates. The index is derived data: it is rebuilt from the embeddings
 rows whenever the model (or its dimension) changes, and rows removed by
 connections without the extension are queued in ``vector_tombstones`` and
 drained here.
@@ -18,6 +20,7 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # db loads this module's extension when it opens the store: no import back at run time
@@ -29,11 +32,25 @@ KINDS = {
     "chunk": ("chunk_vec", "chunk_embeddings",
               "SELECT d.project_id FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.seq = ?"),
 }
-#: Bit-index candidates rescored per search: the sign bits of MiniLM vectors rank coarsely (recall@10
-#: vs exact on 10k distinct real texts: 0.92 with 50, 0.97 with 100, 0.99 with 400), but sqlite-vec's
-#: KNN costs several times more above ~100 candidates (see BENCHMARKS.md).
+#: kind -> SQL giving (seq, vector) of every stored vector of a model in a project.
+PROJECT_VECTORS = {
+    "memory": "SELECT e.item_seq AS seq, e.vector AS vector FROM memory_embeddings e "
+              "JOIN memories m ON m.seq = e.item_seq WHERE e.model_id = ? AND m.project_id = ?",
+    "chunk": "SELECT e.item_seq AS seq, e.vector AS vector FROM chunk_embeddings e JOIN chunks c ON c.seq = e.item_seq "
+             "JOIN documents d ON d.id = c.document_id WHERE e.model_id = ? AND d.project_id = ?",
+}
+#: Bit-index candidates rescored per search, at least: the sign bits of MiniLM vectors rank coarsely
+#: (recall@10 vs exact on 10k distinct real texts: 0.92 with 50, 0.97 with 100, 0.99 with 400).
+#: A search asks for 4 candidates per neighbour it wants (400 for its list of 100).
 MIN_CANDIDATES = 100
 MMAP_BYTES = 256 * 1024 * 1024
+#: Set by long-lived processes (the MCP server, the viewer): keep each searched project's sign bits in
+#: memory and scan them there. sqlite-vec's KNN costs grow with the number of candidates asked for
+#: (at 100k vectors: ~9 ms for 100, ~40 ms for 400), while a scan of the bits in memory costs ~3 ms
+#: for any number, for 56 bytes of memory per vector (5.6 MB at 100k). A one-shot process (the CLI)
+#: would pay more to load the bits than it saves, so it asks the vec0 index.
+keep_in_memory = False
+_GENERATION_KEY = "vector_generation:{}"
 
 
 def extension_path() -> Path | None:
@@ -112,15 +129,21 @@ def _has_work(db: Database, kind: str, model_id: str) -> bool:
 
 
 def sync(db: Database, kind: str, model_id: str) -> int:
-    """Apply queued removals and index embeddings not yet in the vec0 table; returns rows indexed."""
+    """Apply queued removals and index embeddings not yet in the vec0 table; returns rows indexed.
+
+    Any change also moves the kind's generation on (in ``meta``), so a process holding sign bits in
+    memory knows another one changed the vectors; this process's own copies are updated in place.
+    """
     vec_table, emb_table, project_sql = KINDS[kind]
     with db.transaction():
-        for row in db.rows("SELECT item_seq FROM vector_tombstones WHERE kind = ?", (kind,)):
-            db.execute(f"DELETE FROM {vec_table} WHERE rowid = ?", (row["item_seq"],))
+        removed = [row["item_seq"] for row in db.rows("SELECT item_seq FROM vector_tombstones WHERE kind = ?", (kind,))]
+        for seq in removed:
+            db.execute(f"DELETE FROM {vec_table} WHERE rowid = ?", (seq,))
         db.execute("DELETE FROM vector_tombstones WHERE kind = ?", (kind,))
         pending = db.rows(
             f"SELECT item_seq, vector FROM {emb_table} WHERE indexed = 0 AND model_id = ?", (model_id,)
         )
+        added: list[tuple[int, int, bytes]] = []
         for row in pending:
             project = db.scalar(project_sql, (row["item_seq"],))
             db.execute(f"DELETE FROM {vec_table} WHERE rowid = ?", (row["item_seq"],))
@@ -130,8 +153,93 @@ def sync(db: Database, kind: str, model_id: str) -> int:
                     f"VALUES (?, ?, vec_quantize_binary(vec_int8(?)))",
                     (row["item_seq"], project, row["vector"]),
                 )
+                added.append((row["item_seq"], project, row["vector"]))
             db.execute(f"UPDATE {emb_table} SET indexed = 1 WHERE item_seq = ?", (row["item_seq"],))
+        if removed or pending:
+            before = _generation(db, kind)
+            db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                       (_GENERATION_KEY.format(kind), str(before + 1)))
+            _SignIndex.apply(db, kind, model_id, before, removed + [row["item_seq"] for row in pending], added)
     return len(pending)
+
+
+def _generation(db: Database, kind: str) -> int:
+    return int(db.scalar("SELECT value FROM meta WHERE key = ?", (_GENERATION_KEY.format(kind),)) or 0)
+
+
+def sign_bits(vectors: Any) -> Any:
+    """Rows of int8 (or float) vectors as packed sign bits, 64 dimensions per uint64 word."""
+    import numpy
+
+    matrix = numpy.atleast_2d(numpy.asarray(vectors))
+    packed = numpy.packbits(matrix > 0, axis=1)
+    padding = (-packed.shape[1]) % 8
+    if padding:
+        packed = numpy.pad(packed, ((0, 0), (0, padding)))
+    return numpy.ascontiguousarray(packed).view(numpy.uint64)
+
+
+class _SignIndex:
+    """The sign bits of one project's vectors of one model, held by a long-lived process.
+
+    Built from the stored int8 vectors on first use; kept current by :func:`sync` in this
+    process, and rebuilt when the generation shows another process changed the vectors.
+    ``table`` (seqs, codes) is replaced as one value, so a search in another thread (the
+    server embeds in the background) always reads a matching pair.
+    """
+
+    held: dict[tuple[str, str, int, str], _SignIndex] = {}
+
+    def __init__(self, generation: int, seqs: Any, codes: Any) -> None:
+        self.generation = generation
+        self.table = (seqs, codes)
+
+    @classmethod
+    def get(cls, db: Database, kind: str, project_id: int, model_id: str) -> _SignIndex:
+        import numpy
+
+        key = (db.path, kind, project_id, model_id)
+        generation = _generation(db, kind)
+        held = cls.held.get(key)
+        if held is None or held.generation != generation:
+            rows = db.rows(PROJECT_VECTORS[kind], (model_id, project_id))
+            seqs = numpy.array([row["seq"] for row in rows], dtype=numpy.int64)
+            stored = numpy.frombuffer(b"".join(row["vector"] for row in rows), dtype=numpy.int8)
+            codes = sign_bits(stored.reshape(len(rows), -1)) if rows else numpy.zeros((0, 1), numpy.uint64)
+            held = cls.held[key] = cls(generation, seqs, codes)
+        return held
+
+    @classmethod
+    def apply(cls, db: Database, kind: str, model_id: str, before: int, changed: list[int],
+              added: list[tuple[int, int, bytes]]) -> None:
+        """Bring this process's copies from generation ``before`` to the next: drop ``changed``, add ``added``."""
+        import numpy
+
+        for (path, held_kind, project_id, held_model), held in cls.held.items():
+            if (path, held_kind, held_model) != (db.path, kind, model_id) or held.generation != before:
+                continue
+            seqs, codes = held.table
+            keep = ~numpy.isin(seqs, numpy.array(changed, dtype=numpy.int64))
+            mine = [(seq, vector) for seq, project, vector in added if project == project_id]
+            seqs, codes = seqs[keep], codes[keep]
+            if mine:
+                stored = numpy.frombuffer(b"".join(vector for _, vector in mine), dtype=numpy.int8)
+                seqs = numpy.concatenate([seqs, numpy.array([seq for seq, _ in mine], dtype=numpy.int64)])
+                new_codes = sign_bits(stored.reshape(len(mine), -1))
+                codes = numpy.vstack([codes, new_codes]) if len(codes) else new_codes
+            held.table, held.generation = (seqs, codes), before + 1
+
+    def nearest(self, query: bytes, count: int) -> list[int]:
+        """The seqs of the ``count`` vectors whose sign bits differ least from the query's."""
+        import numpy
+
+        seqs, codes = self.table
+        if not len(seqs):
+            return []
+        wanted = sign_bits(numpy.frombuffer(query, dtype=numpy.float32))[0]
+        distance = numpy.bitwise_count(codes ^ wanted).sum(axis=1, dtype=numpy.int32)
+        best = numpy.argpartition(distance, count)[:count] if count < len(distance) else numpy.arange(len(distance))
+        return seqs[best].tolist()
 
 
 def quantize(vector: bytes) -> bytes:
@@ -151,13 +259,18 @@ def nearest(
 
     vec_table, emb_table, _ = KINDS[kind]
     candidates = max(MIN_CANDIDATES, limit * 4)
-    rows = db.rows(
-        f"WITH candidates AS (SELECT rowid FROM {vec_table} WHERE embedding MATCH vec_quantize_binary(?) "
-        f"AND k = ? AND project_id = ?) "
-        f"SELECT e.item_seq AS seq, e.vector AS vector FROM candidates c "
-        f"JOIN {emb_table} e ON e.item_seq = c.rowid AND e.model_id = ?",
-        (query, candidates, project_id, model_id),
-    )
+    if keep_in_memory:
+        seqs = _SignIndex.get(db, kind, project_id, model_id).nearest(query, candidates)
+        rows = db.rows(f"SELECT item_seq AS seq, vector FROM {emb_table} WHERE model_id = ? "
+                       f"AND item_seq IN ({','.join('?' * len(seqs))})", (model_id, *seqs)) if seqs else []
+    else:
+        rows = db.rows(
+            f"WITH candidates AS (SELECT rowid FROM {vec_table} WHERE embedding MATCH vec_quantize_binary(?) "
+            f"AND k = ? AND project_id = ?) "
+            f"SELECT e.item_seq AS seq, e.vector AS vector FROM candidates c "
+            f"JOIN {emb_table} e ON e.item_seq = c.rowid AND e.model_id = ?",
+            (query, candidates, project_id, model_id),
+        )
     if not rows:
         return []
     wanted = numpy.frombuffer(query, dtype=numpy.float32)

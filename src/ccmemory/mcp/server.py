@@ -33,7 +33,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from .. import __version__, compat
+from .. import __version__, compat, vectors
 from .registry import Tool, tool_listing
 from .runtime import HANDOVER_ENV, INSTRUCTIONS, Runtime, collect_tools, load_tool_modules
 
@@ -120,6 +120,7 @@ def main() -> None:
     logging.basicConfig(stream=sys.stderr, level=os.environ.get("CCMEMORY_LOG_LEVEL", "WARNING").upper(),
                         format="ccmemory-mcp %(levelname)s %(name)s: %(message)s")
     modules = load_tool_modules()
+    vectors.keep_in_memory = True  # a server searches many times: sign bits in memory beat sqlite-vec's KNN
     runtime = Runtime(modules, os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd(),
                       os.environ.get("CLAUDE_CODE_SESSION_ID") or None,
                       start_hooks=os.environ.pop(HANDOVER_ENV, "") != "1")

@@ -40,6 +40,10 @@ def serve(viewer: Viewer, sock: socket.socket, *, on_ready: Callable[[], None] =
     """Run until interrupted (Ctrl-C); ``on_ready`` is called once the server accepts requests."""
     import uvicorn
 
+    from .. import vectors
+
+    vectors.keep_in_memory = True  # a viewer searches many times: see vectors.keep_in_memory
+
     config = uvicorn.Config(create_app(viewer), log_level="warning", access_log=False,
                             timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
     server = uvicorn.Server(config)
