@@ -60,7 +60,8 @@ def timed(src: Path, home: Path, project: Path, *args: str) -> float:
 def give_float_vectors(previous_db: Path, embedded: Path) -> None:
     """The previous layout of the same vectors: float32, under the model id the previous build uses."""
     source = sqlite3.connect(embedded)
-    rows = source.execute("SELECT item_seq, model_id, vector FROM memory_embeddings").fetchall()
+    rows = source.execute("SELECT e.item_seq, m.model_id, e.vector FROM memory_embeddings e "
+                          "JOIN embedding_models m ON m.id = e.model").fetchall()  # this build: a model number
     source.close()
     conn = sqlite3.connect(previous_db)
     now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())

@@ -73,6 +73,7 @@ def percentile(values: list[float], share: float) -> float:
 def build_store(path: Path, texts: list[str], vectors_f32: numpy.ndarray, model_id: str) -> database.Database:
     db = database.connect(path, vectors=True)
     now = clock.now()
+    model = embeddings.model_number(db, model_id)
     with db.transaction():
         db.execute("INSERT INTO projects(path, name, created_at) VALUES ('/bench', 'bench', ?)", (now,))
         for seq, text in enumerate(texts, 1):
@@ -81,8 +82,8 @@ def build_store(path: Path, texts: list[str], vectors_f32: numpy.ndarray, model_
                 "needs_embedding) VALUES (?, ?, 1, ?, 'episodic', 'project', ?, ?, 'bench', 0)",
                 (seq, f"bench-{seq:08d}", text, now, now),
             )
-            db.execute("INSERT INTO memory_embeddings(item_seq, model_id, vector, created_at) VALUES (?, ?, ?, ?)",
-                       (seq, model_id, vectors.quantize(vectors_f32[seq - 1].tobytes()), now))
+            db.execute("INSERT INTO memory_embeddings(item_seq, model, vector) VALUES (?, ?, ?)",
+                       (seq, model, vectors.quantize(vectors_f32[seq - 1].tobytes())))
         db.execute("INSERT INTO meta(key, value) VALUES ('embeddings_model:memory', ?)", (model_id,))
     vectors.ensure_index(db, "memory", model_id, vectors_f32.shape[1])
     return db

@@ -1,13 +1,16 @@
-"""Storage per 1,000 realistic tool calls, vectors included: this build vs the previous float32 layout.
+"""Storage per 1,000 realistic tool calls, vectors included: this build, its rows with float32 vectors, the last build.
 
 Run: python bench/bench_storage.py [--store DIR] [--data FILE] [--embedded DB]
 
 The store is ``coderecall-dev.json.gz`` replayed through the hooks
 (``bench/coderecall.py``'s replay, kept in ``--store`` outside the repository), migrated and
 fully embedded by this build (or ``--embedded``: a copy already embedded by
-``bench/bench_embed.py``). Side by side in the same run, a copy of it gets the
-previous build's vector layout back (float32, four bytes per dimension); both
-are checkpointed and vacuumed, then measured per table with ``dbstat``.
+``bench/bench_embed.py``). A replay made by an older build (an older schema) is
+made again, since capture changes with the build. Side by side in the same run,
+a copy of it gets the float32 vector layout of the builds before int8 (four bytes
+per dimension); both are checkpointed and vacuumed, then measured per table with
+``dbstat``. The build before this one's storage changes is shown as measured by
+this script on the same data and machine (:data:`LAST_BUILD`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ccmemory import db as database  # noqa: E402
-from ccmemory import embeddings  # noqa: E402
+from ccmemory import embeddings, migrations  # noqa: E402
 from bench_embed import DATASET, DEFAULT_STORE, fresh_copy, replayed_store  # noqa: E402
 from report import write_section  # noqa: E402
 
@@ -37,8 +40,27 @@ GROUPS = (("keyword index (FTS5)", ("memories_fts", "chunks_fts")),
           ("memory rows and their indexes", ("memories", "sqlite_autoindex_memories")),
           ("usage links", ("session_memories", "sqlite_autoindex_session_memories")),
           ("sessions", ("session", "sqlite_autoindex_session")),
-          ("stored vectors", ("memory_embeddings", "chunk_embeddings", "sqlite_autoindex_memory_embeddings")),
+          ("stored vectors", ("memory_embeddings", "chunk_embeddings", "embedding_models",
+                              "sqlite_autoindex_embedding_models")),
           ("vector index (sqlite-vec)", ("memory_vec", "chunk_vec")))
+
+
+#: The build before 50bd6ca (a 'created' usage row per memory, two more memory indexes, a ~60-character
+#: model id and a time on every vector row, the hook event and duration in captured metadata), as this
+#: script measured it here on 2026-11-25: MB per 1,000 calls in all and per group.
+LAST_BUILD = ("build 0df3f6d (measured 2026-11-25)", 2.54,
+              {"keyword index (FTS5)": 0.21, "memory rows and their indexes": 1.21, "usage links": 0.23,
+               "sessions": 0.08, "stored vectors": 0.57, "vector index (sqlite-vec)": 0.12, "other": 0.12})
+
+
+def current_replay(store: Path, data: Path) -> Path:
+    """The replayed store, replayed again when a build with an older schema made it."""
+    made = store / "home" / "ccmemory.db"
+    if (store / "replayed").exists() and made.exists():
+        version = sqlite3.connect(made).execute("PRAGMA user_version").fetchone()[0]
+        if version < migrations.target_version():
+            (store / "replayed").unlink()
+    return replayed_store(store, data)
 
 
 def compacted_size(path: Path) -> int:
@@ -83,7 +105,7 @@ def main() -> None:
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="ccmemory-bench-storage-"))
     os.environ["CCMEMORY_HOME"] = str(folder)
-    source = replayed_store(args.store, args.data)
+    source = current_replay(args.store, args.data)
     calls = sqlite3.connect(source).execute("SELECT COUNT(*) FROM memories WHERE source = 'capture'").fetchone()[0]
     before_embedding = compacted_size(fresh_copy(source, folder, "unembedded"))
     current = folder / "current" / "ccmemory.db"
@@ -95,15 +117,21 @@ def main() -> None:
         db = database.connect(current, vectors=True)
         embeddings.embed_pending(db, embeddings.Embedder(embeddings.ModelSpec()))
         db.close()
-    previous = folder / "previous" / "ccmemory.db"
-    previous.parent.mkdir()
+    float32 = folder / "float32" / "ccmemory.db"
+    float32.parent.mkdir()
     compacted_size(current)
-    shutil.copyfile(current, previous)
-    as_float32(previous)
-    sizes = {"this build": compacted_size(current), "previous (float32 vectors)": compacted_size(previous)}
-    groups = {name: by_group(path) for name, path in (("this build", current), ("previous (float32 vectors)",
-                                                                                 previous))}
+    shutil.copyfile(current, float32)
+    as_float32(float32)
+    empty = folder / "empty" / "ccmemory.db"
+    empty.parent.mkdir()
+    database.connect(empty).close()
+    paths = {"this build": current, "this build, float32 vectors": float32}
+    sizes = {name: compacted_size(path) for name, path in paths.items()}
     per_thousand = {name: size / calls * 1000 / 1e6 for name, size in sizes.items()}
+    groups = {name: {label: size / calls * 1000 / 1e6 for label, size in by_group(path).items()}
+              for name, path in paths.items()}
+    last_name, last_total, last_groups = LAST_BUILD
+    per_thousand[last_name], groups[last_name] = last_total, last_groups
     print(sizes, per_thousand, flush=True)
     labels = [group for group, _ in GROUPS] + ["other"]
     lines = [
@@ -113,18 +141,24 @@ def main() -> None:
         "",
         f"`coderecall-dev.json.gz` replayed through the hooks: {calls:,} captured tool calls plus session summaries; "
         f"every memory embedded; database checkpointed and vacuumed. Before embedding: "
-        f"{before_embedding / calls * 1000 / 1e6:.2f} MB per 1,000 calls.",
+        f"{before_embedding / calls * 1000 / 1e6:.2f} MB per 1,000 calls. An empty store takes "
+        f"{compacted_size(empty) / 1e6:.2f} MB (counted in the figures: a store's size over its calls).",
         "",
         "| layout | MB per 1,000 tool calls | " + " | ".join(labels) + " |",
         "|---|---:|" + "---:|" * len(labels),
     ]
-    for name in sizes:
+    for name in per_thousand:
         lines.append(f"| {name} | **{per_thousand[name]:.2f}** | "
-                     + " | ".join(f"{groups[name].get(label, 0) / calls * 1000 / 1e6:.2f}" for label in labels) + " |")
-    lines += ["", f"Ratio this build / previous: **{sizes['this build'] / sizes['previous (float32 vectors)']:.2f}**. "
-                  "Group columns are MB per 1,000 calls too. The keyword index is external-content FTS5 (inverted "
-                  "index and per-row sizes only, the text is read from the rows). `ccmemory stats` shows the size, the bytes per memory "
-                  "and last week's growth of a real store."]
+                     + " | ".join(f"{groups[name].get(label, 0):.2f}" for label in labels) + " |")
+    lines += ["", f"Ratio this build / {last_name.split(' (')[0]}: **{per_thousand['this build'] / last_total:.2f}**; "
+                  f"this build / its float32 layout: "
+                  f"**{sizes['this build'] / sizes['this build, float32 vectors']:.2f}**. Group columns are MB per "
+                  "1,000 calls too. The keyword index is external-content FTS5 (inverted index and per-row sizes "
+                  "only, the text is read from the rows). Since the last build: no usage row repeats the session a "
+                  "memory was created in (its `session_id`), one index serves session lookups and retried-capture "
+                  "detection, the category index leaves out 'general', vectors name their model by a small number, "
+                  "captured metadata keeps the tool and its call id only, JSON is stored without spaces. "
+                  "`ccmemory stats` shows the size, the bytes per memory and last week's growth of a real store."]
     write_section("storage", "Storage per 1,000 tool calls", "\n".join(lines))
 
 

@@ -78,7 +78,8 @@ def test_a_second_configured_model_re_embeds_everything_and_never_mixes(vdb, pro
     assert second.model_id != embedder.model_id and second.dims == 32
     assert embeddings.pending_count(vdb, second.model_id) == 3
     assert embeddings.embed_pending(vdb, second) == 3
-    stored = vdb.rows("SELECT model_id, length(vector) AS size FROM memory_embeddings")
+    stored = vdb.rows("SELECT m.model_id, length(e.vector) AS size FROM memory_embeddings e "
+                      "JOIN embedding_models m ON m.id = e.model")
     assert stored == [{"model_id": second.model_id, "size": 32}] * 3  # int8: one byte per dimension
     assert vdb.scalar("SELECT value FROM meta WHERE key = 'vector_index:memory'") == f"{second.model_id}|32"
     assert vdb.scalar("SELECT COUNT(*) FROM memory_vec") == 3
@@ -87,7 +88,8 @@ def test_a_second_configured_model_re_embeds_everything_and_never_mixes(vdb, pro
 
     assert embeddings.pending_count(vdb, embedder.model_id) == 3
     assert embeddings.embed_pending(vdb, embedder) == 3
-    assert {row["model_id"] for row in vdb.rows("SELECT model_id FROM memory_embeddings")} == {embedder.model_id}
+    assert {row["model_id"] for row in vdb.rows("SELECT m.model_id FROM memory_embeddings e "
+                                                "JOIN embedding_models m ON m.id = e.model")} == {embedder.model_id}
 
 
 def test_content_change_makes_a_memory_pending_again(vdb, project_dir, embedder):

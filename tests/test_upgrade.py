@@ -162,3 +162,44 @@ def test_creation_link_migration_removes_only_links_that_repeat_the_memory_sessi
         assert "memories_session" in plan
     finally:
         upgraded.close()
+
+
+def test_embedding_model_migration_keeps_every_vector_under_a_model_number(tmp_path: Path) -> None:
+    from ccmemory import memories, projects
+
+    path = tmp_path / "v10.db"
+    old = database.connect(path, migrate=False)
+    model = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8-8199be6f"
+    with old.transaction():
+        before = migrations.MIGRATIONS.index(migrations._m011_embedding_model_numbers)
+        for number, step in enumerate(migrations.MIGRATIONS[:before], 1):
+            step(old)
+            old.execute(f"PRAGMA user_version = {number}")
+        project = projects.project_id(old, str(tmp_path))
+        made = [memories.add(old, project_id=project, content=f"memory {n}") for n in range(3)]
+        for n, memory in enumerate(made):
+            old.execute("INSERT INTO memory_embeddings(item_seq, model_id, vector, indexed, created_at) "
+                        "VALUES (?, ?, ?, ?, '2026-01-01T00:00:00.000Z')",
+                        (memory.seq, model if n else "another-model", bytes([n]) * 4, n % 2))
+    old.close()
+
+    db = database.connect(path)
+    try:
+        assert {row["model_id"] for row in db.rows("SELECT model_id FROM embedding_models")} == {model, "another-model"}
+        rows = db.rows("SELECT e.item_seq, m.model_id, e.vector, e.indexed FROM memory_embeddings e "
+                       "JOIN embedding_models m ON m.id = e.model ORDER BY e.item_seq")
+        assert rows == [{"item_seq": memory.seq, "model_id": model if n else "another-model",
+                         "vector": bytes([n]) * 4, "indexed": n % 2} for n, memory in enumerate(made)]
+        columns = [row["name"] for row in db.rows("PRAGMA table_info(memory_embeddings)")]
+        assert columns == ["item_seq", "model", "vector", "indexed"]
+        # the triggers that named the rebuilt tables still work: a changed text drops its vector, queued for the index
+        with db.transaction():
+            db.execute("UPDATE memories SET content = 'memory 1, reworded' WHERE seq = ?", (made[1].seq,))
+        assert db.scalar("SELECT COUNT(*) FROM memory_embeddings WHERE item_seq = ?", (made[1].seq,)) == 0
+        assert db.scalar("SELECT COUNT(*) FROM vector_tombstones WHERE kind = 'memory' AND item_seq = ?",
+                         (made[1].seq,)) == 1
+        memories.delete(db, made[2].id, project_id=project, hard=True)
+        assert db.scalar("SELECT COUNT(*) FROM memory_embeddings") == 1
+        assert db.scalar("PRAGMA foreign_key_check") is None
+    finally:
+        db.close()

@@ -6,7 +6,7 @@ import numpy
 import pytest
 
 from ccmemory import db as database
-from ccmemory import memories, projects, vectors
+from ccmemory import embeddings, memories, projects, vectors
 
 MODEL = "test-model"
 DIMS = 64
@@ -29,11 +29,12 @@ def store(vdb, project_dir):
 
 
 def _store(db, found: dict[int, numpy.ndarray]) -> None:
+    model = embeddings.model_number(db, MODEL)
     with db.transaction():
         for seq, vector in found.items():
-            db.execute("INSERT INTO memory_embeddings(item_seq, model_id, vector, indexed, created_at) "
-                       "VALUES (?, ?, ?, 0, 'now') ON CONFLICT(item_seq) DO UPDATE SET vector = excluded.vector, "
-                       "indexed = 0", (seq, MODEL, vectors.quantize(vector.tobytes())))
+            db.execute("INSERT INTO memory_embeddings(item_seq, model, vector, indexed) "
+                       "VALUES (?, ?, ?, 0) ON CONFLICT(item_seq) DO UPDATE SET vector = excluded.vector, "
+                       "indexed = 0", (seq, model, vectors.quantize(vector.tobytes())))
 
 
 def _nearest(db, project, query, *, in_memory: bool, monkeypatch) -> list[int]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import clock, paths, tokens, vectors
+from . import paths, tokens, vectors
 from .db import Database
 from .errors import CCMemoryError
 
@@ -97,7 +97,7 @@ class ModelSpec:
 
     @property
     def model_id(self) -> str:
-        """The id stored beside every vector this model makes."""
+        """The id of the model that made a vector (stored once, in ``embedding_models``; see :func:`model_number`)."""
         if self.is_builtin:
             return BUILTIN_MODEL_ID
         if self.path:
@@ -343,6 +343,16 @@ def _claim_model(db: Database, kind: str, model_id: str) -> None:
             db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (_model_key(kind), model_id))
 
 
+def model_number(db: Database, model_id: str) -> int:
+    """The small number that stands for ``model_id`` in the embeddings tables (given on first use)."""
+    number = db.scalar("SELECT id FROM embedding_models WHERE model_id = ?", (model_id,))
+    if number is None:
+        with db.transaction():
+            db.execute("INSERT OR IGNORE INTO embedding_models(model_id) VALUES (?)", (model_id,))
+            number = db.scalar("SELECT id FROM embedding_models WHERE model_id = ?", (model_id,))
+    return int(number)
+
+
 def pending_count(db: Database, model_id: str) -> int:
     """How many memories and chunks still need a vector of ``model_id``."""
     total = 0
@@ -404,6 +414,7 @@ def embed_pending(
     for kind, (table, sql) in _PENDING.items():
         _, emb_table, _ = vectors.KINDS[kind]
         _claim_model(db, kind, embedder.model_id)
+        model = model_number(db, embedder.model_id)
         while limit is None or done < limit:
             size = batch_size if limit is None else min(batch_size, limit - done)
             batch = db.rows(sql, (size,))
@@ -411,7 +422,6 @@ def embed_pending(
                 break
             vecs = embedder.embed(texts_to_embed(batch, transcripts) if kind == "memory" else
                                   [row["text"] for row in batch])
-            now = clock.now()
             with db.transaction():
                 for row, vector in zip(batch, vecs):
                     db.execute(f"UPDATE {table} SET needs_embedding = 0 WHERE seq = ? AND content = ?",
@@ -419,11 +429,10 @@ def embed_pending(
                     if db.changes() == 0:
                         continue
                     db.execute(
-                        f"INSERT INTO {emb_table}(item_seq, model_id, vector, indexed, created_at) "
-                        f"VALUES (?, ?, ?, 0, ?) ON CONFLICT(item_seq) DO UPDATE SET "
-                        f"model_id = excluded.model_id, vector = excluded.vector, indexed = 0, "
-                        f"created_at = excluded.created_at",
-                        (row["seq"], embedder.model_id, vectors.quantize(vector), now),
+                        f"INSERT INTO {emb_table}(item_seq, model, vector, indexed) VALUES (?, ?, ?, 0) "
+                        f"ON CONFLICT(item_seq) DO UPDATE SET model = excluded.model, vector = excluded.vector, "
+                        f"indexed = 0",
+                        (row["seq"], model, vectors.quantize(vector)),
                     )
             done += len(batch)
             if progress:

@@ -444,9 +444,48 @@ def _m010_leaner_memory_indexes(db: Database) -> None:
     _run_script(db, _M010)
 
 
+_M011_EMBEDDINGS = """
+CREATE TABLE {table}_new (
+    item_seq INTEGER PRIMARY KEY REFERENCES {items}(seq) ON DELETE CASCADE,
+    model    INTEGER NOT NULL REFERENCES embedding_models(id),
+    vector   BLOB NOT NULL,
+    indexed  INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO {table}_new(item_seq, model, vector, indexed)
+    SELECT e.item_seq, m.id, e.vector, e.indexed FROM {table} e JOIN embedding_models m ON m.model_id = e.model_id;
+DROP TABLE {table};
+ALTER TABLE {table}_new RENAME TO {table};
+CREATE INDEX {table}_unindexed ON {table}(model) WHERE indexed = 0;
+"""
+
+
+def _m011_embedding_model_numbers(db: Database) -> None:
+    """Each stored vector names its model by a small number (``embedding_models``), not a ~60-character id.
+
+    The tables are rebuilt without the per-row model id and creation time (nothing read the
+    time). The triggers that name them are dropped first and made again from their stored SQL,
+    so the rename sees no reference to a missing table; ``indexed`` flags carry over, so the
+    vector index (keyed by item seq) needs no rebuild.
+    """
+    db.execute("CREATE TABLE embedding_models (id INTEGER PRIMARY KEY, model_id TEXT NOT NULL UNIQUE)")
+    db.execute("INSERT INTO embedding_models(model_id) "
+               "SELECT model_id FROM memory_embeddings UNION SELECT model_id FROM chunk_embeddings")
+    triggers = db.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND "
+        "(sql LIKE '%memory\\_embeddings%' ESCAPE '\\' OR sql LIKE '%chunk\\_embeddings%' ESCAPE '\\')"
+    ).fetchall()
+    for name, _sql in triggers:
+        db.execute(f'DROP TRIGGER "{name}"')
+    for table, items in (("memory_embeddings", "memories"), ("chunk_embeddings", "chunks")):
+        _run_script(db, _M011_EMBEDDINGS.format(table=table, items=items))
+    for _name, sql in triggers:
+        db.execute(sql)
+
+
 MIGRATIONS: List[Callable[[Database], None]] = [
     _m001_initial, _m002_docmem, _m003_memory_files, _m004_local_context, _m005_rare_row_indexes, _m006_knowledge,
     _m007_porter_stemming, _m008_int8_vectors, _m009_creation_links_derived, _m010_leaner_memory_indexes,
+    _m011_embedding_model_numbers,
 ]
 _BACKUPS_KEPT = 3
 

@@ -32,12 +32,14 @@ KINDS = {
     "chunk": ("chunk_vec", "chunk_embeddings",
               "SELECT d.project_id FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.seq = ?"),
 }
+#: The number an embeddings row stores for the model whose id is the parameter (``embedding_models``).
+MODEL_NUMBER = "SELECT id FROM embedding_models WHERE model_id = ?"
 #: kind -> SQL giving (seq, vector) of every stored vector of a model in a project.
 PROJECT_VECTORS = {
     "memory": "SELECT e.item_seq AS seq, e.vector AS vector FROM memory_embeddings e "
-              "JOIN memories m ON m.seq = e.item_seq WHERE e.model_id = ? AND m.project_id = ?",
+              f"JOIN memories m ON m.seq = e.item_seq WHERE e.model = ({MODEL_NUMBER}) AND m.project_id = ?",
     "chunk": "SELECT e.item_seq AS seq, e.vector AS vector FROM chunk_embeddings e JOIN chunks c ON c.seq = e.item_seq "
-             "JOIN documents d ON d.id = c.document_id WHERE e.model_id = ? AND d.project_id = ?",
+             f"JOIN documents d ON d.id = c.document_id WHERE e.model = ({MODEL_NUMBER}) AND d.project_id = ?",
 }
 #: Bit-index candidates rescored per search, at least: the sign bits of MiniLM vectors rank coarsely
 #: (recall@10 vs exact on 10k distinct real texts: 0.92 with 50, 0.97 with 100, 0.99 with 400).
@@ -124,7 +126,7 @@ def _has_work(db: Database, kind: str, model_id: str) -> bool:
     _, emb_table, _ = KINDS[kind]
     return bool(
         db.scalar("SELECT 1 FROM vector_tombstones WHERE kind = ? LIMIT 1", (kind,))
-        or db.scalar(f"SELECT 1 FROM {emb_table} WHERE indexed = 0 AND model_id = ? LIMIT 1", (model_id,))
+        or db.scalar(f"SELECT 1 FROM {emb_table} WHERE indexed = 0 AND model = ({MODEL_NUMBER}) LIMIT 1", (model_id,))
     )
 
 
@@ -141,7 +143,7 @@ def sync(db: Database, kind: str, model_id: str) -> int:
             db.execute(f"DELETE FROM {vec_table} WHERE rowid = ?", (seq,))
         db.execute("DELETE FROM vector_tombstones WHERE kind = ?", (kind,))
         pending = db.rows(
-            f"SELECT item_seq, vector FROM {emb_table} WHERE indexed = 0 AND model_id = ?", (model_id,)
+            f"SELECT item_seq, vector FROM {emb_table} WHERE indexed = 0 AND model = ({MODEL_NUMBER})", (model_id,)
         )
         added: list[tuple[int, int, bytes]] = []
         for row in pending:
@@ -261,14 +263,14 @@ def nearest(
     candidates = max(MIN_CANDIDATES, limit * 4)
     if keep_in_memory:
         seqs = _SignIndex.get(db, kind, project_id, model_id).nearest(query, candidates)
-        rows = db.rows(f"SELECT item_seq AS seq, vector FROM {emb_table} WHERE model_id = ? "
+        rows = db.rows(f"SELECT item_seq AS seq, vector FROM {emb_table} WHERE model = ({MODEL_NUMBER}) "
                        f"AND item_seq IN ({','.join('?' * len(seqs))})", (model_id, *seqs)) if seqs else []
     else:
         rows = db.rows(
             f"WITH candidates AS (SELECT rowid FROM {vec_table} WHERE embedding MATCH vec_quantize_binary(?) "
             f"AND k = ? AND project_id = ?) "
             f"SELECT e.item_seq AS seq, e.vector AS vector FROM candidates c "
-            f"JOIN {emb_table} e ON e.item_seq = c.rowid AND e.model_id = ?",
+            f"JOIN {emb_table} e ON e.item_seq = c.rowid AND e.model = ({MODEL_NUMBER})",
             (query, candidates, project_id, model_id),
         )
     if not rows:
