@@ -145,8 +145,10 @@ def test_each_hook_fires_once_per_event(sessions: Sessions) -> None:
 
 
 def test_observations_of_every_tool_call_are_stored(sessions: Sessions) -> None:
+    # Async capture stores each call from a child of its own, so rows may be written out of order:
+    # call order is the time each payload arrived (created_at), not the row number.
     captured = rows(sessions.db_path, "SELECT content, files FROM memories WHERE session_id = ? AND source = 'capture' "
-                                      "ORDER BY seq", (sessions.first_id,))
+                                      "ORDER BY created_at, seq", (sessions.first_id,))
     assert len(captured) == 4, captured
     assert MARKER in captured[0]["content"]
     assert "does-not-exist-ccmemory" in captured[1]["content"]
