@@ -105,22 +105,26 @@ def check_context(context_type: Any, context_name: Any, context_value: Any) -> t
             "All context fields (context_type, context_name, context_value) are required as text; "
             "use '' for an empty one."
         )
-    if any(len(field) > MAX_CONTEXT_CHARS for field in fields):
+    # The limit holds for the stored text: redaction may lengthen it (a short secret, a lone surrogate).
+    stored = tuple(field if len(field) > MAX_CONTEXT_CHARS else redact(field) for field in fields)
+    if any(len(field) > MAX_CONTEXT_CHARS for field in stored):
         raise ValidationError(
             f"Context fields must be 0 to {MAX_CONTEXT_CHARS} characters; got "
-            f"{', '.join(repr(f) for f in fields if len(f) > MAX_CONTEXT_CHARS)}."
+            f"{', '.join(repr(f) for f in stored if len(f) > MAX_CONTEXT_CHARS)}."
         )
-    return (redact(context_type), redact(context_name), redact(context_value))
+    return stored  # type: ignore[return-value]
 
 
 def _check_content(content: Any) -> str:
     """Node text as stored: bounded, with private spans and secrets removed."""
     if not isinstance(content, str):
         raise ValidationError(f"Content must be text, got {type(content).__name__}.")
+    if len(content) <= MAX_NODE_CHARS:
+        content = redact(content)  # the limit holds for the stored text, which redaction may lengthen
     if len(content) > MAX_NODE_CHARS:
         raise ValidationError(f"Content is {len(content):,} characters; a node holds at most {MAX_NODE_CHARS:,}. "
                               "Split it into several nodes.")
-    return redact(content)
+    return content
 
 
 def _check_mode(mode: Any) -> str:

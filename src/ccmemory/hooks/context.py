@@ -126,6 +126,8 @@ def files_section(db: Any, project_id: int, room: int) -> str:
     title = ("\nMemory files (Claude's memory tool, the ccmemory `memory` tool; /memories is this project, "
              "/memories/user is shared by all your projects; newest first):\n")
     room -= len(title) + 200  # keep room for the list of files left out
+    if room < 0:  # not even the title and that list fit
+        return ""
     blocks: dict[int, str] = {}
     for whole_only in (True, False):
         for index, row in enumerate(rows):

@@ -114,9 +114,9 @@ class Runtime:
         """Run one tool; returns its text and whether it is an error."""
         with self._lock:
             try:
-                return bounded_result(tool.handler(self._open(), arguments)), False
+                return bounded_result(tool.handler(self._open(), storable_arguments(arguments))), False
             except (ToolError, CCMemoryError) as exc:
-                return str(exc), True
+                return bounded_result(str(exc)), True  # an error may echo an argument of any size
             except Exception as exc:
                 log.exception("Tool %s failed", tool.name)
                 return (f"{tool.name} failed unexpectedly ({type(exc).__name__}: {exc}). The MCP server's stderr "
@@ -135,9 +135,19 @@ class Runtime:
             self._lock.release()
 
 
+def storable_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Text arguments (and lists of text) with lone surrogates as their escapes: JSON may carry them, SQLite cannot."""
+    def text(value: Any) -> Any:
+        return storable(value) if isinstance(value, str) else value
+
+    return {key: [text(item) for item in value] if isinstance(value, list) else text(value)
+            for key, value in arguments.items()}
+
+
 def bounded_result(text: str) -> str:
-    """A tool's text as sent: at most :data:`MAX_RESULT_CHARS` (with a note) and valid UTF-8."""
+    """A tool's text as sent: valid UTF-8 (escaping may lengthen it), then at most :data:`MAX_RESULT_CHARS`."""
+    text = storable(text)
     if len(text) > MAX_RESULT_CHARS:
         text = (text[:MAX_RESULT_CHARS] + f"\n[… {len(text) - MAX_RESULT_CHARS:,} more characters cut; "
                 "ask for less: fewer ids, a lower limit or a narrower query]")
-    return storable(text)
+    return text
