@@ -90,6 +90,9 @@ SALIENCE_WEIGHT = 0.1
 NAME_WEIGHT = 0.1
 DATE_WEIGHT = 0.3
 COMMON_WORD_SHARE = 0.2
+#: ... or in more rows than this, whatever the share: FTS5 scores every row a word is in, so in a
+#: large store a word that common costs milliseconds and barely changes the ranking.
+COMMON_WORD_MAX_ROWS = 5000
 _COMMON_WORD_MIN_ROWS = 1000
 #: Curated knowledge (sections of the project's markdown, see ccmemory.knowledge) outranks a raw
 #: observation that answers as well: its score is multiplied by this, capped at 1.
@@ -173,8 +176,9 @@ def fts_query(query: str, db: Database | None = None, vocabulary: str | None = N
 
     User syntax (quotes, operators, colons) can never cause an FTS5 syntax error.
     Given the fts5vocab table and the row count, words found in more than
-    :data:`COMMON_WORD_SHARE` of the rows are left out (unless nothing would be
-    left): they barely change the ranking but make FTS5 score most of the table.
+    :data:`COMMON_WORD_SHARE` of the rows, or in more than :data:`COMMON_WORD_MAX_ROWS`,
+    are left out (unless nothing would be left): they barely change the ranking
+    but make FTS5 score a large part of the table.
     A word's frequency is that of its rarest index term (after stemming).
     """
     terms = query_terms(query)
@@ -183,7 +187,8 @@ def fts_query(query: str, db: Database | None = None, vocabulary: str | None = N
         for term, indexed in zip(terms, stems(db, terms)):
             counts = [db.scalar(f"SELECT doc FROM {vocabulary} WHERE term = ?", (stem,)) or 0 for stem in indexed]
             frequency[term] = min(counts) if counts else 0
-        rare = [term for term in terms if frequency[term] <= rows * COMMON_WORD_SHARE]
+        limit = min(rows * COMMON_WORD_SHARE, COMMON_WORD_MAX_ROWS)
+        rare = [term for term in terms if frequency[term] <= limit]
         terms = rare or sorted(terms, key=lambda term: frequency[term])[:1]
     return " OR ".join(f'"{term}"' for term in terms) if terms else None
 
