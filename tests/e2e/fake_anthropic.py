@@ -5,6 +5,7 @@ agent's requests (those offering the ``Bash`` tool) are answered from ``script``
 n-th entry answers when n assistant turns are already in the conversation (the last entry
 repeats), or a function of the request body. Any other request (a title, a summary, a quota
 probe) gets ``side_text``. Replies stream as server-sent events when the request asks for it.
+``delay`` (seconds, default 0) holds each agent reply back, as a model's thinking time would.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
@@ -28,9 +30,10 @@ def text(value: str) -> Block:
 
 
 class FakeAnthropic:
-    def __init__(self, script: Script, side_text: str = "Fake summary.") -> None:
+    def __init__(self, script: Script, side_text: str = "Fake summary.", delay: float = 0.0) -> None:
         self.script = script
         self.side_text = side_text
+        self.delay = delay
         self.requests: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -94,6 +97,8 @@ def _handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             if "count_tokens" in self.path:
                 self._json({"input_tokens": 100})
                 return
+            if fake.delay and _is_agent(body):
+                time.sleep(fake.delay)
             blocks, stop = fake.reply(body)
             message = {
                 "id": f"msg_fake{next(fake._ids)}", "type": "message", "role": "assistant",
