@@ -95,16 +95,19 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=DEFAULT_STORE)
     parser.add_argument("--data", type=Path, default=DATASET, help="coderecall-dev.json.gz (default: ../shared/bench-data)")
     parser.add_argument("--embedded", type=Path, required=True, help="the replayed store embedded by this build")
-    parser.add_argument("--previous", default=PREVIOUS)
+    parser.add_argument("--previous", default=PREVIOUS,
+                        help="a commit to compare with, or none (a build older than the replay's schema cannot read it)")
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="ccmemory-bench-cli-"))
     project = folder / "project"
     project.mkdir()
     (project / ".git").mkdir()
-    builds = {"previous": previous_source(args.previous, folder / "previous-build"), "this build": REPO / "src"}
+    builds = {"this build": REPO / "src"}
+    if args.previous != "none":  # its store is the replay made by this build's hooks, migrated by its own code
+        builds = {"previous": previous_source(args.previous, folder / "previous-build"), **builds}
     homes = {name: folder / f"home-{index}" for index, name in enumerate(builds)}
-    source = replayed_store(args.store, args.data)
+    source = replayed_store(args.store, args.data) if "previous" in builds else args.embedded
     for name, home in homes.items():
         home.mkdir()
         if name == "this build":
@@ -150,12 +153,17 @@ def main() -> None:
         "the replayed coding sessions with every vector. A bare `python -c pass` took "
         f"{statistics.median(bare):.0f} ms. Target: 500 ms.",
         "",
-        f"| command | previous ({args.previous}) | this build | ratio |",
-        "|---|---:|---:|---:|",
+        f"| command | previous ({args.previous}) | this build | ratio |" if "previous" in builds
+        else "| command | this build |",
+        "|---|---:|---:|---:|" if "previous" in builds else "|---|---:|",
     ]
     for label, by in timings.items():
-        before, after = statistics.median(by["previous"]), statistics.median(by["this build"])
-        lines.append(f"| `{label}` | {before:.0f} | {after:.0f} | {after / before:.2f} |")
+        after = statistics.median(by["this build"])
+        if "previous" in builds:
+            before = statistics.median(by["previous"])
+            lines.append(f"| `{label}` | {before:.0f} | {after:.0f} | {after / before:.2f} |")
+        else:
+            lines.append(f"| `{label}` | {after:.0f} |")
     lines += ["", "What the model costs this build, in one fresh process (milliseconds): "
               + "; ".join(f"{step} {value:.0f}" for step, value in cost.items()) + "."]
     write_section("cli", "CLI commands as whole processes", "\n".join(lines))
