@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from schema_helpers import store_before
+
 from ccmemory import db as database
 from ccmemory import memories, migrations, paths, projects, sessions
 from ccmemory.errors import NotFoundError, ValidationError
@@ -425,11 +427,7 @@ def test_parallel_writers_lose_nothing_and_duplicate_nothing(home, project_dir):
 def test_an_older_store_is_migrated_to_stemmed_keyword_indexes(home, project_dir):
     from ccmemory import db as database, migrations, projects, search
 
-    old = database.connect(migrate=False)
-    with old.transaction():
-        for migration in migrations.MIGRATIONS[:6]:
-            migration(old)
-        old.execute("PRAGMA user_version = 6")
+    old = store_before(migrations._m007_porter_stemming)
     project = projects.project_id(old, project_dir)
     memories.add(old, project_id=project, content="Fixed the flaky uploads by retrying connections")
     assert search.search(old, "fixes", project_id=project, mode="keyword") == []
@@ -449,12 +447,8 @@ def test_the_int8_migration_converts_stored_float_vectors(tmp_path):
     from array import array
 
     path = tmp_path / "v2.db"
-    old = database.connect(path, migrate=False)
+    old = store_before(migrations._m008_int8_vectors, path)
     with old.transaction():
-        before = migrations.MIGRATIONS.index(migrations._m008_int8_vectors)
-        for number, step in enumerate(migrations.MIGRATIONS[:before], 1):
-            step(old)
-            old.execute(f"PRAGMA user_version = {number}")
         project = projects.project_id(old, str(tmp_path))
         memory = memories.add(old, project_id=project, content="a memory embedded by an older build")
         seq = old.scalar("SELECT seq FROM memories WHERE id = ?", (memory.id,))

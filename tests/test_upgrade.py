@@ -11,6 +11,8 @@ import os
 import sqlite3
 from pathlib import Path
 
+from schema_helpers import store_before
+
 from ccmemory import db as database, migrations, paths
 
 V1_TABLES = ("projects", "sessions", "memories", "session_memories", "memory_relationships", "documents", "chunks")
@@ -129,12 +131,8 @@ def test_creation_link_migration_removes_only_links_that_repeat_the_memory_sessi
     from ccmemory import memories, projects
 
     path = tmp_path / "v8.db"
-    old = database.connect(path, migrate=False)
+    old = store_before(migrations._m009_creation_links_derived, path)
     with old.transaction():
-        before = migrations.MIGRATIONS.index(migrations._m009_creation_links_derived)
-        for number, step in enumerate(migrations.MIGRATIONS[:before], 1):
-            step(old)
-            old.execute(f"PRAGMA user_version = {number}")
         project = projects.project_id(old, str(tmp_path))
         first = memories.add(old, project_id=project, content="made in s-1", session_id="s-1").id
         second = memories.add(old, project_id=project, content="made in s-2", session_id="s-2").id
@@ -168,13 +166,9 @@ def test_embedding_model_migration_keeps_every_vector_under_a_model_number(tmp_p
     from ccmemory import memories, projects
 
     path = tmp_path / "v10.db"
-    old = database.connect(path, migrate=False)
+    old = store_before(migrations._m011_embedding_model_numbers, path)
     model = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8-8199be6f"
     with old.transaction():
-        before = migrations.MIGRATIONS.index(migrations._m011_embedding_model_numbers)
-        for number, step in enumerate(migrations.MIGRATIONS[:before], 1):
-            step(old)
-            old.execute(f"PRAGMA user_version = {number}")
         project = projects.project_id(old, str(tmp_path))
         made = [memories.add(old, project_id=project, content=f"memory {n}") for n in range(3)]
         for n, memory in enumerate(made):
