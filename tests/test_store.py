@@ -460,3 +460,13 @@ def test_the_int8_migration_converts_stored_float_vectors(tmp_path):
     assert array("b", row["vector"]).tolist() == [127, -64, 0, 25]
     assert row["indexed"] == 0  # the vector index re-syncs from the converted rows
     upgraded.close()
+
+
+def test_an_id_that_is_not_ascii_is_not_found_not_an_error(db, project_dir):
+    project = projects.project_id(db, project_dir)
+    memories.add(db, project_id=project, content="kept")
+    for odd in ("\ud800abcdefgh", "é" * 10, "x\udfff"):
+        with pytest.raises(NotFoundError):
+            memories.get(db, odd, project_id=project)
+    assert memories.get_many(db, ["\ud800abcdefgh"], project_id=project)[1] == ["\ud800abcdefgh"]
+

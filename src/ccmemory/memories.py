@@ -305,7 +305,7 @@ def resolve_id(db: Database, memory_id: str, *, project_id: int | None) -> str:
         raise ValidationError("A memory id is required; find ids with memory_search or `ccmemory list`")
     memory_id = memory_id.strip()
     where, params = _scope(project_id)
-    if len(memory_id) <= MAX_ID_CHARS:
+    if len(memory_id) <= MAX_ID_CHARS and memory_id.isascii():  # ids are ASCII; other text is never one
         if db.scalar(f"SELECT 1 FROM memories WHERE id = ?{where}", (memory_id, *params)):
             return memory_id
         if len(memory_id) >= MIN_ID_PREFIX:
@@ -323,7 +323,8 @@ def resolve_id(db: Database, memory_id: str, *, project_id: int | None) -> str:
 def get(db: Database, memory_id: str, *, project_id: int | None) -> Memory:
     """One memory of ``project_id`` by id (or unique id prefix); deleted ones included."""
     where, params = _scope(project_id)
-    row = db.one(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?{where}", (memory_id, *params))
+    row = (db.one(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?{where}", (memory_id, *params))
+           if isinstance(memory_id, str) and memory_id.isascii() else None)
     if row is None:
         full_id = resolve_id(db, memory_id, project_id=project_id)
         row = db.one(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?", (full_id,))
