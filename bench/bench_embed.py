@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -30,7 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ccmemory import db as database  # noqa: E402
@@ -42,18 +44,29 @@ DEFAULT_STORE = Path.home() / ".cache" / "ccmemory-bench" / "coderecall-replay"
 
 
 # The shared folder beside the repository (``../shared`` from its root).
-DATASET = Path(__file__).resolve().parents[1].parent / "shared" / "bench-data" / "coderecall-dev.json.gz"
+DATASET = REPO.parent / "shared" / "bench-data" / "coderecall-dev.json.gz"
+
+
+def capture_code_hash() -> str:
+    """A hash of the code that decides what a replay stores (hooks, store, redaction, schema)."""
+    source = REPO / "src" / "ccmemory"
+    files = sorted([*(source / "hooks").glob("*.py"), *(source / name for name in (
+        "memories.py", "sessions.py", "projects.py", "redaction.py", "db.py", "migrations.py", "rules/secrets.json"))])
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def replayed_store(store: Path, dataset: Path = DATASET) -> Path:
-    """The database of a finished replay of the coding sessions (made on first use)."""
+    """The database of a finished replay of the coding sessions, made again when the capture code changed."""
     done = store / "replayed"
-    if not done.exists():
+    if not done.exists() or done.read_text() != capture_code_hash():
         shutil.rmtree(store, ignore_errors=True)
         store.mkdir(parents=True)
         with gzip.open(dataset, "rt", encoding="utf-8") as handle:
             replay(json.load(handle), store, "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable)
-        done.write_text("ok")
+        done.write_text(capture_code_hash())
     return store / "home" / "ccmemory.db"
 
 

@@ -5,8 +5,8 @@ Run: python bench/bench_storage.py [--store DIR] [--data FILE] [--embedded DB]
 The store is ``coderecall-dev.json.gz`` replayed through the hooks
 (``bench/coderecall.py``'s replay, kept in ``--store`` outside the repository), migrated and
 fully embedded by this build (or ``--embedded``: a copy already embedded by
-``bench/bench_embed.py``). A replay made by an older build (an older schema) is
-made again, since capture changes with the build. Side by side in the same run,
+``bench/bench_embed.py``). A replay made by other capture code (hooks, store,
+redaction or schema) is made again, since what is stored changes with it. Side by side in the same run,
 a copy of it gets the float32 vector layout of the builds before int8 (four bytes
 per dimension); both are checkpointed and vacuumed, then measured per table with
 ``dbstat``. The build before this one's storage changes is shown as measured by
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ccmemory import db as database  # noqa: E402
-from ccmemory import embeddings, migrations  # noqa: E402
+from ccmemory import embeddings  # noqa: E402
 from bench_embed import DATASET, DEFAULT_STORE, fresh_copy, replayed_store  # noqa: E402
 from report import write_section  # noqa: E402
 
@@ -53,14 +53,6 @@ LAST_BUILD = ("build 0df3f6d (measured 2026-11-25)", 2.54,
                "sessions": 0.08, "stored vectors": 0.57, "vector index (sqlite-vec)": 0.12, "other": 0.12})
 
 
-def current_replay(store: Path, data: Path) -> Path:
-    """The replayed store, replayed again when a build with an older schema made it."""
-    made = store / "home" / "ccmemory.db"
-    if (store / "replayed").exists() and made.exists():
-        version = sqlite3.connect(made).execute("PRAGMA user_version").fetchone()[0]
-        if version < migrations.target_version():
-            (store / "replayed").unlink()
-    return replayed_store(store, data)
 
 
 def compacted_size(path: Path) -> int:
@@ -105,7 +97,7 @@ def main() -> None:
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="ccmemory-bench-storage-"))
     os.environ["CCMEMORY_HOME"] = str(folder)
-    source = current_replay(args.store, args.data)
+    source = replayed_store(args.store, args.data)
     calls = sqlite3.connect(source).execute("SELECT COUNT(*) FROM memories WHERE source = 'capture'").fetchone()[0]
     before_embedding = compacted_size(fresh_copy(source, folder, "unembedded"))
     current = folder / "current" / "ccmemory.db"
@@ -157,7 +149,8 @@ def main() -> None:
                   "only, the text is read from the rows). Since the last build: no usage row repeats the session a "
                   "memory was created in (its `session_id`), one index serves session lookups and retried-capture "
                   "detection, the category index leaves out 'general', vectors name their model by a small number, "
-                  "captured metadata keeps the tool and its call id only, JSON is stored without spaces. "
+                  "captured metadata keeps the tool, its call id and the function an edit changed, JSON is "
+                  "stored without spaces, an edit stores the context lines it repeats once. "
                   "`ccmemory stats` shows the size, the bytes per memory and last week's growth of a real store."]
     write_section("storage", "Storage per 1,000 tool calls", "\n".join(lines))
 

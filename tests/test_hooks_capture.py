@@ -348,3 +348,21 @@ def test_mcp_error_results_are_gotchas() -> None:
 ])
 def test_redaction_precision(text: str, expected: str) -> None:
     assert redaction.redact(text) == expected
+
+
+def test_an_edit_is_stored_as_a_diff_with_its_context_once(home: Path, project_dir: Path) -> None:
+    from ccmemory.embedding_text import condensed
+
+    target = str(project_dir / "up.py")
+    old = "def retry():\n    delay = 1\n    return delay\n"
+    new = "def retry():\n    delay = 5\n    return delay\n"
+    payload = tool_call("s-diff", project_dir, "Edit", {"file_path": target, "old_string": old, "new_string": new},
+                        {"filePath": target}, "toolu_diff")
+    assert_quiet_success(run_hook("post_tool_use", payload, home))
+    [memory] = memories_of(home, "s-diff")
+    assert memory["content"] == "Edited up.py\n  def retry():\n-     delay = 1\n+     delay = 5\n      return delay"
+    # what is embedded is what the older form (context on both sides) gave
+    repeated = ("Edited up.py\n- def retry():\n-     delay = 1\n-     return delay\n"
+                "+ def retry():\n+     delay = 5\n+     return delay")
+    assert condensed(memory["content"]) == condensed(repeated) == "Edited up.py\ndef retry():\n-     delay = 1\n+     delay = 5"
+

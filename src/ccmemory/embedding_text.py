@@ -25,8 +25,15 @@ _DEFINITION = re.compile(r"^\s*(export\s+)?(async\s+)?(def|class|function|func|f
 
 
 def condensed(content: str) -> str:
-    """An observation without the diff context it repeats and with long output blocks cut."""
+    """An observation without the diff context it repeats and with long output blocks cut.
+
+    An edit stores its context once, as lines starting with two spaces (older rows repeat
+    it on both sides, as ``-`` and ``+`` lines); either way only context lines naming a
+    function or class are kept.
+    """
     lines = content.splitlines()
+    if lines and lines[0].startswith("Edited ") and not lines[0].startswith("Edited notebook "):
+        lines = [lines[0]] + [kept for kept in map(_context, lines[1:]) if kept]
     removed = {line[2:].strip() for line in lines if line.startswith("- ")}
     added = {line[2:].strip() for line in lines if line.startswith("+ ")}
     unchanged = removed & added
@@ -51,6 +58,13 @@ def condensed(content: str) -> str:
             continue
         kept.append(line.rstrip())
     return "\n".join(kept)[:MAX_CHARS]
+
+
+def _context(line: str) -> str:
+    """An edit's context line as the definition it names (unprefixed), or "" when it names none."""
+    if not line.startswith("  "):
+        return line
+    return line[2:].rstrip() if _DEFINITION.match(line[2:]) else ""
 
 
 def memory_text(content: str, request: str | None = None) -> str:

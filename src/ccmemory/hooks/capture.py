@@ -1,7 +1,8 @@
 """PostToolUse capture: one episodic observation per tool call.
 
 Each observation is a few readable lines (what the tool did, on which files,
-with a capped excerpt of its input and result), stored as a memory with
+with a capped excerpt of its input and result; an edit as a diff whose context
+lines are stored once), stored as a memory with
 sector ``episodic``, tier ``session``, source ``capture`` and the tool call's
 ``tool_use_id`` as dedupe key, so a re-delivered payload is stored once.
 
@@ -252,11 +253,24 @@ class _Builder:
         self._edit_lines(self.input, self.limit // 2)
 
     def _edit_lines(self, edit: dict[str, Any], limit: int) -> None:
+        """The edit as a diff: the lines it keeps at either end once (two spaces), then ``-`` and ``+`` lines.
+
+        Claude Code's ``old_string`` and ``new_string`` repeat the context that locates a change;
+        storing it once keeps an edit readable and its row smaller.
+        """
         old, new = edit.get("old_string"), edit.get("new_string")
-        if isinstance(old, str) and old:
-            self.lines.append("- " + self.field(old, limit).replace("\n", "\n- "))
-        if isinstance(new, str) and new:
-            self.lines.append("+ " + self.field(new, limit).replace("\n", "\n+ "))
+        before = self.field(old, limit).split("\n") if isinstance(old, str) and old else []
+        after = self.field(new, limit).split("\n") if isinstance(new, str) and new else []
+        lead = 0
+        while lead < min(len(before), len(after)) and before[lead] == after[lead]:
+            lead += 1
+        trail = 0
+        while trail < min(len(before), len(after)) - lead and before[-1 - trail] == after[-1 - trail]:
+            trail += 1
+        self.lines.extend("  " + line for line in before[:lead])
+        self.lines.extend("- " + line for line in before[lead:len(before) - trail])
+        self.lines.extend("+ " + line for line in after[lead:len(after) - trail])
+        self.lines.extend("  " + line for line in before[len(before) - trail:])
 
     def _tool_MultiEdit(self) -> None:
         shown = self.add_file(self.arg("file_path"))
