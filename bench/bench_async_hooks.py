@@ -79,6 +79,10 @@ def main() -> None:
         (sync_s, sync_ran), (async_s, async_ran) = outcome[False], outcome[True]
         lines.append(f"| {version} | {sync_s:.1f} | {async_s:.1f} | {sync_s - async_s:.1f} | "
                      f"{sync_ran}/{args.calls} | {async_ran}/{args.calls} |")
+    lines += ["", "Both versions run async hooks without making the tool call wait. An async hook still running "
+                  "when `claude -p` exits is ended with it, so ccmemory's capture hook forks after reading its "
+                  "payload and stores the observation from a child in a session of its own (every call stored: "
+                  "see the 50-call session section)."]
     write_section("async-hooks", "Are async hooks honoured?", "\n".join(lines))
 
 
