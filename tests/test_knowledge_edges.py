@@ -1,0 +1,270 @@
+"""Acceptance criteria of seed 001 that had no test: F2.5 (an embedding failure during `ccmemory index`),
+F5.5 (`ccmemory add` through $EDITOR, an invalid category) and NF6 (a custom `knowledge_dir` in
+`.claude/memory.config.json` honoured by init, index, the git hook, discover and promote).
+
+F6's "a corrupted template is logged and skipped" is not here: the templates are read from the installed
+package (``importlib.resources`` in ``ccmemory.knowledge.scaffold``) and no setting points init at another
+templates folder, so a broken template cannot be provoked without altering the installed package.
+
+Everything runs the real CLI in a subprocess on fixture repositories in temp directories.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ccmemory import db as database
+from knowledge_helpers import AUTH, GOTCHAS, make_repo, write_files
+
+
+def env_for(home: Path, **extra: str) -> dict[str, str]:
+    env = {**os.environ, "CCMEMORY_HOME": str(home), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com", **extra}
+    env.pop("CLAUDE_PROJECT_DIR", None)
+    return env
+
+
+def ccmemory(home: Path, root: Path, *args: str, stdin: str = "", **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ccmemory", *args], cwd=root, env=env_for(home, **extra),
+                          input=stdin, capture_output=True, text=True, timeout=180)
+
+
+def on_terminal(home: Path, root: Path, *args: str, answer: str | None = None, wait_for: bytes = b"",
+                **extra: str) -> tuple[int, str]:
+    """Run the CLI with a pseudo-terminal as stdin/stdout/stderr; type ``answer`` once ``wait_for`` shows."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "ccmemory", *args], cwd=root, env=env_for(home, **extra),
+                               stdin=follower, stdout=follower, stderr=follower, close_fds=True)
+    os.close(follower)
+    output = b""
+    answered = answer is None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+            if not answered and wait_for in output:
+                os.write(leader, answer.encode() + b"\n")
+                answered = True
+        elif process.poll() is not None:
+            break
+    if process.poll() is None:
+        process.kill()
+    process.wait(timeout=30)
+    os.close(leader)
+    return process.returncode, output.decode(errors="replace")
+
+
+def git(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=cwd, env=env_for(home), capture_output=True, text=True, timeout=120)
+
+
+def rows(home: Path, sql: str) -> list[dict]:
+    db = database.connect(home / "ccmemory.db")
+    try:
+        return db.rows(sql)
+    finally:
+        db.close()
+
+
+def knowledge_refs(home: Path) -> list[str]:
+    found = []
+    for row in rows(home, "SELECT metadata FROM memories WHERE source = 'knowledge' AND is_deleted = 0"):
+        info = json.loads(row["metadata"])["knowledge"]
+        found.append(f"{info['file']}#{info['anchor']}")
+    return sorted(found)
+
+
+# --- F2.5: an embedding failure is logged and the rest continues ---------------------------------------------
+
+def broken_model_home(tmp_path: Path) -> tuple[Path, Path]:
+    """A CCMEMORY_HOME whose config.json names a local model folder that does not exist."""
+    home = tmp_path / "home"
+    home.mkdir()
+    missing = tmp_path / "no-such-model"
+    (home / "config.json").write_text(json.dumps({"embedding": {"path": str(missing)}}))
+    return home, missing
+
+
+def test_index_with_a_model_that_cannot_load_stores_every_entry_and_exits_2(tmp_path):
+    home, missing = broken_model_home(tmp_path)
+    repo = tmp_path / "repo"
+    make_repo(repo, {"gotchas.md": GOTCHAS, "architecture/auth.md": AUTH})
+    done = ccmemory(home, repo, "index")
+    # F5.2: 2 = warnings but completed; every section is stored, searchable by keywords until embedded
+    assert done.returncode == 2, done.stderr
+    assert "Indexed 2 file(s)" in done.stdout and "4 entries created" in done.stdout
+    assert knowledge_refs(home) == ["architecture/auth.md#refresh", "architecture/auth.md#token-validation",
+                                    "gotchas.md#cron-runs-in-server-time", "gotchas.md#dates-are-stored-in-utc"]
+    assert rows(home, "SELECT COUNT(*) AS n FROM memories WHERE source = 'knowledge' AND needs_embedding = 1")[0]["n"] == 4
+    warning = [line for line in done.stderr.splitlines() if line.startswith("Warning:")]
+    assert len(warning) == 1, done.stderr
+    assert "Entries stored without vectors" in warning[0] and "Could not load embedding model" in warning[0]
+    assert str(missing) in warning[0] and "ccmemory embed" in warning[0]
+    keyword = ccmemory(home, repo, "search", "scheduler clock", "--mode", "keyword")
+    assert keyword.returncode == 0 and "gotchas.md#cron-runs-in-server-time" in keyword.stdout
+
+    # the pending entries are embedded by the next run once the model is fixed; nothing is indexed twice
+    (home / "config.json").write_text("{}")
+    again = ccmemory(home, repo, "index")
+    assert again.returncode == 0, again.stderr
+    assert "0 entries created" in again.stdout and len(knowledge_refs(home)) == 4
+    fixed = ccmemory(home, repo, "embed")
+    assert fixed.returncode == 0, fixed.stderr
+    assert rows(home, "SELECT COUNT(*) AS n FROM memories WHERE source = 'knowledge' AND needs_embedding = 1")[0]["n"] == 0
+
+
+@pytest.mark.xfail(strict=True, reason="F2.5: the embedding-failure warning of `ccmemory index` names the model "
+                                       "but no knowledge file or section (seed: 'logs error with file/section "
+                                       "context'); it is one run-wide 'Entries stored without vectors (...)' line")
+def test_index_embedding_failure_warning_names_the_files_and_sections(tmp_path):
+    home, _ = broken_model_home(tmp_path)
+    repo = tmp_path / "repo"
+    make_repo(repo, {"gotchas.md": GOTCHAS, "architecture/auth.md": AUTH})
+    done = ccmemory(home, repo, "index")
+    assert done.returncode == 2
+    assert "architecture/auth.md" in done.stderr and "gotchas.md" in done.stderr
+    assert "token-validation" in done.stderr or "Token validation" in done.stderr
+
+
+# --- F5.5: `ccmemory add` without content opens $EDITOR ------------------------------------------------------
+
+def editor(tmp_path: Path, text: str | None) -> Path:
+    """A tiny $EDITOR: writes ``text`` into the file it is given (or leaves the file alone when None)."""
+    script = tmp_path / "fake-editor.sh"
+    if text is None:
+        body = "#!/bin/sh\nexit 0\n"
+    else:
+        body = f"#!/bin/sh\nsleep 0.05\nprintf '%s\\n' '{text}' > \"$1\"\n"
+    script.write_text(body)
+    script.chmod(0o755)
+    return script
+
+
+def test_add_without_content_on_a_terminal_saves_what_the_editor_wrote(home, project_dir, tmp_path):
+    script = editor(tmp_path, "Deploys go out on Tuesdays only")
+    code, output = on_terminal(home, project_dir, "add", "--category", "domain", EDITOR=str(script), VISUAL="")
+    assert code == 0, output
+    assert "Memory created:" in output and "category: domain" in output
+    saved = rows(home, "SELECT content, category FROM memories WHERE is_deleted = 0")
+    assert saved == [{"content": "Deploys go out on Tuesdays only", "category": "domain"}]
+
+
+def test_add_with_an_editor_that_writes_nothing_stores_nothing(home, project_dir, tmp_path):
+    script = editor(tmp_path, None)
+    code, output = on_terminal(home, project_dir, "add", EDITOR=str(script), VISUAL="")
+    assert code == 2, output
+    assert "Content is required" in output
+    assert not (home / "ccmemory.db").exists() or rows(home, "SELECT id FROM memories") == []
+
+
+def test_add_with_an_invalid_category_lists_the_valid_ones_and_stores_nothing(home, project_dir):
+    from ccmemory.memories import CATEGORIES
+
+    done = ccmemory(home, project_dir, "add", "API uses JWT tokens", "--category", "nonsense")
+    assert done.returncode == 2
+    assert "nonsense" in done.stderr
+    assert all(category in done.stderr for category in CATEGORIES), done.stderr
+    assert not (home / "ccmemory.db").exists() or rows(home, "SELECT id FROM memories") == []
+
+
+@pytest.mark.xfail(strict=True, reason="F5.5: on a terminal an invalid --category is rejected (exit 2, the valid "
+                                       "categories listed) but the user is not prompted to pick one, as the seed's "
+                                       "'shows valid categories and prompts for selection' asks (the seed's F5 "
+                                       "anti-goal 'NOT interactive prompts (except init)' contradicts it)")
+def test_add_with_an_invalid_category_on_a_terminal_prompts_for_one(home, project_dir):
+    code, output = on_terminal(home, project_dir, "add", "API uses JWT tokens", "--category", "nonsense",
+                               answer="architecture", wait_for=b"ategor")
+    assert code == 0, output
+    assert rows(home, "SELECT category FROM memories") == [{"category": "architecture"}]
+
+
+# --- NF6: a custom knowledge_dir is honoured --------------------------------------------------------------------
+
+def custom_repo(tmp_path: Path, home: Path, folder: str = "docs/kb") -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    assert git(home, root, "init", "-q").returncode == 0
+    write_files(root, {
+        ".claude/memory.config.json": json.dumps({"knowledge_dir": folder}),
+        "package.json": json.dumps({"name": "shop", "main": "src/index.ts"}),
+        "src/index.ts": "export function checkout(cart: Cart): Receipt { return pay(cart) }\n",
+    })
+    return root
+
+
+def test_init_puts_the_knowledge_tree_in_the_configured_folder(home, tmp_path):
+    root = custom_repo(tmp_path, home)
+    done = ccmemory(home, root, "init")
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr, done.stderr
+    for path in ("docs/kb/gotchas.md", "docs/kb/architecture/.gitkeep", "docs/kb/patterns/.gitkeep"):
+        assert (root / path).is_file(), path
+        assert f"[x] {path}" in done.stdout
+    assert not (root / ".claude" / "knowledge").exists()
+    assert (root / ".claude" / "skills" / "memory-query" / "SKILL.md").is_file()  # the rest stays in .claude
+    assert "docs/kb/" in done.stdout  # the next steps point at the configured folder
+    again = ccmemory(home, root, "init")
+    assert again.returncode == 0 and "Skipping existing: docs/kb/gotchas.md" in again.stdout
+
+
+def test_index_reads_only_the_configured_folder(home, tmp_path):
+    root = custom_repo(tmp_path, home)
+    missing = ccmemory(home, root, "index")
+    assert missing.returncode == 1
+    assert "Knowledge directory not found" in missing.stderr and str(root / "docs" / "kb") in missing.stderr
+
+    write_files(root, {"docs/kb/architecture/auth.md": AUTH,
+                       ".claude/knowledge/gotchas.md": GOTCHAS})  # the default folder is not read
+    done = ccmemory(home, root, "index", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["knowledge_dir"] == str(root / "docs" / "kb")
+    assert [f["path"] for f in report["files"]] == ["architecture/auth.md"]
+    assert knowledge_refs(home) == ["architecture/auth.md#refresh", "architecture/auth.md#token-validation"]
+    hit = ccmemory(home, root, "search", "token validation middleware", "--mode", "keyword")
+    assert "architecture/auth.md#token-validation" in hit.stdout
+
+
+def test_the_git_hook_reindexes_when_the_configured_folder_changes(home, tmp_path):
+    root = custom_repo(tmp_path, home)
+    assert ccmemory(home, root, "init").returncode == 0
+    write_files(root, {"docs/kb/architecture/auth.md": AUTH})
+    git(home, root, "add", "-A")
+    committed = git(home, root, "commit", "-m", "knowledge in docs/kb")
+    assert committed.returncode == 0, committed.stderr
+    assert "ccmemory: Indexed 2 file(s)" in committed.stderr
+    assert {ref.split("#")[0] for ref in knowledge_refs(home)} == {"architecture/auth.md", "gotchas.md"}
+
+
+def test_promote_writes_discoveries_into_the_configured_folder(home, tmp_path):
+    root = custom_repo(tmp_path, home, folder="notes/knowledge")
+    found = ccmemory(home, root, "discover", "--json")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["saved"] >= 1
+    discovery_id = rows(home, "SELECT id FROM memories WHERE source = 'discovery' ORDER BY seq LIMIT 1")[0]["id"]
+    promoted = ccmemory(home, root, "promote", discovery_id, "--json")
+    assert promoted.returncode == 0, promoted.stderr
+    [result] = json.loads(promoted.stdout)
+    assert result["action"] == "promoted" and result["path"].startswith("notes/knowledge/discoveries/")
+    assert (root / result["path"]).is_file()
+    assert not (root / ".claude" / "knowledge").exists()
+    # the promoted file is then indexed from the configured folder like any other knowledge
+    indexed = ccmemory(home, root, "index")
+    assert indexed.returncode == 0, indexed.stderr
+    assert any(ref.startswith("discoveries/") for ref in knowledge_refs(home))
