@@ -347,14 +347,36 @@ def embed_pending(python: Path) -> int:
     session's first search already finds everything by meaning.
     """
     lock = runtime_home() / "embed.lock"
+    again = lock.with_name("embed.again")
     if not take_lock(lock):
-        say("another process is embedding; nothing to do")
+        # The pass under way may have listed its work before this session's last memories were
+        # written: ask it for one more round instead of dropping them.
+        again.touch()
+        if take_lock(lock):  # it finished (or died) in between: run here after all
+            return _embed_rounds(python, lock, again)
+        say("another process is embedding; it will run once more for what came since")
         return 0
-    try:
-        return subprocess.run([str(python), "-m", "ccmemory", "embed"], env=server_env(),
-                              stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT).returncode
-    finally:
-        lock.unlink(missing_ok=True)
+    return _embed_rounds(python, lock, again)
+
+
+def _embed_rounds(python: Path, lock: Path, again: Path) -> int:
+    """Run ``ccmemory embed`` under ``lock`` until no other process has asked for a round since the last one.
+
+    A request made while the lock is being released is seen by the check after the release
+    (the requester asks first, then tries the lock), so none is lost.
+    """
+    while True:
+        try:
+            while True:
+                again.unlink(missing_ok=True)
+                code = subprocess.run([str(python), "-m", "ccmemory", "embed"], env=server_env(),
+                                      stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT).returncode
+                if code != 0 or not again.exists():
+                    break
+        finally:
+            lock.unlink(missing_ok=True)
+        if code != 0 or not again.exists() or not take_lock(lock):
+            return code
 
 
 def server_env() -> dict[str, str]:

@@ -11,6 +11,8 @@ Nothing is lost and order is kept:
 - the time the payload arrived is recorded before forking and stored as the
   observation's ``created_at``, so observations sort in call order even when
   two children write in the other order;
+- the parent exits only once the child is in a session of its own (a pipe
+  tells it), so ending the hook's process group cannot take the child with it;
 - the parent leaves a marker ``<data dir>/inflight/<session>.<child pid>``
   that the child removes when done (a marker whose process is gone is
   stale and ignored); Stop and SessionEnd wait (bounded) for the markers of their session
@@ -48,16 +50,27 @@ def to_background(session_id: str) -> bool:
     from .. import paths
 
     paths.ensure_private_dir(folder)
+    ready, told = os.pipe()
     try:
         pid = os.fork()
     except OSError:
+        os.close(ready)
+        os.close(told)
         return False
     if pid:
         # Written by the parent before it exits, so whoever waits for this hook finds it at once.
         with open(os.path.join(folder, f"{_marker_name(session_id)}.{pid}"), "w"):
             pass
+        # Exit only once the child has left this process group: Claude Code ends the group of an
+        # async hook when `claude -p` exits, and a child still in it would die with its observation.
+        os.close(told)
+        os.read(ready, 1)
+        os.close(ready)
         return True
+    os.close(ready)
     os.setsid()
+    os.write(told, b"1")
+    os.close(told)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
