@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from ccmemory.knowledge import sections
+from knowledge_helpers import ccmemory, env_for, git, on_terminal
 
 SKILLS = ("memory-discover", "memory-query", "memory-save")
 CREATED = [
@@ -23,22 +21,6 @@ CREATED = [
     ".claude/knowledge/domain/.gitkeep", ".claude/knowledge/gotchas.md", ".claude/knowledge/patterns/.gitkeep",
     *[f".claude/skills/{name}/SKILL.md" for name in SKILLS], ".claude/memory/.gitignore", ".claude/settings.json",
 ]
-
-
-def env_for(home: Path) -> dict[str, str]:
-    env = {**os.environ, "CCMEMORY_HOME": str(home), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    env.pop("CLAUDE_PROJECT_DIR", None)
-    return env
-
-
-def ccmemory(home: Path, cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ccmemory", *args], cwd=cwd, env=env_for(home), input=stdin,
-                          capture_output=True, text=True, timeout=180)
-
-
-def git(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], cwd=cwd, env=env_for(home), capture_output=True, text=True, timeout=300)
 
 
 def git_repo(path: Path, home: Path) -> Path:
@@ -120,32 +102,9 @@ def test_init_never_overwrites(home, tmp_path):
 
 def _init_on_terminal(home: Path, repo: Path, answer: str) -> str:
     """Run `ccmemory init` with a pseudo-terminal as stdin/stdout and type ``answer`` at its prompt."""
-    leader, follower = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "ccmemory", "init"], cwd=repo, env=env_for(home),
-                               stdin=follower, stdout=follower, stderr=follower, close_fds=True)
-    os.close(follower)
-    output = b""
-    deadline = time.monotonic() + 120
-    answered = False
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.5)
-        if ready:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            output += chunk
-            if not answered and b"Merge templates? [y/N]" in output:
-                os.write(leader, answer.encode() + b"\n")
-                answered = True
-        elif process.poll() is not None:
-            break
-    process.wait(timeout=60)
-    os.close(leader)
-    assert process.returncode == 0, output
-    return output.decode(errors="replace")
+    code, output = on_terminal(home, repo, "init", answer=answer, wait_for=b"Merge templates? [y/N]")
+    assert code == 0, output
+    return output
 
 
 def test_existing_claude_folder_asks_to_merge_only_on_a_terminal(home, tmp_path):
