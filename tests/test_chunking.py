@@ -133,7 +133,7 @@ def test_no_token_of_a_real_document_is_cut_by_the_encoder(embedder, db, project
     text = _realistic_markdown() if source == "handbook" else (ROOT / source).read_text(encoding="utf-8")
     document = documents.ingest(db, project_id=project, content=text)
     _, sql = embeddings._PENDING["chunk"]
-    embedded = [row["text"] for row in db.rows(sql, (100_000,))]
+    embedded = [row["text"] for row in db.rows(sql, ("[]", 100_000))]
     assert len(embedded) == document.chunk_count > 10
     encoder = embedder._encoder._tokenizer
     assert encoder.truncation["max_length"] == tokens.MODEL_MAX_TOKENS

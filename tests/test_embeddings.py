@@ -10,6 +10,7 @@ import pytest
 
 from ccmemory import embeddings, memories, projects, search
 from ccmemory.embeddings import ModelSpec
+from model_helpers import tiny_model
 
 
 def test_builtin_model_files_verify_and_nothing_is_downloaded(home, embedder):
@@ -42,29 +43,6 @@ def test_the_configured_model_comes_from_config_json(home):
     assert spec == ModelSpec(name="BAAI/bge-small-en-v1.5") and spec.model_id == "BAAI/bge-small-en-v1.5"
 
 
-def _tiny_model(folder: Path, dims: int) -> Path:
-    """A real (tiny) ONNX text model: a token-embedding table, mean-pooled by fastembed."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    table = numpy.random.default_rng(7).standard_normal((30522, dims)).astype(numpy.float32)
-    graph = helper.make_graph(
-        [helper.make_node("Gather", ["table", "input_ids"], ["last_hidden_state"], axis=0)],
-        "tiny",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"])],
-        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", dims])],
-        [numpy_helper.from_array(table, "table")],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    folder.mkdir(parents=True)
-    onnx.save(model, folder / "model.onnx")
-    bundled = Path(embeddings.__file__).parent / "model_files"
-    for name in embeddings.BUNDLED_FILES:
-        (folder / name).write_bytes((bundled / name).read_bytes())
-    return folder
-
-
 def test_a_second_configured_model_re_embeds_everything_and_never_mixes(vdb, project_dir, embedder, tmp_path):
     pytest.importorskip("onnx")
     project = projects.project_id(vdb, project_dir)
@@ -74,7 +52,7 @@ def test_a_second_configured_model_re_embeds_everything_and_never_mixes(vdb, pro
     assert search.search(vdb, "where are secrets kept", project_id=project, mode="semantic",
                          embedder=embedder, limit=1)[0].memory.id == made[1].id
 
-    second = embeddings.Embedder(ModelSpec(name=embeddings.DEFAULT_MODEL, path=str(_tiny_model(tmp_path / "tiny", 32))))
+    second = embeddings.Embedder(ModelSpec(name=embeddings.DEFAULT_MODEL, path=str(tiny_model(tmp_path / "tiny", 32))))
     assert second.model_id != embedder.model_id and second.dims == 32
     assert embeddings.pending_count(vdb, second.model_id) == 3
     assert embeddings.embed_pending(vdb, second) == 3
@@ -141,3 +119,19 @@ def test_memories_that_are_not_captured_tool_calls_are_embedded_as_written():
     rows = [{"content": long_summary, "source": "summary"}, {"content": "Anna: hi", "source": "manual"}]
     assert embeddings.texts_to_embed(rows, {}) == [long_summary, "Anna: hi"]
 
+
+
+def test_a_text_the_model_fails_on_is_reported_and_the_rest_embedded(vdb, project_dir, tmp_path):
+    pytest.importorskip("onnx")
+    project = projects.project_id(vdb, project_dir)
+    short = embeddings.Embedder(ModelSpec(path=str(tiny_model(tmp_path / "short", 8, max_positions=32))))
+    texts = ["Builds run on GitHub Actions", "word " * 200, "Secrets live in Vault", "The API is versioned"]
+    made = [memories.add(vdb, project_id=project, content=text) for text in texts]
+    with pytest.raises(Exception):
+        embeddings.embed_pending(vdb, short)
+    failures: list[tuple[str, int]] = []
+    done = embeddings.embed_pending(vdb, short, on_error=lambda kind, row, exc: failures.append((kind, row["seq"])))
+    assert done == 3
+    assert failures == [("memory", vdb.scalar("SELECT seq FROM memories WHERE id = ?", (made[1].id,)))]
+    assert [row["id"] for row in vdb.rows("SELECT id FROM memories WHERE needs_embedding = 1")] == [made[1].id]
+    assert embeddings.pending_count(vdb, short.model_id) == 1  # left for a later run, not marked done

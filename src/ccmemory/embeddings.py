@@ -55,23 +55,28 @@ BUNDLED_FILES = {
 BATCH_SIZE = 256
 #: Word pieces the encoder reads of a text, [CLS] and [SEP] included (set once, in :mod:`ccmemory.tokens`).
 MAX_TOKENS = tokens.MODEL_MAX_TOKENS
-#: Most (padded) tokens run through the model at once, and most texts per model call.
-BATCH_TOKENS = 8192
-MAX_BATCH_ITEMS = 64
+#: Most (padded) tokens run through the model at once, and most texts per model call. Small calls
+#: keep the activations in the CPU caches: 2,048 tokens / 16 texts ran the same texts ~25% faster
+#: than 8,192 / 64 on two cores (knowledge sections and tool observations alike; BENCHMARKS.md).
+BATCH_TOKENS = 2048
+MAX_BATCH_ITEMS = 16
 _QUERY_CACHE_SIZE = 256
 
-#: kind -> (table, SQL listing up to ? items flagged ``needs_embedding``: seq, content, text to embed)
+#: kind -> (table, SQL listing up to ? items flagged ``needs_embedding``, leaving out the seqs of a JSON
+#: list: seq, content, text to embed)
 _PENDING = {
     "memory": (
         "memories",
         "SELECT m.seq, m.content, m.content AS text, m.source, m.metadata, s.transcript_path "
         "FROM memories m LEFT JOIN sessions s ON s.id = m.session_id "
-        "WHERE m.needs_embedding = 1 AND m.is_deleted = 0 ORDER BY m.seq LIMIT ?",
+        "WHERE m.needs_embedding = 1 AND m.is_deleted = 0 "
+        "AND m.seq NOT IN (SELECT value FROM json_each(?)) ORDER BY m.seq LIMIT ?",
     ),
     "chunk": (
         "chunks",
         "SELECT seq, content, CASE WHEN heading = '' THEN content ELSE heading || char(10) || content END AS text "
-        "FROM chunks WHERE needs_embedding = 1 ORDER BY seq LIMIT ?",
+        "FROM chunks WHERE needs_embedding = 1 AND seq NOT IN (SELECT value FROM json_each(?)) "
+        "ORDER BY seq LIMIT ?",
     ),
 }
 _COUNT_SQL = {
@@ -400,6 +405,7 @@ def embed_pending(
     batch_size: int = BATCH_SIZE,
     limit: int | None = None,
     progress: Callable[[int], None] | None = None,
+    on_error: Callable[[str, dict[str, Any], Exception], None] | None = None,
 ) -> int:
     """Embed memories and chunks lacking a vector of the embedder's model; returns how many.
 
@@ -408,6 +414,12 @@ def embed_pending(
     an item whose text changed meanwhile keeps its flag and is embedded again.
     Vectors of another model are replaced, never mixed. When sqlite-vec is
     loaded the vec0 index is brought up to date too.
+
+    Without ``on_error`` a model error is raised. With it, a batch the model
+    fails on is embedded text by text: each item it still fails on is reported
+    as ``on_error(kind, row, error)``, keeps its flag for a later run and is
+    passed over for the rest of this call, so one text the model cannot take
+    never holds back the others.
     """
     done = 0
     transcripts: dict[str, dict[str, str]] = {}
@@ -415,15 +427,30 @@ def embed_pending(
         _, emb_table, _ = vectors.KINDS[kind]
         _claim_model(db, kind, embedder.model_id)
         model = model_number(db, embedder.model_id)
+        passed_over: list[int] = []
         while limit is None or done < limit:
             size = batch_size if limit is None else min(batch_size, limit - done)
-            batch = db.rows(sql, (size,))
+            batch = db.rows(sql, (json.dumps(passed_over), size))
             if not batch:
                 break
-            vecs = embedder.embed(texts_to_embed(batch, transcripts) if kind == "memory" else
-                                  [row["text"] for row in batch])
+            texts = texts_to_embed(batch, transcripts) if kind == "memory" else [row["text"] for row in batch]
+            try:
+                vecs: list[bytes | None] = list(embedder.embed(texts))
+            except Exception:
+                if on_error is None:
+                    raise
+                vecs = []
+                for row, text in zip(batch, texts):
+                    try:
+                        vecs.append(embedder.embed([text])[0])
+                    except Exception as exc:
+                        passed_over.append(row["seq"])
+                        on_error(kind, row, exc)
+                        vecs.append(None)
             with db.transaction():
                 for row, vector in zip(batch, vecs):
+                    if vector is None:
+                        continue
                     db.execute(f"UPDATE {table} SET needs_embedding = 0 WHERE seq = ? AND content = ?",
                                (row["seq"], row["content"]))
                     if db.changes() == 0:
@@ -434,7 +461,8 @@ def embed_pending(
                         f"indexed = 0",
                         (row["seq"], model, vectors.quantize(vector)),
                     )
-            done += len(batch)
+            embedded = sum(vector is not None for vector in vecs)
+            done += embedded
             if progress:
                 progress(len(batch))
         if db.vectors_loaded:

@@ -7,6 +7,7 @@ entries left without vectors).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -15,7 +16,7 @@ from typing import Any
 import click
 
 from .. import db as database
-from .. import projects
+from .. import knowledge, projects
 from ..knowledge import githook, indexer, settings as project_settings
 from .common import default_project_dir, emit_json, handles_errors, json_option, project_option
 
@@ -42,13 +43,61 @@ class _FileProgress:
             self.bar = None
 
 
-def embed_new_entries(db: database.Database, report: indexer.IndexReport, settings: project_settings.ProjectSettings,
-           show_progress: bool) -> None:
-    """Embed the new entries (and anything else pending); a model problem becomes a warning of the report."""
+#: Most files, and sections per file, a warning names before "and N more".
+_NAMED_FILES = 10
+_NAMED_SECTIONS = 5
+#: Most characters of a model's error message a warning repeats (onnxruntime's run to several lines).
+_REASON_CHARS = 300
+
+
+def _section_of(row: dict[str, Any]) -> tuple[str, str] | None:
+    """(file, section title) of a pending knowledge entry's row; None for any other memory."""
+    if row.get("source") != knowledge.SOURCE:
+        return None
+    info = json.loads(row.get("metadata") or "{}").get("knowledge") or {}
+    return (info["file"], info.get("title") or info.get("anchor") or "") if info.get("file") else None
+
+
+def _more(names: list[str], shown: int) -> str:
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+def _unembedded_sections(db: database.Database, project: int) -> str:
+    """``architecture/auth.md (Token validation, Refresh); gotchas.md (...)``: the project's entries without vectors."""
+    by_file: dict[str, list[str]] = {}
+    for row in db.rows("SELECT source, metadata FROM memories WHERE project_id = ? AND source = ? "
+                       "AND needs_embedding = 1 AND is_deleted = 0 ORDER BY seq", (project, knowledge.SOURCE)):
+        found = _section_of(row)
+        if found:
+            by_file.setdefault(found[0], []).append(found[1])
+    files = [f"{file} ({_more(titles, _NAMED_SECTIONS)})" for file, titles in sorted(by_file.items())]
+    return "; ".join(files[:_NAMED_FILES]) + (f"; and {len(files) - _NAMED_FILES} more file(s)"
+                                               if len(files) > _NAMED_FILES else "")
+
+
+def embed_new_entries(db: database.Database, project: int, report: indexer.IndexReport,
+                      settings: project_settings.ProjectSettings, show_progress: bool) -> None:
+    """Embed the new entries (and anything else pending); a model problem becomes a warning of the report.
+
+    Seed 001, F2.5: a failure names the file and section it hit and the rest
+    goes on. A text the model fails on is left out (found by keywords, embedded
+    by a later ``ccmemory embed``); a model that cannot load at all leaves every
+    entry for later, and the warning names the sections waiting.
+    """
     from .. import embeddings
 
     if not db.vectors_loaded:
         report.warnings.append(f"Vector search unavailable ({db.vector_error}); entries are found by keywords only")
+
+    failures: list[str] = []
+
+    def failed(_kind: str, row: dict[str, Any], exc: Exception) -> None:
+        where = _section_of(row)
+        what = f"{where[0]} section {where[1]!r}" if where else f"a pending memory ({row['seq']})"
+        reason = " ".join(str(exc).split())
+        reason = reason if len(reason) <= _REASON_CHARS else reason[:_REASON_CHARS] + "…"
+        failures.append(f"Could not embed {what}: {reason}. It is found by keywords; run `ccmemory embed` to try again")
+
     try:
         embedder = embeddings.get_embedder()
         warning = project_settings.model_mismatch(settings, embedder.spec.name)
@@ -57,11 +106,17 @@ def embed_new_entries(db: database.Database, report: indexer.IndexReport, settin
         total = embeddings.pending_count(db, embedder.model_id)
         if show_progress and total:
             with click.progressbar(length=total, label="Embedding", file=sys.stderr) as bar:
-                report.embedded = embeddings.embed_pending(db, embedder, progress=bar.update)
+                report.embedded = embeddings.embed_pending(db, embedder, progress=bar.update, on_error=failed)
         else:
-            report.embedded = embeddings.embed_pending(db, embedder)
+            report.embedded = embeddings.embed_pending(db, embedder, on_error=failed)
     except Exception as exc:  # the entries are stored; their vectors wait for the next run or `ccmemory embed`
-        report.warnings.append(f"Entries stored without vectors ({exc}); run `ccmemory embed` once it is fixed")
+        waiting = _unembedded_sections(db, project)
+        report.warnings.append(f"Entries stored without vectors ({exc}); run `ccmemory embed` once it is fixed"
+                               + (f". Waiting: {waiting}" if waiting else ""))
+    report.warnings.extend(failures[:_NAMED_FILES])
+    if len(failures) > _NAMED_FILES:
+        report.warnings.append(f"{len(failures) - _NAMED_FILES} more section(s) could not be embedded; "
+                               "run `ccmemory embed` to try again")
 
 
 @click.command(name="index")
@@ -82,7 +137,7 @@ def index_command(force: bool, dry_run: bool, project_dir: str | None, as_json: 
                            on_file=progress.step)
     progress.finish()
     if not dry_run and report.count("indexed"):
-        embed_new_entries(db, report, settings, show_progress=not as_json)
+        embed_new_entries(db, project, report, settings, show_progress=not as_json)
     report.seconds = time.perf_counter() - started
     if as_json:
         emit_json(report.to_dict())
@@ -114,9 +169,10 @@ def git_hook(hook: str) -> None:
         started = time.perf_counter()
         db = database.connect(vectors=True)
         try:
-            report = indexer.index(db, projects.project_id(db, root), settings)
+            project = projects.project_id(db, root)
+            report = indexer.index(db, project, settings)
             if report.count("indexed"):
-                embed_new_entries(db, report, settings, show_progress=False)
+                embed_new_entries(db, project, report, settings, show_progress=False)
             report.seconds = time.perf_counter() - started
         finally:
             db.close()

@@ -13,7 +13,7 @@ import click
 
 from .. import compat, config, embeddings, migrations, paths, retention, status, vectors
 from .. import db as database
-from .common import emit_json, handles_errors, json_option, load_settings, open_db, open_store, project_option
+from .common import emit_json, fail, handles_errors, json_option, load_settings, open_db, open_store, project_option
 
 
 @click.command()
@@ -52,9 +52,19 @@ def embed(batch_size: int) -> None:
                    err=True)
     embedder = embeddings.get_embedder()
     total = embeddings.pending_count(db, embedder.model_id)
+    failed: list[str] = []
+
+    def note(kind: str, row: dict[str, Any], exc: Exception) -> None:
+        failed.append(f"{kind} {row['seq']}: {' '.join(str(exc).split())[:300]}")
+
     with click.progressbar(length=total, label=f"Embedding with {embedder.spec.name}", file=sys.stderr) as bar:
-        done = embeddings.embed_pending(db, embedder, batch_size=batch_size, progress=bar.update)
+        done = embeddings.embed_pending(db, embedder, batch_size=batch_size, progress=bar.update, on_error=note)
     click.echo(f"Embedded {done} item(s) with {embedder.model_id}.")
+    if failed:
+        for line in failed[:10]:
+            click.echo(f"Warning: the model failed on {line}", err=True)
+        fail(f"{len(failed)} item(s) could not be embedded and stay searchable by keywords only; "
+             "fix or change the model (`ccmemory doctor`) and run `ccmemory embed` again.", 1)
 
 
 def _checks() -> list[dict[str, Any]]:

@@ -106,11 +106,18 @@ class Background:
         except Exception:
             log.exception("Background embedding could not start; new items are found by keywords only")
             return
+        reported: set[tuple[str, int]] = set()
+
+        def failed(kind: str, row: dict[str, Any], exc: Exception) -> None:
+            if (kind, row["seq"]) not in reported:  # retried every round: said once
+                reported.add((kind, row["seq"]))
+                log.warning("The model failed on %s %s (left to keyword search): %s", kind, row["seq"], exc)
+
         try:
             while not self._stop.is_set():
                 self._wake.clear()
                 try:
-                    done = embeddings.embed_pending(db, batch_embedder, limit=ITEMS_PER_ROUND)
+                    done = embeddings.embed_pending(db, batch_embedder, limit=ITEMS_PER_ROUND, on_error=failed)
                 except Exception:
                     log.exception("Background embedding failed; retrying in %s s", IDLE_SECONDS)
                     done = 0
