@@ -21,10 +21,25 @@ def _describe(memory: Memory) -> str:
             f"{memory.created_at[:10]}{marks}")
 
 
+def _valid_category(value: str) -> str:
+    """``value`` if it is a category; else, as seed 001 asks (F5.5, F5 "no TTY"), the user's pick on a
+    terminal, and ``general`` with a warning without one (what ``memory_add`` does too)."""
+    chosen = value.strip().lower()
+    if chosen in CATEGORIES:
+        return chosen
+    listed = ", ".join(CATEGORIES)
+    if sys.stdin.isatty():
+        click.echo(f"Unknown category {value!r}. Valid categories: {listed}", err=True)
+        return click.prompt("Category", type=click.Choice(CATEGORIES, case_sensitive=False), default="general",
+                            err=True).lower()
+    click.echo(f"Warning: unknown category {value!r} (valid: {listed}); stored as 'general'.", err=True)
+    return "general"
+
+
 @click.command()
 @click.argument("content", required=False)
-@click.option("--category", type=click.Choice(CATEGORIES, case_sensitive=False), default="general",
-              show_default=True, help="What kind of knowledge this is.")
+@click.option("--category", default="general", show_default=True,
+              help=f"What kind of knowledge this is: {', '.join(CATEGORIES)}.")
 @click.option("--sector", type=click.Choice(SECTORS), default=None,
               help="Memory sector (default: guessed from the text).")
 @click.option("--tags", default="", help="Comma-separated tags.")
@@ -37,6 +52,7 @@ def _describe(memory: Memory) -> str:
 def add(content: str | None, category: str, sector: str | None, tags: str, importance: float | None,
         created_at: str | None, project_dir: str | None, as_json: bool) -> None:
     """Add a memory. Without CONTENT, reads standard input, or opens $EDITOR on a terminal."""
+    category = _valid_category(category)
     if content is None:
         if sys.stdin.isatty():
             content = click.edit("\n# Write the memory above; lines starting with # are dropped.\n")

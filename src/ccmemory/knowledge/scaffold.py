@@ -5,12 +5,14 @@
 to ``.claude/skills/`` (memory-discover, memory-query, memory-save), and
 ``templates/claude/**`` to ``.claude/`` (``settings.json`` enabling the plugin
 for the project, ``memory/.gitignore`` for the error log and lock files).
-An existing file is left alone and reported as skipped.
+An existing file is left alone and reported as skipped; a template that cannot
+be read or is damaged (:func:`damage`) is reported and skipped, the rest placed.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 from dataclasses import dataclass
 from importlib import resources
@@ -63,6 +65,37 @@ def _write(path: str, data: bytes, relative: str) -> None:
         raise WriteError(f"Cannot write to {relative}: {exc.strerror or exc}") from exc
 
 
+def damage(name: str, data: bytes) -> str | None:
+    """Why a template's bytes are not what ccmemory ships (F6: a corrupted template is skipped), or None.
+
+    Every template is UTF-8 text without NUL bytes; ``.gitkeep`` is empty; a
+    JSON template parses to an object; a skill opens with front matter naming
+    it and saying when to use it; other markdown is not empty.
+    """
+    base = name.rsplit("/", 1)[-1]
+    if base == ".gitkeep":
+        return None if not data.strip() else "a .gitkeep should be empty"
+    if b"\0" in data:
+        return "it holds binary data"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"it is not UTF-8 text (byte {exc.start})"
+    if base.endswith(".json"):
+        try:
+            parsed = json.loads(text)
+        except ValueError as exc:
+            return f"it is not valid JSON ({exc})"
+        return None if isinstance(parsed, dict) else "it is not a JSON object"
+    if base == "SKILL.md":
+        head = text.split("\n---", 1)[0] if text.startswith("---\n") else ""
+        if not head or "\n---" not in text or "name:" not in head or "description:" not in head:
+            return "its front matter (name, description) is missing or not closed"
+    if base.endswith(".md") and not text.strip():
+        return "it is empty"
+    return None
+
+
 def planned(root: str) -> list[tuple[str, Any]]:
     """(path relative to the project, template resource) of every file ``copy`` would place."""
     base = resources.files("ccmemory") / "templates"
@@ -88,6 +121,11 @@ def copy(root: str, knowledge_dir: str | None = None) -> list[Placed]:
             data = item.read_bytes()
         except OSError as exc:
             placed.append(Placed(relative, "failed", f"Template {relative} could not be read ({exc}); skipped. "
+                                                     "Reinstall ccmemory to restore it."))
+            continue
+        broken = damage(relative.replace(os.sep, "/"), data)
+        if broken:
+            placed.append(Placed(relative, "failed", f"Template for {relative} is corrupted ({broken}); skipped. "
                                                      "Reinstall ccmemory to restore it."))
             continue
         try:
