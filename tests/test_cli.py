@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -146,7 +147,15 @@ def test_every_command_has_help(home, project_dir, path):
 
 def test_unknown_command_is_a_usage_error(home, project_dir):
     result = run(home, project_dir, "frobnicate")
-    assert result.returncode == 2 and "No such command" in result.stderr
+    assert result.returncode == 2 and "Unknown command: frobnicate. Run 'ccmemory --help'." in result.stderr
+    typo = run(home, project_dir, "serach", "x")
+    assert typo.returncode == 2 and "Did you mean 'search'?" in typo.stderr
+
+
+def test_no_arguments_shows_the_help_with_the_commands(home, project_dir):
+    result = run(home, project_dir)
+    assert result.returncode == 0, result.stderr
+    assert "Commands:" in result.stdout and all(name in result.stdout for name in ("index", "init", "search"))
 
 
 def test_every_command_module_is_mapped_for_the_lazy_group():
@@ -162,3 +171,30 @@ def test_every_command_module_is_mapped_for_the_lazy_group():
         for command in getattr(import_module(f"ccmemory.cli.{info.name}"), "COMMANDS", []):
             listed[command.name] = info.name
     assert listed == COMMAND_MODULES
+
+
+def test_search_shows_the_top_5_with_scores_and_cut_previews_and_limit_n(home, project_dir):
+    """Seed 001 F5.7: top 5 by default, each with its score and a preview cut to one line; --limit=N gives N."""
+    for number in range(7):
+        text = f"Deploy step {number}: the deploy pipeline " + "uploads the bundle and waits for the health check " * 4
+        assert run(home, project_dir, "add", text).returncode == 0
+    default = run(home, project_dir, "search", "deploy pipeline", "--mode", "keyword")
+    assert default.returncode == 0, default.stderr
+    rows = [line for line in default.stdout.splitlines() if re.match(r"\d+\. \[\d\.\d\d\] ", line)]
+    assert [row.split(".")[0] for row in rows] == ["1", "2", "3", "4", "5"]
+    previews = [line.strip() for line in default.stdout.splitlines() if line.startswith("   ")]
+    assert len(previews) == 5 and all(p.startswith("Deploy step") and p.endswith("...") and len(p) == 100
+                                      for p in previews)
+    three = run(home, project_dir, "search", "deploy pipeline", "--mode", "keyword", "--limit=3")
+    assert len([line for line in three.stdout.splitlines() if re.match(r"\d+\. \[", line)]) == 3
+
+
+def test_add_prints_the_id_it_stored(home, project_dir):
+    """Seed 001 F5.5: `add "API uses JWT tokens" --category=architecture` creates it and prints its id."""
+    done = run(home, project_dir, "add", "API uses JWT tokens", "--category=architecture")
+    assert done.returncode == 0, done.stderr
+    printed = re.search(r"Memory created: (\S+) \(sector: \w+, category: architecture\)", done.stdout)
+    assert printed, done.stdout
+    stored = json.loads(run(home, project_dir, "get", printed.group(1), "--json").stdout)["memories"][0]
+    assert stored["id"] == printed.group(1) and stored["content"] == "API uses JWT tokens"
+    assert stored["category"] == "architecture"

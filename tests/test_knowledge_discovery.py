@@ -62,7 +62,7 @@ def test_discover_saves_findings_and_updates_them_in_place(home, tmp_path):
     assert "function checkout(cart: Cart): Receipt" in exports.content
 
     (root / "src" / "index.ts").write_text("export function checkout(cart: Cart, coupon: string): Receipt {}\n")
-    again = json.loads(cli(home, root, "discover", "--json").stdout)
+    again = json.loads(cli(home, root, "discover", "--save", "--json").stdout)  # --save is the default, said
     assert again["saved"] == 0 and again["updated"] == 1
     after = discoveries(home, root)
     assert len(after) == len(saved)

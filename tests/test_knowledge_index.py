@@ -58,6 +58,7 @@ def test_incremental_skips_unchanged_and_replaces_a_changed_files_entries(db, tm
     assert second.count("indexed") == 0 and second.count("unchanged") == 2
     assert "Skipping unchanged: gotchas.md" in [o.note for o in second.outcomes]
     before = {m.id for m in knowledge_entries(db, project)}
+    old_hash = db.scalar("SELECT content_hash FROM knowledge_files WHERE path = 'gotchas.md'")
 
     (knowledge / "gotchas.md").write_text(GOTCHAS.replace("### Cron runs in server time\nThe scheduler uses the "
                                                           "server's local clock.\n", ""), encoding="utf-8")
@@ -69,6 +70,9 @@ def test_incremental_skips_unchanged_and_replaces_a_changed_files_entries(db, tm
                            "gotchas.md#dates-are-stored-in-utc"]
     auth_ids = {m.id for m in after if m.metadata["knowledge"]["file"] == "architecture/auth.md"}
     assert auth_ids <= before  # the unchanged file's entries were not touched
+    assert db.scalar("SELECT content_hash FROM knowledge_files WHERE path = 'gotchas.md'") != old_hash  # updated
+    settled, _ = run_index(db, repo)
+    assert settled.count("indexed") == 0 and "Skipping unchanged: gotchas.md" in [o.note for o in settled.outcomes]
 
     (knowledge / "architecture" / "auth.md").unlink()
     fourth, _ = run_index(db, repo)
@@ -97,6 +101,11 @@ def test_lost_index_state_means_a_full_reindex(db, tmp_path):
         db.execute("DELETE FROM knowledge_files")
     again, _ = run_index(db, repo)
     assert again.count("indexed") == 2 and len(knowledge_entries(db, project)) == 4
+    with db.transaction():  # a garbled stored hash: that file is indexed again, the other skipped
+        db.execute("UPDATE knowledge_files SET content_hash = 'not-a-hash' WHERE path = 'gotchas.md'")
+    garbled, _ = run_index(db, repo)
+    assert [o.path for o in garbled.outcomes if o.action == "indexed"] == ["gotchas.md"]
+    assert len(knowledge_entries(db, project)) == 4
     victim = knowledge_entries(db, project)[0]
     memories.delete(db, victim.id, project_id=project, hard=True)
     healed, _ = run_index(db, repo)

@@ -102,7 +102,7 @@ def test_init_never_overwrites(home, tmp_path):
 
 def _init_on_terminal(home: Path, repo: Path, answer: str) -> str:
     """Run `ccmemory init` with a pseudo-terminal as stdin/stdout and type ``answer`` at its prompt."""
-    code, output = on_terminal(home, repo, "init", answer=answer, wait_for=b"Merge templates? [y/N]")
+    code, output = on_terminal(home, repo, "init", answer=answer, wait_for=b"Merge templates? (y/N)")
     assert code == 0, output
     return output
 
@@ -112,7 +112,7 @@ def test_existing_claude_folder_asks_to_merge_only_on_a_terminal(home, tmp_path)
     (repo / ".claude").mkdir()
     (repo / ".claude" / "settings.local.json").write_text("{}")
     declined = _init_on_terminal(home, repo, "n")
-    assert "Existing .claude found. Merge templates? [y/N]" in declined and "Nothing changed." in declined
+    assert "Existing .claude found. Merge templates? (y/N)" in declined and "Nothing changed." in declined
     assert not (repo / ".claude" / "knowledge").exists()
     accepted = _init_on_terminal(home, repo, "y")
     assert "[x] .claude/knowledge/gotchas.md" in accepted

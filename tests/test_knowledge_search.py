@@ -56,7 +56,7 @@ def test_index_command_summary_progress_exit_codes_and_dry_run(home, tmp_path):
     (bare / ".git").mkdir(parents=True)
     missing = cli(home, "index", "--project", str(bare))
     assert missing.returncode == 1
-    assert "Knowledge directory not found" in missing.stderr and "Run 'ccmemory init' first" in missing.stderr
+    assert "Knowledge directory not found. Run 'ccmemory init' first." in missing.stderr
 
 
 def test_knowledge_hits_are_marked_and_outrank_raw_observations(vdb, tmp_path, embedder):

@@ -167,3 +167,13 @@ def test_an_unclosed_comment_is_text_and_other_comments_are_dropped():
 def test_slug_matches_github_anchors():
     assert sections.slug("JWT flow (v2)!") == "jwt-flow-v2"
     assert sections.slug("snake_case & kebab-case") == "snake_case--kebab-case"
+
+
+def test_an_h3_section_ends_at_the_next_h2_or_h1_too():
+    """F2.2: header + content until the next H3/H2/H1; text under an H2 or H1 is an entry of its own."""
+    parsed = parse("# T\n### A\ntext a\n## B\ntext b\n### C\ntext c\n# Second\ntext d\n### E\ntext e\n", "x.md")
+    contents = {entry.anchor: entry.content for entry in parsed.entries}
+    assert contents["a"] == "T > A\n\ntext a"
+    assert contents["c"] == "T > B > C\n\ntext c"
+    assert contents["e"] == "Second > E\n\ntext e"
+    assert "text b" in contents["b"] and "text d" in contents["second"]

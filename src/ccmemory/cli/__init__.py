@@ -7,6 +7,7 @@ the demo's subprocess and tempfile machinery nor for the hooks' context code.
 
 from __future__ import annotations
 
+import difflib
 from importlib import import_module
 from typing import Any
 
@@ -45,6 +46,22 @@ class LazyGroup(click.Group):
             for command in module.COMMANDS:
                 self.add_command(command)
         return self.commands.get(cmd_name)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """No arguments: the help with the commands, on stdout, exit 0 (seed 001, F5: not a usage error)."""
+        if not args and not ctx.resilient_parsing:
+            click.echo(ctx.get_help())
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """An unknown command says so in seed 001's words, with the nearest names when there are some."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and not ctx.resilient_parsing and self.get_command(ctx, name) is None:
+            near = difflib.get_close_matches(name, self.list_commands(ctx), n=3)
+            hint = f" Did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+            raise click.UsageError(f"Unknown command: {name}. Run 'ccmemory --help'.{hint}", ctx)
+        return super().resolve_command(ctx, args)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

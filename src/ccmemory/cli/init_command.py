@@ -42,7 +42,7 @@ def init_command(yes: bool, no_hook: bool, project_dir: str | None, as_json: boo
     warnings = list(settings.problems)
     if os.path.isdir(os.path.join(root, ".claude")) and not yes:
         if sys.stdin.isatty() and not as_json:
-            if not click.confirm("Existing .claude found. Merge templates?", default=False):
+            if not click.confirm("Existing .claude found. Merge templates? (y/N)", default=False, show_default=False):
                 click.echo("Nothing changed.")
                 return
         elif not as_json:

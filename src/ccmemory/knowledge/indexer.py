@@ -176,7 +176,7 @@ def index(
     started = time.perf_counter()
     root = settings.knowledge_dir
     if not os.path.isdir(root):
-        raise KnowledgeDirMissing(f"Knowledge directory not found: {root}. Run 'ccmemory init' first.")
+        raise KnowledgeDirMissing(f"Knowledge directory not found. Run 'ccmemory init' first. (Looked in {root}.)")
     report = IndexReport(knowledge_dir=root, dry_run=dry_run)
     report.warnings.extend(settings.problems)
     found = files.find(root, settings.ignored_dirs)
