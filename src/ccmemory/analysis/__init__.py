@@ -41,10 +41,11 @@ def render(result: dict[str, Any]) -> str:
         f"Directories: {result['directories']:,} | Files: {result['files']:,} | "
         f"Lines: {'~' if result['lines_estimated'] else ''}{result['lines']:,}",
     ]
-    for label, key in (("Source", "source_dirs"), ("Tests", "test_dirs"), ("Docs", "doc_dirs"),
-                       ("Config", "config_files")):
-        if result[key]:
-            lines.append(f"{label}: {', '.join(result[key])}")
+    for label, keys in (("Source", ("source_dirs",)), ("Tests", ("test_dirs",)), ("Docs", ("doc_dirs", "doc_files")),
+                        ("Config", ("config_files",))):
+        names = [name for key in keys for name in result[key]]
+        if names:
+            lines.append(f"{label}: {', '.join(names)}")
     if len(result["by_directory"]) > 1:
         lines.append("By directory: " + ", ".join(f"{d}/ {lang}" for d, lang in result["by_directory"].items()))
     details = result.get("deep")
@@ -57,15 +58,35 @@ def render(result: dict[str, Any]) -> str:
         lines.append("Conventions: " + "; ".join(part for part in conventions if part))
         if details["analyzers"]:
             lines.append("Analyzers: " + ", ".join(f"{lang} {name}" for lang, name in details["analyzers"].items()))
+        if len(details["directory_analyzers"]) > 1:
+            lines.append("Analyzers by directory: " + "; ".join(
+                f"{folder}/ {', '.join(names)}" for folder, names in details["directory_analyzers"].items()))
         if details["exports"]:
             lines.append("Exports:")
             for path, exports in list(details["exports"].items())[:15]:
                 names = ", ".join(item["name"] for item in exports[:8])
                 more = f" (+{len(exports) - 8})" if len(exports) > 8 else ""
                 lines.append(f"  {path}: {names}{more}")
+    lines.extend(_tree_lines(result))
     for note in result["notes"]:
         lines.append(note)
     return "\n".join(lines)
+
+
+def _tree_lines(result: dict[str, Any]) -> list[str]:
+    """The compact file tree, indented by depth (``src/ (12 files)``, then ``  main.zig``)."""
+    if not result["tree"]:
+        return []
+    lines = ["Tree:"]
+    for entry in result["tree"]:
+        path = entry["path"]
+        depth = path.rstrip("/").count("/")
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        label = f"{name}/ ({entry['files']:,} file{'s' if entry['files'] != 1 else ''})" if "files" in entry else name
+        lines.append("  " * (depth + 1) + label)
+    if result["tree_omitted"]:
+        lines.append(f"  ... {result['tree_omitted']:,} more")
+    return lines
 
 
 CACHE_FILE = "meta.json"

@@ -1,9 +1,12 @@
 """The deep analysis (seed 001, F5.3 --deep, F7.3, F7.4): exports, conventions, frameworks, within a deadline.
 
-Source files are sampled when there are many (entry points first, then an even
-spread over the tree, at most :data:`MAX_FILES`), each read once and passed to
-its language's analyzer. Conventions come from the same sample: identifier
-style (snake_case, camelCase, PascalCase), file naming, and comment style.
+Source files (of a source language or an unknown extension, see
+:func:`.languages.is_code`) are sampled when there are many (entry points
+first, then an even spread over the tree, at most :data:`MAX_FILES`), each read
+once and passed to its language's analyzer, so in a monorepo each directory
+gets the analyzer of its language (``directory_analyzers``). Conventions come
+from the same sample: identifier style (snake_case, camelCase, PascalCase),
+file naming, and comment style.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import analyzers
-from .languages import SOURCE_LANGUAGES
 from .structure import Structure
 
 MAX_FILES = 400
@@ -47,6 +49,7 @@ FRAMEWORKS = (
 class Deep:
     exports: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     analyzers: dict[str, str] = field(default_factory=dict)  # language -> analyzer used
+    directory_analyzers: dict[str, list[str]] = field(default_factory=dict)  # top-level dir ("." root) -> analyzers
     naming: dict[str, Any] = field(default_factory=dict)
     file_naming: str = ""
     comment_style: dict[str, int] = field(default_factory=dict)
@@ -62,7 +65,7 @@ class Deep:
 
 
 def _sample(structure: Structure) -> list[str]:
-    sources = [info.path for info in structure.files if info.language in SOURCE_LANGUAGES]
+    sources = [info.path for info in structure.files if info.code]
     chosen = [path for path in structure.entry_points if path in set(sources)]
     rest = [path for path in sources if path not in chosen]
     room = MAX_FILES - len(chosen)
@@ -111,7 +114,7 @@ def analyze(structure: Structure, *, deadline: float = DEEP_DEADLINE_SECONDS,
     custom = analyzers.load_custom(structure.root, problems)
     result = Deep(frameworks=_frameworks(structure.root))
     sample = _sample(structure)
-    result.source_files = sum(1 for info in structure.files if info.language in SOURCE_LANGUAGES)
+    result.source_files = sum(1 for info in structure.files if info.code)
     languages = {info.path: info.language for info in structure.files}
     naming: Counter[str] = Counter()
     comments: Counter[str] = Counter()
@@ -123,13 +126,19 @@ def analyze(structure: Structure, *, deadline: float = DEEP_DEADLINE_SECONDS,
                 break
             try:
                 with open(os.path.join(structure.root, *path.split("/")), "rb") as handle:
-                    text = handle.read(MAX_FILE_BYTES).decode("utf-8", "replace")
+                    data = handle.read(MAX_FILE_BYTES)
             except OSError:
                 continue
+            if b"\0" in data:  # binary after all: the quick pass checks the first 4 KB, and none past its budget
+                continue
+            text = data.decode("utf-8", "replace")
             result.sampled += 1
             language = languages[path]
             name, function = analyzers.pick(language, custom)
             result.analyzers.setdefault(language, name)
+            used = result.directory_analyzers.setdefault(path.split("/", 1)[0] if "/" in path else ".", [])
+            if name not in used:
+                used.append(name)
             try:
                 found = function(path, text) or {}
             except Exception as exc:  # a custom analyzer must not stop the analysis

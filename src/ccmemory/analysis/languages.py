@@ -19,8 +19,13 @@ EXTENSIONS = {
 #: Languages that are program source (the rest are data, markup or docs).
 SOURCE_LANGUAGES = frozenset({
     "TypeScript", "JavaScript", "Python", "Go", "Rust", "Java", "Kotlin", "Swift", "C", "C++", "Ruby", "PHP", "C#",
-    "F#", "Scala", "Clojure", "Elixir", "Haskell", "OCaml", "Lua", "Shell", "PowerShell", "R", "Julia",
+    "F#", "Scala", "Clojure", "Elixir", "Haskell", "OCaml", "Lua", "Shell", "PowerShell", "R", "Julia", "Perl",
 })
+#: Unknown ("Other") extensions that are still not program source: prose, data, styles, certificates, lockfiles.
+NOT_CODE_EXTENSIONS = frozenset(
+    ".txt .text .rst .adoc .asciidoc .org .tex .markdown .mdx .csv .tsv .xml .xsd .svg .ini .cfg .conf .env .log "
+    ".lock .sum .map .properties .plist .pem .crt .cer .key .pub .patch .diff .less .sass .styl .htm .xhtml "
+    ".jsonc .json5 .ipynb .sln .csproj .pbxproj .bak .orig .rej .swp .tmp .po .pot".split())
 SHEBANGS = {
     "python": "Python", "python3": "Python", "node": "JavaScript", "bash": "Shell", "sh": "Shell", "zsh": "Shell",
     "dash": "Shell", "ruby": "Ruby", "perl": "Perl", "php": "PHP", "lua": "Lua", "Rscript": "R", "julia": "Julia",
@@ -56,3 +61,14 @@ def language_of(name: str, head: bytes | None = None) -> str:
         if found:
             return found
     return TEXT
+
+
+def is_code(name: str, language: str) -> bool:
+    """Whether a (text) file is program source: a known source language, or an unknown extension not known as data.
+
+    Unknown extensions count so a project in a language this table does not name
+    (Zig, Nim, Elm, ...) still gets the universal heuristics (F7.4).
+    """
+    if language in SOURCE_LANGUAGES:
+        return True
+    return language == OTHER and os.path.splitext(name)[1].lower() not in NOT_CODE_EXTENSIONS

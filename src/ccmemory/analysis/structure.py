@@ -2,7 +2,10 @@
 
 One walk of the tree, skipping hidden folders and ``ignored_dirs`` (vendored
 code: node_modules, vendor, ...). Languages are counted by file, by extension
-or, for a file without one, by its shebang; binary files are left out.
+or, for a file without one, by its shebang; binary files are left out. A text
+file is "code" when its language is a source language or its extension is
+unknown (not data or prose), so a project in any language has source
+directories, entry points and, in the deep pass, conventions.
 Lines are counted for text files while the byte budget lasts, then estimated.
 A deadline keeps the walk within the quick mode's few seconds on huge trees.
 """
@@ -16,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .languages import OTHER, SOURCE_LANGUAGES, language_of
+from .languages import OTHER, is_code, language_of
 
 SOURCE_DIR_NAMES = ("src", "lib", "app", "pkg", "cmd", "internal", "source", "packages", "apps", "crates", "modules")
 TEST_DIR_NAMES = ("test", "tests", "__tests__", "spec", "specs", "testing", "e2e")
@@ -29,6 +32,7 @@ CONFIG_NAMES = (
     ".eslintrc", ".eslintrc.js", ".eslintrc.json", ".prettierrc", "vite.config.ts", "vite.config.js",
     "webpack.config.js", "jest.config.js", "babel.config.js", ".gitlab-ci.yml", "Justfile",
 )
+DOC_FILE_STEMS = ("readme", "changelog", "changes", "history", "contributing", "architecture", "authors", "news")
 ENTRY_STEMS = ("main", "index", "app", "cli", "server", "__main__", "lib", "mod")
 BINARY_EXTENSIONS = frozenset(
     ".png .jpg .jpeg .gif .bmp .ico .webp .pdf .zip .gz .tgz .bz2 .xz .7z .tar .jar .war .class .so .dll .dylib "
@@ -37,6 +41,9 @@ BINARY_EXTENSIONS = frozenset(
 LINE_BUDGET_BYTES = 64 * 1024 * 1024
 MAX_LINE_FILE_BYTES = 1024 * 1024
 QUICK_DEADLINE_SECONDS = 4.0
+#: The file tree shows directories down to this depth, then files, at most TREE_ENTRIES lines in all.
+TREE_DEPTH = 3
+TREE_ENTRIES = 40
 
 
 @dataclass
@@ -44,6 +51,7 @@ class FileInfo:
     path: str  # relative, '/' separated
     language: str
     size: int
+    code: bool = False
 
 
 @dataclass
@@ -58,6 +66,9 @@ class Structure:
     test_dirs: list[str] = field(default_factory=list)
     doc_dirs: list[str] = field(default_factory=list)
     config_files: list[str] = field(default_factory=list)
+    doc_files: list[str] = field(default_factory=list)
+    tree: list[dict[str, Any]] = field(default_factory=list)
+    tree_omitted: int = 0
     directories: int = 0
     file_count: int = 0
     lines: int = 0
@@ -150,7 +161,9 @@ def analyze(root: str, ignored_dirs: tuple[str, ...] = (), *, deadline: float = 
     result = Structure(project=_project_name(root), root=root)
     ignored = set(ignored_dirs)
     languages: Counter[str] = Counter()
-    per_top: dict[str, Counter[str]] = {}
+    code_per_top: dict[str, Counter[str]] = {}
+    files_per_top: Counter[str] = Counter()
+    tree_paths: list[str] = []  # every file walked, binaries too: the tree shows the layout, not only the text
     bytes_read = 0
     counted_bytes = 0
     text_bytes = 0
@@ -172,6 +185,7 @@ def analyze(root: str, ignored_dirs: tuple[str, ...] = (), *, deadline: float = 
                 continue
             if not os.path.isfile(path):
                 continue
+            tree_paths.append(rel)
             extension = os.path.splitext(name)[1].lower()
             head = None
             if extension in BINARY_EXTENSIONS:
@@ -183,12 +197,15 @@ def analyze(root: str, ignored_dirs: tuple[str, ...] = (), *, deadline: float = 
                     result.binary_files += 1
                     continue
             language = language_of(name, head)
+            code = is_code(name, language)
             result.file_count += 1
             languages[language] += 1
             top = rel.split("/", 1)[0] if "/" in rel else ""
             if top:
-                per_top.setdefault(top, Counter())[language] += 1
-            result.files.append(FileInfo(rel, language, info.st_size))
+                files_per_top[top] += 1
+                if code:
+                    code_per_top.setdefault(top, Counter())[language] += 1
+            result.files.append(FileInfo(rel, language, info.st_size, code))
             text_bytes += info.st_size
             if info.st_size <= MAX_LINE_FILE_BYTES and bytes_read + info.st_size <= LINE_BUDGET_BYTES:
                 result.lines += _count_lines(path)
@@ -203,37 +220,66 @@ def analyze(root: str, ignored_dirs: tuple[str, ...] = (), *, deadline: float = 
     total = sum(languages.values())
     result.languages = [{"language": name, "files": count, "percent": round(100 * count / total)}
                         for name, count in sorted(languages.items(), key=lambda item: (-item[1], item[0]))]
-    source_total = sum(count for name, count in languages.items() if name in SOURCE_LANGUAGES)
     if result.file_count == 0:
         result.notes.append("No analyzable files" if result.binary_files else "No source files found")
-    elif source_total == 0:
+    elif not any(info.code for info in result.files):
         result.notes.append("No source files found")
-    tops = sorted({f.path.split("/", 1)[0] for f in result.files if "/" in f.path})
-    result.source_dirs = [d for d in tops if d.lower() in SOURCE_DIR_NAMES or _mostly_source(per_top.get(d))]
+    tops = sorted(files_per_top)
+    result.source_dirs = [d for d in tops if d.lower() in SOURCE_DIR_NAMES
+                          or _mostly_source(sum(code_per_top.get(d, Counter()).values()), files_per_top[d])]
     result.test_dirs = [d for d in tops if d.lower() in TEST_DIR_NAMES]
     result.source_dirs = [d for d in result.source_dirs if d not in result.test_dirs]
     result.doc_dirs = [d for d in tops if d.lower() in DOC_DIR_NAMES]
     top_files = sorted(os.listdir(root)) if os.path.isdir(root) else []
     result.config_files = [name for name in top_files if name in CONFIG_NAMES or ".config." in name
                            or (name.startswith("requirements") and name.endswith(".txt"))]
-    result.by_directory = {d: counts.most_common(1)[0][0] for d, counts in sorted(per_top.items())
-                           if any(lang in SOURCE_LANGUAGES for lang in counts)}
+    result.doc_files = [name for name in top_files if os.path.splitext(name)[0].lower() in DOC_FILE_STEMS
+                        and os.path.isfile(os.path.join(root, name))]
+    result.by_directory = {d: counts.most_common(1)[0][0] for d, counts in sorted(code_per_top.items())}
     result.entry_points = _entry_points(root, result)
+    result.tree, result.tree_omitted = file_tree(tree_paths)
     return result
 
 
-def _mostly_source(counts: Counter[str] | None) -> bool:
-    if not counts:
-        return False
-    source = sum(count for name, count in counts.items() if name in SOURCE_LANGUAGES)
-    return source >= 3 and source * 2 > sum(counts.values())
+def _mostly_source(code: int, total: int) -> bool:
+    return code >= 3 and code * 2 > total
+
+
+def file_tree(paths: list[str], *, depth: int = TREE_DEPTH,
+              limit: int = TREE_ENTRIES) -> tuple[list[dict[str, Any]], int]:
+    """A compact tree of ``paths``: ``([{"path": "src/", "files": 12}, {"path": "src/main.zig"}, ...], omitted)``.
+
+    Directories (with the number of files under them) come before files and
+    shallow entries before deep ones, so a huge tree still shows its whole
+    outline; within the ``limit`` the entries are in tree order, each directory
+    followed by its contents. Deeper files count in their directory's
+    ``files``; ``omitted`` counts the entries within ``depth`` left out.
+    """
+    counts: Counter[str] = Counter()
+    files: list[str] = []
+    for path in paths:
+        parts = path.split("/")
+        for level in range(1, min(len(parts), depth + 1)):
+            counts["/".join(parts[:level]) + "/"] += 1
+        if len(parts) <= depth:
+            files.append(path)
+    by_depth = sorted(counts, key=lambda d: (d.count("/"), d)) + sorted(files, key=lambda f: (f.count("/"), f))
+    shown = sorted(by_depth[:limit], key=_tree_order)
+    entries = [{"path": path, "files": counts[path]} if path.endswith("/") else {"path": path} for path in shown]
+    return entries, max(len(by_depth) - limit, 0)
+
+
+def _tree_order(path: str) -> list[tuple[int, str]]:
+    """Sort key putting each directory before its contents, and sub-directories before files."""
+    parts = path.rstrip("/").split("/")
+    return [(0 if index < len(parts) - 1 or path.endswith("/") else 1, part) for index, part in enumerate(parts)]
 
 
 def _entry_points(root: str, result: Structure) -> list[str]:
     found = _manifest_entries(root)
     source_dirs = set(result.source_dirs)
     for info in result.files:
-        if info.language not in SOURCE_LANGUAGES:
+        if not info.code:
             continue
         parts = info.path.split("/")
         stem = os.path.splitext(parts[-1])[0].lower()
