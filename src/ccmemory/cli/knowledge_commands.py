@@ -1,8 +1,15 @@
 """``ccmemory index``: the project's knowledge markdown into searchable entries.
 
 Exit codes (seed 001, F5.2): 0 success, 1 error (no knowledge directory, storage
-or model failure), 2 completed with warnings (files skipped or unreadable,
-entries left without vectors).
+or model failure, or another index of the project running: nothing was done),
+2 completed with warnings (files skipped or unreadable, entries left without
+vectors), 130 interrupted (Ctrl+C; as ``ccmemory discover``).
+
+An index takes the project's index lock (the git hook's too), so two never
+write at once; a dry run writes nothing and takes no lock. Ctrl+C keeps every
+file indexed so far (each is stored in its own transaction) and releases the
+lock; the next run skips those files and indexes the rest, and embeds the
+entries an interrupted run left without vectors.
 """
 
 from __future__ import annotations
@@ -17,8 +24,9 @@ import click
 
 from .. import db as database
 from .. import knowledge, projects
-from ..knowledge import githook, indexer, settings as project_settings
-from .common import default_project_dir, emit_json, handles_errors, json_option, project_option
+from ..knowledge import githook, indexer, lock, settings as project_settings
+from .common import default_project_dir, emit_json, fail, handles_errors, json_option, project_option
+from .discovery_commands import INTERRUPTED_EXIT
 
 
 class _FileProgress:
@@ -119,6 +127,74 @@ def embed_new_entries(db: database.Database, project: int, report: indexer.Index
                                "run `ccmemory embed` to try again")
 
 
+def _has_unembedded_knowledge(db: database.Database, project: int) -> bool:
+    """Whether entries of the project wait for vectors (an interrupted run, a model that failed)."""
+    return db.vectors_loaded and db.scalar(
+        "SELECT 1 FROM memories WHERE project_id = ? AND source = ? AND needs_embedding = 1 AND is_deleted = 0 "
+        "LIMIT 1", (project, knowledge.SOURCE)) is not None
+
+
+def _merged(reports: list[indexer.IndexReport]) -> indexer.IndexReport:
+    """One report for the rounds of a run: each file's last action that did something, counts and problems summed."""
+    merged = reports[0]
+    for later in reports[1:]:
+        position = {outcome.path: number for number, outcome in enumerate(merged.outcomes)}
+        for outcome in later.outcomes:
+            if outcome.path not in position:
+                merged.outcomes.append(outcome)
+            elif outcome.action != "unchanged":
+                merged.outcomes[position[outcome.path]] = outcome
+        merged.entries_created += later.entries_created
+        merged.entries_removed += later.entries_removed
+        merged.warnings = list(dict.fromkeys([*merged.warnings, *later.warnings]))
+        merged.errors = list(dict.fromkeys([*merged.errors, *later.errors]))
+    return merged
+
+
+def _busy(busy: lock.Busy) -> None:
+    fail(f"Another index of this project is running ({githook.holder_text(busy.holder)}), so nothing was indexed. "
+         "Wait for it to finish, then run `ccmemory index` again (a lock whose process has ended is taken over).", 1)
+
+
+def _files_kept(db: database.Database, project: int) -> int | None:
+    """How many of the project's knowledge files are indexed, as the store says; None when it cannot say."""
+    try:
+        return db.scalar("SELECT COUNT(*) FROM knowledge_files WHERE project_id = ?", (project,))
+    except Exception:  # the store could not answer after the interrupt: the message goes without the number
+        return None
+
+
+def _interrupted(db: database.Database, project: int, embedding: bool) -> None:
+    """Ctrl+C: say what is kept and how to finish, without a traceback.
+
+    Each file is stored in its own transaction, so what is kept is whole files.
+    """
+    if embedding:
+        click.echo("\nInterrupted while embedding: every entry is stored and found by keywords; run `ccmemory "
+                   "index` again to embed the rest.", err=True)
+    else:
+        kept = _files_kept(db, project)
+        what = "the files indexed so far are" if kept is None else f"{kept} knowledge file(s) are indexed and"
+        click.echo(f"\nInterrupted: {what} kept; run `ccmemory index` again to index the rest "
+                   "(kept files are skipped).", err=True)
+    sys.exit(INTERRUPTED_EXIT)
+
+
+def _print_report(report: indexer.IndexReport, rounds: int, dry_run: bool) -> None:
+    for outcome in report.outcomes:
+        if dry_run and outcome.action == "indexed":
+            click.echo(f"Would index: {outcome.path} ({outcome.entries} entries)")
+        elif outcome.note and outcome.action != "failed":
+            click.echo(outcome.note)
+    if rounds > 1:
+        click.echo(f"Indexed {rounds} times: the knowledge changed while indexing (a commit's git hook asked again)")
+    for warning in report.warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    for error in report.errors:
+        click.echo(f"Error: {error}", err=True)
+    click.echo(report.summary() + (" (dry run: nothing written)" if dry_run else ""))
+
+
 @click.command(name="index")
 @click.option("--force", is_flag=True, help="Ignore the content hashes and index every file again.")
 @click.option("--dry-run", is_flag=True, help="Show what would be indexed; write nothing.")
@@ -133,25 +209,38 @@ def index_command(force: bool, dry_run: bool, project_dir: str | None, as_json: 
     db = database.connect(vectors=not dry_run)
     project = projects.project_id(db, root)
     progress = _FileProgress(enabled=not as_json)
-    report = indexer.index(db, project, settings, force=force, dry_run=dry_run, on_start=progress.start,
-                           on_file=progress.step)
-    progress.finish()
-    if not dry_run and report.count("indexed"):
-        embed_new_entries(db, project, report, settings, show_progress=not as_json)
+    reports: list[indexer.IndexReport] = []
+
+    def one_round() -> indexer.IndexReport:
+        """A pass over the files; only the first is forced (a later one is for what changed meanwhile)."""
+        report = indexer.index(db, project, settings, force=force and not reports, dry_run=dry_run,
+                               on_start=progress.start, on_file=progress.step)
+        progress.finish()
+        reports.append(report)
+        return report
+
+    embedding = False
+    try:
+        if dry_run:
+            one_round()
+        else:
+            lock.in_rounds(githook.index_lock(settings), one_round, command="index")
+        report = _merged(reports)
+        if not dry_run and (report.count("indexed") or _has_unembedded_knowledge(db, project)):
+            embedding = True
+            embed_new_entries(db, project, report, settings, show_progress=not as_json)
+    except lock.Busy as busy:
+        _busy(busy)
+        return
+    except KeyboardInterrupt:
+        progress.finish()
+        _interrupted(db, project, embedding)
+        return
     report.seconds = time.perf_counter() - started
     if as_json:
         emit_json(report.to_dict())
-        sys.exit(report.exit_code)
-    for outcome in report.outcomes:
-        if dry_run and outcome.action == "indexed":
-            click.echo(f"Would index: {outcome.path} ({outcome.entries} entries)")
-        elif outcome.note and outcome.action != "failed":
-            click.echo(outcome.note)
-    for warning in report.warnings:
-        click.echo(f"Warning: {warning}", err=True)
-    for error in report.errors:
-        click.echo(f"Error: {error}", err=True)
-    click.echo(report.summary() + (" (dry run: nothing written)" if dry_run else ""))
+    else:
+        _print_report(report, len(reports), dry_run)
     sys.exit(report.exit_code)
 
 

@@ -8,9 +8,11 @@ commit. A hook in another language is left alone with a message saying what to a
 
 The block runs ``ccmemory git-hook pre-commit`` (:func:`run_pre_commit`): it
 returns at once when no staged file is under the knowledge directory,
-takes ``.claude/memory/index.lock`` so concurrent commits do not index twice,
-indexes and embeds, prints one line, and on any failure writes the details
-to ``.claude/memory/errors.log`` and still exits 0.
+takes ``.claude/memory/index.lock`` (shared with ``ccmemory index``) so two runs
+never index at once, indexes and embeds, prints one line, and on any failure
+writes the details to ``.claude/memory/errors.log`` and still exits 0. When
+another run holds the lock the hook does not wait: it asks that run for one
+more round (:func:`lock.in_rounds`), which indexes this commit's changes.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ BEGIN = "# >>> ccmemory pre-commit (re-indexes .claude/knowledge; never blocks t
 END = "# <<< ccmemory pre-commit <<<"
 _SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "ash")
 GIT_TIMEOUT_SECONDS = 10
+#: Most warnings of an indexing run the hook prints; errors.log has them all.
+SHOWN_PROBLEMS = 5
 
 
 @dataclass
@@ -133,6 +137,21 @@ def touches(paths: list[str], root: str, folder: str) -> bool:
     return any(path.replace(os.sep, "/").startswith(prefix) for path in paths)
 
 
+def index_lock(settings: ProjectSettings) -> str:
+    """The lock every indexing run of the project takes: the hook's and ``ccmemory index``."""
+    return os.path.join(settings.memory_dir, "index.lock")
+
+
+def holder_text(holder: dict[str, object]) -> str:
+    """``pid 123, started 2026-01-02T10:00:00, ccmemory index``: who holds a lock, as far as it says."""
+    parts = [f"pid {holder.get('pid') or 'unknown'}"]
+    if holder.get("started"):
+        parts.append(f"started {holder['started']}")
+    if holder.get("command"):
+        parts.append(f"ccmemory {holder['command']}")
+    return ", ".join(parts)
+
+
 def log_error(settings: ProjectSettings, message: str) -> str:
     """Append a timestamped entry to ``.claude/memory/errors.log``; returns its path."""
     path = os.path.join(settings.memory_dir, "errors.log")
@@ -140,6 +159,15 @@ def log_error(settings: ProjectSettings, message: str) -> str:
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(f"[{time.strftime('%Y-%m-%dT%H:%M:%S%z')}] pre-commit: {message.rstrip()}\n")
     return path
+
+
+def report_problems(settings: ProjectSettings, problems: list[str], say: Callable[[str], None]) -> None:
+    """Show the first warnings of an indexing run in the terminal and log them all to ``errors.log``."""
+    where = os.path.relpath(log_error(settings, "\n".join(problems)), settings.root)
+    for problem in problems[:SHOWN_PROBLEMS]:
+        say(f"ccmemory: warning: {problem}")
+    more = f" ({len(problems) - SHOWN_PROBLEMS} more)" if len(problems) > SHOWN_PROBLEMS else ""
+    say(f"ccmemory: indexed with {len(problems)} warning(s){more}; details in {where}. The commit goes on.")
 
 
 def refresh_structure(settings: ProjectSettings, say: Callable[[str], None]) -> None:
@@ -154,8 +182,9 @@ def refresh_structure(settings: ProjectSettings, say: Callable[[str], None]) -> 
 def run_pre_commit(settings: ProjectSettings, index: Callable[[], list[str]], say: Callable[[str], None]) -> int:
     """The hook's work; ``index()`` runs the indexer and returns its problems. Always 0.
 
-    Knowledge staged: index it (under the lock). Anything else staged: refresh the
-    structure cache. Nothing relevant staged: return at once.
+    Knowledge staged: index it (under the lock, once more for each run that found
+    it busy meanwhile). Anything else staged: refresh the structure cache.
+    Nothing relevant staged: return at once.
     """
     try:
         staged = staged_files(settings.root)
@@ -167,14 +196,14 @@ def run_pre_commit(settings: ProjectSettings, index: Callable[[], list[str]], sa
         if not knowledge_changed or not os.path.isdir(settings.knowledge_dir):
             return 0
         try:
-            with lock.held(os.path.join(settings.memory_dir, "index.lock"), command="git-hook pre-commit"):
-                problems = index()
+            rounds = lock.in_rounds(index_lock(settings), index, ask_holder=True, command="git-hook pre-commit")
         except lock.Busy as busy:
-            say(f"ccmemory: another indexing run (pid {busy.holder.get('pid')}) is busy; skipped this time")
+            say(f"ccmemory: another indexing run ({holder_text(busy.holder)}) is busy; skipped this time: "
+                "that run will index once more when it ends, so this commit's knowledge changes are not lost")
             return 0
+        problems = list(dict.fromkeys(problem for found in rounds for problem in found))
         if problems:
-            where = log_error(settings, "\n".join(problems))
-            say(f"ccmemory: indexed with {len(problems)} warning(s); details in {os.path.relpath(where, settings.root)}")
+            report_problems(settings, problems, say)
     except Exception as exc:  # the commit must go on whatever happened
         try:
             where = os.path.relpath(log_error(settings, "".join(traceback.format_exception(exc))), settings.root)
