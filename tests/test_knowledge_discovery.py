@@ -57,6 +57,8 @@ def test_discover_saves_findings_and_updates_them_in_place(home, tmp_path):
     saved = discoveries(home, root)
     kinds = {m.metadata["discovery"]["kind"] for m in saved}
     assert {"structure", "languages", "entry points", "exports"} <= kinds
+    tree = next(m for m in saved if m.metadata["discovery"]["key"] == "tree")  # F3.1: the folder tree
+    assert tree.content.startswith("Folder tree of ") and "src/ (" in tree.content
     assert all(m.metadata["discovery"]["complete"] is True for m in saved)
     exports = next(m for m in saved if m.metadata["discovery"]["key"] == "exports:src/index.ts")
     assert "function checkout(cart: Cart): Receipt" in exports.content

@@ -72,6 +72,9 @@ def findings_of(result: dict[str, Any]) -> list[Finding]:
     if result["entry_points"]:
         found.append(Finding("entry-points", "entry points",
                              f"Entry points of {project}: {', '.join(result['entry_points'])}."))
+    folders = [f"{entry['path']} ({entry['files']} files)" for entry in result.get("tree") or [] if "files" in entry]
+    if folders:
+        found.append(Finding("tree", "structure", f"Folder tree of {project}: " + ", ".join(folders) + "."))
     if len(result.get("by_directory") or {}) > 1:
         found.append(Finding("directories", "structure", f"Main language per top-level directory of {project}: "
                              + ", ".join(f"{d}/ {lang}" for d, lang in result["by_directory"].items()) + "."))
