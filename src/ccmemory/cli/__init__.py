@@ -7,7 +7,6 @@ the demo's subprocess and tempfile machinery nor for the hooks' context code.
 
 from __future__ import annotations
 
-import difflib
 from importlib import import_module
 from typing import Any
 
@@ -58,6 +57,8 @@ class LazyGroup(click.Group):
         """An unknown command says so in seed 001's words, with the nearest names when there are some."""
         name = args[0] if args else ""
         if name and not name.startswith("-") and not ctx.resilient_parsing and self.get_command(ctx, name) is None:
+            import difflib
+
             near = difflib.get_close_matches(name, self.list_commands(ctx), n=3)
             hint = f" Did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
             raise click.UsageError(f"Unknown command: {name}. Run 'ccmemory --help'.{hint}", ctx)
