@@ -1,12 +1,15 @@
 """Upgrading a database made by the first released schema, full of data.
 
-The database is built with the first migration only (schema version 1, as ccmemory 0.1.0 wrote
-it) and filled through plain SQL with every kind of row. Opening it with today's code must
-take a backup first, keep every row and every value, and be idempotent.
+The database is built from the first release's schema frozen in ``fixtures/schema_v1.sql`` (not
+from today's migration code, which could drift) and filled through plain SQL with every kind of
+row. Opening it with today's code must take a backup first, keep every row and every value, and be
+idempotent. Released migrations must never change: migration 1 still creates exactly the frozen
+schema, and migrations 1-11 exactly the frozen ``fixtures/schema_v11.json``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -15,16 +18,19 @@ from schema_helpers import store_before
 
 from ccmemory import db as database, migrations, paths
 
+FIXTURES = Path(__file__).parent / "fixtures"
 V1_TABLES = ("projects", "sessions", "memories", "session_memories", "memory_relationships", "documents", "chunks")
 PROJECTS, SESSIONS, MEMORIES_PER_SESSION = 3, 20, 50
 
 
 def _first_schema_database(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    created = sqlite3.connect(path)
+    created.executescript((FIXTURES / "schema_v1.sql").read_text(encoding="utf-8"))
+    created.execute("PRAGMA user_version = 1")
+    created.close()
     db = database.connect(path, migrate=False)
     try:
-        with db.transaction():
-            migrations.MIGRATIONS[0](db)
-            db.execute("PRAGMA user_version = 1")
         with db.transaction():
             stamp = "2025-01-01T00:00:00.000000Z"
             for p in range(1, PROJECTS + 1):
@@ -197,3 +203,30 @@ def test_embedding_model_migration_keeps_every_vector_under_a_model_number(tmp_p
         assert db.scalar("PRAGMA foreign_key_check") is None
     finally:
         db.close()
+
+
+def _schema(db: database.Database) -> list[list[str]]:
+    return [[row["type"], row["name"], row["tbl_name"], row["sql"]] for row in
+            db.rows("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY type, name")]
+
+
+def test_released_migrations_still_create_the_frozen_schemas(tmp_path: Path) -> None:
+    """Editing a released migration would give users who ran the old one a schema today's code never
+    sees; a change to the schema must be a new migration, so these files are never regenerated."""
+    frozen = sqlite3.connect(tmp_path / "frozen.db")
+    frozen.executescript((FIXTURES / "schema_v1.sql").read_text(encoding="utf-8"))
+    frozen.close()
+    first = store_before(migrations.MIGRATIONS[1], tmp_path / "v1.db")
+    expected = database.connect(tmp_path / "frozen.db", migrate=False)
+    assert _schema(first) == _schema(expected), "migration 1 changed since it was released"
+    first.close()
+    expected.close()
+    for fixture in sorted(FIXTURES.glob("schema_v*.json")):
+        released = json.loads(fixture.read_text(encoding="utf-8"))
+        version = released["version"]
+        built = database.connect(tmp_path / f"v{version}.db", migrate=False)
+        with built.transaction():
+            for step in migrations.MIGRATIONS[:version]:
+                step(built)
+        assert _schema(built) == released["objects"], f"migrations 1-{version} changed since they were released"
+        built.close()
