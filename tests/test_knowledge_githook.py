@@ -363,3 +363,37 @@ def test_ctrl_c_during_index_keeps_what_was_indexed_and_the_next_run_does_the_re
     assert len(refs) == BULK_FILES == len(set(refs))
     pending = query(home, "SELECT COUNT(*) AS n FROM memories WHERE source = 'knowledge' AND needs_embedding = 1")
     assert pending[0]["n"] == 0
+
+
+# --- a cloned repository cannot make ccmemory write outside it -----------------------------------------------------
+
+def test_what_ccmemory_writes_in_a_project_never_goes_through_a_symlink(tmp_path, fast_home):
+    """A repository could commit `.claude/memory/errors.log -> ~/.bashrc`: the log, the structure cache and a
+    lock request are never written through such a link, and the commit still goes on."""
+    from ccmemory import safe_files
+
+    home = fast_home
+    repo = committed_project(tmp_path, home)
+    memory = repo / ".claude" / "memory"
+
+    def planted(name: str) -> Path:
+        victim = tmp_path / f"outside-{name}"
+        victim.write_text("precious\n")
+        (memory / name).unlink(missing_ok=True)
+        (memory / name).symlink_to(victim)
+        return victim
+
+    victims = [planted("errors.log"), planted("meta.json")]
+    write_files(repo, {"src/extra.ts": "export const answer = 42\n"})  # source changed: the structure cache
+    write_files(repo / ".claude" / "knowledge", {"domain/empty.md": "", "domain/orders.md":  # a warning: the log
+                                                 "# Orders\n### Refunds\nRefunds go back to the original card.\n"})
+    done = commit(home, repo, "orders", ".claude/knowledge/domain", "src/extra.ts")
+    assert "could not write the error log" in done.stderr and "symbolic link" in done.stderr
+    assert "ccmemory: warning: Empty file: domain/empty.md" in done.stderr  # said in the terminal instead
+    assert "domain/orders.md#refunds" in entry_refs(home)
+    assert not (memory / "meta.json").is_symlink()  # the cache replaced the link, not what it points to
+    assert json.loads((memory / "meta.json").read_text())["structure"]["files"] >= 3
+    victims.append(planted("index.again.lock"))  # what a commit that finds the index busy writes
+    with pytest.raises(safe_files.UnsafeFileError, match="symbolic link"):
+        safe_files.open_text_for_writing(str(lock.request_path(str(index_lock(repo)))))
+    assert [victim.read_text() for victim in victims] == ["precious\n"] * 3

@@ -8,7 +8,10 @@ project's ``CLAUDE.md``) goes through here:
 * **bounded**: at most ``max_bytes`` are read, whatever the file claims;
 * **inside a root** when one is given: the real path (symlinks resolved) must lie under the
   root's real path;
-* CLAUDE.md is read and written without following a symlink (``O_NOFOLLOW``).
+* CLAUDE.md is read and written without following a symlink (``O_NOFOLLOW``);
+* what ccmemory writes into a project (``.claude/memory/``: error log, structure cache, lock
+  requests) is never written through a symlink: a cloned repository could hold
+  ``.claude/memory/errors.log -> ~/.bashrc``.
 
 Standard library only: the Stop hook reads transcripts through :func:`open_regular`.
 """
@@ -22,7 +25,7 @@ from .errors import ValidationError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import BinaryIO
+    from typing import BinaryIO, TextIO
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -88,3 +91,42 @@ def read_regular(path: str, max_bytes: int, *, root: str | None = None, follow: 
     if len(data) > max_bytes:
         raise ValidationError(f"{path} is larger than {max_bytes:,} bytes, the limit")
     return data
+
+
+def open_text_for_writing(path: str, *, append: bool = False) -> TextIO:
+    """Open a regular file for writing text (created 0644 if missing), never through a symlink."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC) | _NOFOLLOW | _NONBLOCK
+    if os.path.islink(path):
+        raise UnsafeFileError(f"{path} is a symbolic link; ccmemory does not write through it. Remove it.",
+                              "it is a symbolic link")
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise UnsafeFileError(f"Cannot write {path}: {reason}", reason) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafeFileError(f"{path} is not a regular file; ccmemory does not write to it",
+                              "it is not a regular file")
+    if _NONBLOCK:
+        os.set_blocking(fd, True)
+    return os.fdopen(fd, "a" if append else "w", encoding="utf-8")
+
+
+def replace_text(path: str, text: str) -> None:
+    """Write ``path`` whole and in one step: a new private temporary file, then renamed over it
+    (a rename replaces a symlink itself instead of writing where it points)."""
+    import tempfile
+
+    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".ccmemory-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.remove(temporary)
+        except FileNotFoundError:
+            pass
+        raise

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from ..knowledge.settings import ProjectSettings
+from ..safe_files import replace_text
 from . import deep as deep_analysis
 from . import structure as structure_analysis
 
@@ -116,12 +117,9 @@ def save_cache(settings: ProjectSettings, result: dict[str, Any]) -> str | None:
     keep = ("project", "languages", "entry_points", "source_dirs", "test_dirs", "doc_dirs", "config_files",
             "directories", "files", "lines")
     structure = {key: result[key] for key in keep}
-    os.makedirs(settings.memory_dir, exist_ok=True)
-    path = cache_path(settings)
-    with open(path + ".tmp", "w", encoding="utf-8") as handle:
-        json.dump({"analyzed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "structure": structure},
-                  handle, indent=2)
-    os.replace(path + ".tmp", path)
+    settings.writable_memory_dir()
+    replace_text(cache_path(settings), json.dumps({"analyzed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                                   "structure": structure}, indent=2))
     if not previous:
         return None
     new_entries = set(structure["entry_points"]) - set(previous.get("entry_points") or [])

@@ -18,6 +18,7 @@ import click
 
 from .. import analysis, projects
 from ..knowledge import githook, scaffold, settings as project_settings
+from ..safe_files import UnsafeFileError
 from .common import default_project_dir, emit_json, fail, json_option, project_option
 
 
@@ -27,6 +28,8 @@ def _analyse(settings: project_settings.ProjectSettings) -> tuple[dict, str | No
         analysis.save_cache(settings, result)
     except OSError as exc:
         return result, f"Could not write {analysis.cache_path(settings)}: {exc.strerror or exc}"
+    except UnsafeFileError as exc:
+        return result, str(exc)
     return result, None
 
 

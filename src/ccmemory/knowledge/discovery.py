@@ -128,7 +128,7 @@ def discover(db: Database | None, project_id: int | None, settings: ProjectSetti
     false`` before the interrupt goes on.
     """
     run = Discovery()
-    path = os.path.join(settings.memory_dir, "discover.lock")
+    path = os.path.join(settings.writable_memory_dir(), "discover.lock")
 
     def status(text: str) -> None:
         lock.update(path, status=text)

@@ -27,6 +27,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable
 
+from ..safe_files import UnsafeFileError, open_text_for_writing
 from . import lock
 from .settings import ProjectSettings
 
@@ -139,7 +140,7 @@ def touches(paths: list[str], root: str, folder: str) -> bool:
 
 def index_lock(settings: ProjectSettings) -> str:
     """The lock every indexing run of the project takes: the hook's and ``ccmemory index``."""
-    return os.path.join(settings.memory_dir, "index.lock")
+    return os.path.join(settings.writable_memory_dir(), "index.lock")
 
 
 def holder_text(holder: dict[str, object]) -> str:
@@ -154,20 +155,26 @@ def holder_text(holder: dict[str, object]) -> str:
 
 def log_error(settings: ProjectSettings, message: str) -> str:
     """Append a timestamped entry to ``.claude/memory/errors.log``; returns its path."""
-    path = os.path.join(settings.memory_dir, "errors.log")
-    os.makedirs(settings.memory_dir, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as handle:
+    path = os.path.join(settings.writable_memory_dir(), "errors.log")
+    with open_text_for_writing(path, append=True) as handle:
         handle.write(f"[{time.strftime('%Y-%m-%dT%H:%M:%S%z')}] pre-commit: {message.rstrip()}\n")
     return path
 
 
 def report_problems(settings: ProjectSettings, problems: list[str], say: Callable[[str], None]) -> None:
-    """Show the first warnings of an indexing run in the terminal and log them all to ``errors.log``."""
-    where = os.path.relpath(log_error(settings, "\n".join(problems)), settings.root)
-    for problem in problems[:SHOWN_PROBLEMS]:
+    """Show the first warnings of an indexing run in the terminal and log them all to ``errors.log``
+    (all of them in the terminal when the log cannot be written)."""
+    try:
+        where = os.path.relpath(log_error(settings, "\n".join(problems)), settings.root)
+    except (OSError, UnsafeFileError) as exc:
+        say(f"ccmemory: could not write the error log: {exc}")
+        where = ""
+    shown = problems if not where else problems[:SHOWN_PROBLEMS]
+    for problem in shown:
         say(f"ccmemory: warning: {problem}")
-    more = f" ({len(problems) - SHOWN_PROBLEMS} more)" if len(problems) > SHOWN_PROBLEMS else ""
-    say(f"ccmemory: indexed with {len(problems)} warning(s){more}; details in {where}. The commit goes on.")
+    more = f" ({len(problems) - len(shown)} more)" if len(problems) > len(shown) else ""
+    details = f"; details in {where}" if where else ""
+    say(f"ccmemory: indexed with {len(problems)} warning(s){more}{details}. The commit goes on.")
 
 
 def refresh_structure(settings: ProjectSettings, say: Callable[[str], None]) -> None:
@@ -207,7 +214,7 @@ def run_pre_commit(settings: ProjectSettings, index: Callable[[], list[str]], sa
     except Exception as exc:  # the commit must go on whatever happened
         try:
             where = os.path.relpath(log_error(settings, "".join(traceback.format_exception(exc))), settings.root)
-        except OSError:
+        except Exception:  # the log itself cannot be written (read-only, a symlink): say it all here
             where = "stderr"
             say("".join(traceback.format_exception(exc)))
         say(f"ccmemory: knowledge indexing failed ({exc}); details in {where}. The commit goes on.")

@@ -20,6 +20,8 @@ import uuid
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, TypeVar
 
+from ..safe_files import open_text_for_writing
+
 STALE_SECONDS = 15 * 60
 
 T = TypeVar("T")
@@ -177,7 +179,7 @@ def in_rounds(path: str, work: Callable[[], T], *, ask_holder: bool = False, **s
     except Busy:
         if not ask_holder:
             raise
-        with open(request_path(path), "w", encoding="utf-8") as handle:
+        with open_text_for_writing(request_path(path)) as handle:
             handle.write(str(os.getpid()))
         return _rounds(path, work, status)
 

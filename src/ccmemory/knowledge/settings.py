@@ -47,6 +47,11 @@ class ProjectSettings:
         """``.claude/memory`` of the project: error log, locks and the structure cache."""
         return os.path.join(self.root, ".claude", "memory")
 
+    def writable_memory_dir(self) -> str:
+        """:attr:`memory_dir`, created if needed."""
+        os.makedirs(self.memory_dir, exist_ok=True)
+        return self.memory_dir
+
     @property
     def config_file(self) -> str:
         return os.path.join(self.root, CONFIG_FILE)
