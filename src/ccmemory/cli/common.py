@@ -18,6 +18,8 @@ from .. import projects
 from ..errors import CCMemoryError, NotFoundError, ValidationError
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: Exit status of a command stopped by Ctrl+C (or SIGTERM) after keeping what it had done: 128 + SIGINT.
+INTERRUPTED_EXIT = 130
 
 
 def default_project_dir() -> str:

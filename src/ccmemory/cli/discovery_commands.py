@@ -10,10 +10,8 @@ import click
 
 from .. import projects
 from ..knowledge import discovery, promotion, settings as project_settings
-from .common import (default_project_dir, emit_json, fail, handles_errors, json_option, open_store,
-                     project_option)
-
-INTERRUPTED_EXIT = 130
+from .common import (INTERRUPTED_EXIT, default_project_dir, emit_json, fail, handles_errors, json_option,
+                     open_store, project_option)
 
 
 def _interrupt_on_terminate(_signum: int, _frame: Any) -> None:

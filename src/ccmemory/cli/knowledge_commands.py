@@ -25,8 +25,8 @@ import click
 from .. import db as database
 from .. import knowledge, projects
 from ..knowledge import githook, indexer, lock, settings as project_settings
-from .common import default_project_dir, emit_json, fail, handles_errors, json_option, project_option
-from .discovery_commands import INTERRUPTED_EXIT
+from .common import (INTERRUPTED_EXIT, default_project_dir, emit_json, fail, handles_errors, json_option,
+                     project_option)
 
 
 class _FileProgress:
