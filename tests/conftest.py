@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -9,6 +10,15 @@ import pytest
 
 from ccmemory import db as database
 from ccmemory import embeddings, projects
+
+
+@pytest.fixture(autouse=True)
+def _sys_path_kept() -> Iterator[None]:
+    """Undo what a test adds to sys.path (the launcher loaded from a plugin copy adds its src/): a later
+    test's spawned processes would otherwise import ccmemory from that copy."""
+    saved = list(sys.path)
+    yield
+    sys.path[:] = saved
 
 
 @pytest.fixture

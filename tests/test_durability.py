@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from ccmemory import db as database, embeddings
-from hook_helpers import HOOK_PYTHON, HOOKS, hook_env, log_text, tool_call
+from hook_helpers import HOOK_PYTHON, HOOKS, hook_env, log_text, tool_call, wait_for_background_captures
 
 SOURCE = Path(__file__).resolve().parents[1] / "src"
 
@@ -49,6 +49,7 @@ def _parallel_captures(home: Path, project_dir: Path, calls: int, workers: int) 
     random.Random(11).shuffle(indexes)
     with ThreadPoolExecutor(workers) as pool:
         assert set(pool.map(capture, indexes)) == {0}
+    wait_for_background_captures(home)  # each hook stores its observation in a child after it exits
     db = database.connect(home / "ccmemory.db")
     try:
         assert db.scalar("SELECT COUNT(*) FROM memories WHERE source = 'capture'") == calls

@@ -10,9 +10,11 @@ schema, and migrations 1-11 exactly the frozen ``fixtures/schema_v11.json``.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from schema_helpers import store_before
 
@@ -230,3 +232,51 @@ def test_released_migrations_still_create_the_frozen_schemas(tmp_path: Path) -> 
                 step(built)
         assert _schema(built) == released["objects"], f"migrations 1-{version} changed since they were released"
         built.close()
+
+
+def _open_at_once(path: str, barrier: Any, results: Any) -> None:
+    barrier.wait()
+    try:
+        database.connect(path).close()
+        results.put("ok")
+    except Exception as exc:
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
+def _open_together(path: Path, processes: int = 8) -> list[str]:
+    """Open ``path`` from ``processes`` processes released at the same instant; what each said."""
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(processes), context.Queue()
+    workers = [context.Process(target=_open_at_once, args=(str(path), barrier, results)) for _ in range(processes)]
+    for worker in workers:
+        worker.start()
+    said = [results.get(timeout=120) for _ in workers]
+    for worker in workers:
+        worker.join(60)
+    return said
+
+
+def test_processes_opening_a_new_store_together_all_open_it(tmp_path: Path) -> None:
+    """A first session's hooks create the store together: none may fail (each failure was a lost capture)."""
+    for attempt in range(20):
+        path = tmp_path / f"store-{attempt}" / paths.DB_FILENAME
+        path.parent.mkdir()
+        assert _open_together(path) == ["ok"] * 8
+        db = database.connect(path)
+        assert migrations.current_version(db) == migrations.target_version()
+        db.close()
+        assert not [p for p in path.parent.iterdir() if p.name.endswith(".bak")]  # a new store needs no backup
+
+
+def test_processes_upgrading_an_old_store_together_back_it_up_once_and_keep_every_row(tmp_path: Path) -> None:
+    """After an update, SessionStart, the MCP server and the CLI may open the old file together."""
+    path = tmp_path / "data" / paths.DB_FILENAME
+    _first_schema_database(path)
+    original = tmp_path / "original.db"
+    source = sqlite3.connect(path)
+    source.execute("VACUUM INTO ?", (str(original),))
+    source.close()
+    assert _open_together(path) == ["ok"] * 8
+    backups = [p for p in path.parent.iterdir() if p.name.endswith(".bak")]
+    assert len(backups) == 1 and _dump(backups[0]) == _dump(original)
+    assert _dump_v1_columns(path, original) == _without_derived_links(_dump(original))

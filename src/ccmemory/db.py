@@ -30,6 +30,8 @@ if TYPE_CHECKING:  # typing costs hooks ~8 ms of start-up; annotations are never
 
 BUSY_TIMEOUT_MS = 10_000
 _BUSY_RETRIES = 5
+#: Tries at switching a new file to WAL while other processes do the same (~4 s in all).
+_WAL_ATTEMPTS = 20
 
 
 class Database:
@@ -113,9 +115,24 @@ def _is_busy(exc: BaseException) -> bool:
     return "busy" in text or "locked" in text
 
 
+def _wal_mode(db: Database) -> Any:
+    """Switch to WAL, retried while busy: when several processes open a new file at once, SQLite answers
+    all but one "database is locked" at once, without waiting (each holds a read lock and wants the
+    write lock), so the busy timeout does not cover it."""
+    attempt = 0
+    while True:
+        try:
+            return db.scalar("PRAGMA journal_mode = WAL")
+        except Exception as exc:
+            attempt += 1
+            if not _is_busy(exc) or attempt >= _WAL_ATTEMPTS:
+                raise
+            time.sleep(0.02 * attempt + (time.perf_counter_ns() % 20) / 1000)
+
+
 def _configure(db: Database) -> None:
     db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    mode = db.scalar("PRAGMA journal_mode = WAL")
+    mode = _wal_mode(db)
     if str(mode).lower() != "wal":
         raise StorageError(f"Could not switch {db.path} to WAL mode (got {mode!r}); is it on a network drive?")
     db.execute("PRAGMA synchronous = NORMAL")

@@ -11,12 +11,14 @@ created only by connections that could load sqlite-vec.
 from __future__ import annotations
 
 import os
+import time
+from contextlib import contextmanager
 
 from . import clock, paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # db opens the store and runs these migrations: importing it back here would be a cycle
-    from typing import Callable, List
+    from typing import Callable, Iterator, List
 
     from .db import Database
 
@@ -488,6 +490,8 @@ MIGRATIONS: List[Callable[[Database], None]] = [
     _m011_embedding_model_numbers,
 ]
 _BACKUPS_KEPT = 3
+#: How long a process waits for another that is upgrading the same file (a large store takes seconds).
+UPGRADE_WAIT_SECONDS = 60
 
 
 def _run_script(db: Database, script: str) -> None:
@@ -530,18 +534,58 @@ def migrate(db: Database) -> int:
             f"{db.path} has schema version {version}, newer than this ccmemory understands "
             f"({target_version()}). Upgrade ccmemory (pip install -U ccmemory)."
         )
-    if version > 0:
-        _backup(db, version)
-    applied = 0
-    for number in range(version + 1, target_version() + 1):
-        with db.transaction():
-            # Another process may have migrated while we waited for the lock.
-            if current_version(db) >= number:
-                continue
-            MIGRATIONS[number - 1](db)
-            db.execute(f"PRAGMA user_version = {number}")
-            applied += 1
+    with _upgrade_lock(db.path):
+        # Another process may have migrated, wholly or in part, while this one waited.
+        version = current_version(db)
+        if version > 0 and version < target_version():
+            _backup(db, version)
+        applied = 0
+        for number in range(version + 1, target_version() + 1):
+            with db.transaction():
+                if current_version(db) >= number:
+                    continue
+                MIGRATIONS[number - 1](db)
+                db.execute(f"PRAGMA user_version = {number}")
+                applied += 1
     return applied
+
+
+@contextmanager
+def _upgrade_lock(path: str) -> Iterator[None]:
+    """One process at a time reads the version, backs up and migrates.
+
+    Without it, processes opening the file together (the hooks of a first
+    session, or SessionStart and the MCP server after an upgrade) each saw a
+    version another was moving through and wrote a backup of a half-migrated
+    file at the same moment; all but one then failed to open the store. The lock
+    is the OS's advisory lock on ``<db>.upgrade.lock``, released when its holder
+    exits, so a crash never leaves it held. Windows has no ``fcntl``; there the
+    per-migration transactions still keep the schema whole.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None  # type: ignore[assignment]
+    if fcntl is None or path in ("", ":memory:"):
+        yield
+        return
+    fd = os.open(path + ".upgrade.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + UPGRADE_WAIT_SECONDS
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    from .errors import StorageError
+
+                    raise StorageError(f"Another process has been upgrading {path} for over "
+                                       f"{UPGRADE_WAIT_SECONDS} s; try again once it has finished.") from None
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _backup(db: Database, version: int) -> str:
