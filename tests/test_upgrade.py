@@ -69,6 +69,17 @@ def _first_schema_database(path: Path) -> None:
         db.close()
 
 
+def _first_schema_database_and_copy(tmp_path: Path) -> tuple[Path, Path]:
+    """A filled first-schema store under ``tmp_path/data`` and an untouched copy of it to compare with."""
+    path = tmp_path / "data" / paths.DB_FILENAME
+    _first_schema_database(path)
+    original = tmp_path / "original.db"
+    source = sqlite3.connect(path)
+    source.execute("VACUUM INTO ?", (str(original),))
+    source.close()
+    return path, original
+
+
 def _dump(path: Path) -> dict[str, list[tuple]]:
     connection = sqlite3.connect(path)
     try:
@@ -100,12 +111,7 @@ def _without_derived_links(dump: dict[str, list[tuple]]) -> dict[str, list[tuple
 
 
 def test_first_schema_database_upgrades_with_backup_every_row_kept_and_idempotently(tmp_path: Path) -> None:
-    path = tmp_path / "data" / paths.DB_FILENAME
-    _first_schema_database(path)
-    original = tmp_path / "original.db"
-    source = sqlite3.connect(path)
-    source.execute("VACUUM INTO ?", (str(original),))
-    source.close()
+    path, original = _first_schema_database_and_copy(tmp_path)
     before = _dump(original)
     assert len(before["memories"]) == PROJECTS * SESSIONS * MEMORIES_PER_SESSION
 
@@ -270,12 +276,7 @@ def test_processes_opening_a_new_store_together_all_open_it(tmp_path: Path) -> N
 
 def test_processes_upgrading_an_old_store_together_back_it_up_once_and_keep_every_row(tmp_path: Path) -> None:
     """After an update, SessionStart, the MCP server and the CLI may open the old file together."""
-    path = tmp_path / "data" / paths.DB_FILENAME
-    _first_schema_database(path)
-    original = tmp_path / "original.db"
-    source = sqlite3.connect(path)
-    source.execute("VACUUM INTO ?", (str(original),))
-    source.close()
+    path, original = _first_schema_database_and_copy(tmp_path)
     assert _open_together(path) == ["ok"] * 8
     backups = [p for p in path.parent.iterdir() if p.name.endswith(".bak")]
     assert len(backups) == 1 and _dump(backups[0]) == _dump(original)

@@ -24,7 +24,7 @@ from .errors import StorageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs hooks ~8 ms of start-up; annotations are never evaluated
-    from typing import Any, Dict, Iterator, Sequence, Union
+    from typing import Any, Callable, Dict, Iterator, Sequence, Union
 
     Params = Union[Sequence[Any], Dict[str, Any]]
 
@@ -83,17 +83,13 @@ class Database:
         if self._in_transaction:
             yield self
             return
-        for attempt in range(_BUSY_RETRIES):
-            try:
-                self.conn.execute("BEGIN IMMEDIATE")
-                break
-            except Exception as exc:  # sqlite3.OperationalError or apsw.BusyError
-                if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1:
-                    raise StorageError(
-                        f"The memory database {self.path} stayed locked: {exc}. "
-                        "Another ccmemory process holds it; try again in a moment."
-                    ) from exc
-                time.sleep(0.05 * (attempt + 1) + (time.perf_counter_ns() % 50) / 1000)
+        try:
+            _while_busy(lambda: self.conn.execute("BEGIN IMMEDIATE"), _BUSY_RETRIES, 0.05)
+        except Exception as exc:  # sqlite3.OperationalError or apsw.BusyError
+            raise StorageError(
+                f"The memory database {self.path} stayed locked: {exc}. "
+                "Another ccmemory process holds it; try again in a moment."
+            ) from exc
         self._in_transaction = True
         try:
             yield self
@@ -115,19 +111,24 @@ def _is_busy(exc: BaseException) -> bool:
     return "busy" in text or "locked" in text
 
 
+def _while_busy(action: Callable[[], Any], attempts: int, pause: float) -> Any:
+    """``action()``, tried again after a growing, jittered pause while SQLite says the file is busy."""
+    attempt = 1
+    while True:
+        try:
+            return action()
+        except Exception as exc:
+            if not _is_busy(exc) or attempt >= attempts:
+                raise
+            time.sleep(pause * attempt + pause * (time.perf_counter_ns() % 1000) / 1000)
+            attempt += 1
+
+
 def _wal_mode(db: Database) -> Any:
     """Switch to WAL, retried while busy: when several processes open a new file at once, SQLite answers
     all but one "database is locked" at once, without waiting (each holds a read lock and wants the
     write lock), so the busy timeout does not cover it."""
-    attempt = 0
-    while True:
-        try:
-            return db.scalar("PRAGMA journal_mode = WAL")
-        except Exception as exc:
-            attempt += 1
-            if not _is_busy(exc) or attempt >= _WAL_ATTEMPTS:
-                raise
-            time.sleep(0.02 * attempt + (time.perf_counter_ns() % 20) / 1000)
+    return _while_busy(lambda: db.scalar("PRAGMA journal_mode = WAL"), _WAL_ATTEMPTS, 0.02)
 
 
 def _configure(db: Database) -> None:

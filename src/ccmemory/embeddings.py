@@ -461,8 +461,7 @@ def embed_pending(
                         f"indexed = 0",
                         (row["seq"], model, vectors.quantize(vector)),
                     )
-            embedded = sum(vector is not None for vector in vecs)
-            done += embedded
+            done += sum(vector is not None for vector in vecs)
             if progress:
                 progress(len(batch))
         if db.vectors_loaded:

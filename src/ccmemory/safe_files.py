@@ -46,21 +46,23 @@ def is_inside(path: str, root: str) -> bool:
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
-def open_fd(path: str, *, write: bool = False, root: str | None = None, follow: bool = True) -> int:
+def open_fd(path: str, *, write: bool = False, root: str | None = None, follow: bool = True,
+            flags: int = 0) -> int:
     """A blocking file descriptor on a regular file; ValidationError for anything else.
 
     ``follow=False`` refuses a symlink as the last component (``O_NOFOLLOW``); ``root`` refuses a
     path whose real location is outside it. The open itself never blocks (``O_NONBLOCK``), so a
-    FIFO is refused instead of waiting for a writer.
+    FIFO is refused instead of waiting for a writer. ``flags`` adds open flags (``O_CREAT`` makes
+    a missing file, 0644).
     """
     if root is not None and not is_inside(path, root):
         raise UnsafeFileError(f"{path} is outside the project ({root}); only files inside it can be used",
                               "it resolves outside the project")
-    flags = (os.O_WRONLY if write else os.O_RDONLY) | _NONBLOCK | _BINARY | (0 if follow else _NOFOLLOW)
+    flags |= (os.O_WRONLY if write else os.O_RDONLY) | _NONBLOCK | _BINARY | (0 if follow else _NOFOLLOW)
     if not follow and os.path.islink(path):
         raise UnsafeFileError(f"{path} is a symbolic link; ccmemory does not follow it", "it is a symbolic link")
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, flags, 0o644)
     except FileNotFoundError:
         raise UnsafeFileError(f"No file at {path}; check the path", "there is no such file") from None
     except OSError as exc:
@@ -95,21 +97,7 @@ def read_regular(path: str, max_bytes: int, *, root: str | None = None, follow: 
 
 def open_text_for_writing(path: str, *, append: bool = False) -> TextIO:
     """Open a regular file for writing text (created 0644 if missing), never through a symlink."""
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC) | _NOFOLLOW | _NONBLOCK
-    if os.path.islink(path):
-        raise UnsafeFileError(f"{path} is a symbolic link; ccmemory does not write through it. Remove it.",
-                              "it is a symbolic link")
-    try:
-        fd = os.open(path, flags, 0o644)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise UnsafeFileError(f"Cannot write {path}: {reason}", reason) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise UnsafeFileError(f"{path} is not a regular file; ccmemory does not write to it",
-                              "it is not a regular file")
-    if _NONBLOCK:
-        os.set_blocking(fd, True)
+    fd = open_fd(path, write=True, follow=False, flags=os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC))
     return os.fdopen(fd, "a" if append else "w", encoding="utf-8")
 
 

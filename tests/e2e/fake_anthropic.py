@@ -82,6 +82,12 @@ def tool_results(body: dict[str, Any]) -> list[Block]:
             for block in message["content"] if block.get("type") == "tool_result"]
 
 
+def tool_result(body: dict[str, Any], tool_use_id: str) -> Block:
+    """The one tool_result answering ``tool_use_id`` in the conversation."""
+    [found] = [block for block in tool_results(body) if block["tool_use_id"] == tool_use_id]
+    return found
+
+
 def _is_agent(body: dict[str, Any]) -> bool:
     return "Bash" in offered_tools(body)
 

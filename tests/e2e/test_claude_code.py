@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from .claude_cli import PLUGIN_ID, VERSIONS, ClaudeCode, claude_or_skip
-from .fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_results, tool_use
+from .fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_result, tool_results, tool_use
 
 FIRST_PROMPT = "Set up the greeting module"
 SECOND_PROMPT = "What did we do in this project before?"
@@ -182,7 +182,7 @@ def test_the_next_session_receives_the_injected_context(sessions: Sessions) -> N
 def test_the_model_can_search_memory_through_the_plugin_mcp_server(sessions: Sessions) -> None:
     last = sessions.second_requests[-1]
     assert SEARCH_TOOL in offered_tools(last), "the plugin's MCP server never connected"
-    [result] = [r for r in tool_results(last) if r["tool_use_id"] == "toolu_search"]
+    result = tool_result(last, "toolu_search")
     assert not result.get("is_error"), result
     assert "greeting.py" in json.dumps(result["content"])
 

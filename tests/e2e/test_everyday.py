@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from .claude_cli import MINIMUM_VERSION, ClaudeCode, claude_or_skip
-from .fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_results, tool_use
+from .fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_result, tool_results, tool_use
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from runtime_helpers import fake_ready_runtime  # noqa: E402
@@ -61,9 +61,7 @@ def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 
 def result_of(session: dict[str, Any], tool_use_id: str) -> dict[str, Any]:
-    last = session["requests"][-1]
-    [found] = [r for r in tool_results(last) if r["tool_use_id"] == tool_use_id]
-    return found
+    return tool_result(session["requests"][-1], tool_use_id)
 
 
 def test_the_skill_is_offered_and_launched_with_its_arguments(session):

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from .claude_cli import MINIMUM_VERSION, ClaudeCode, claude_or_skip
-from .fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_results, tool_use
+from .fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_result, tool_results, tool_use
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from runtime_helpers import fake_ready_runtime  # noqa: E402
@@ -83,8 +83,7 @@ def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 
 def result_of(session: dict[str, Any], tool_use_id: str) -> dict[str, Any]:
-    [found] = [r for r in tool_results(session["requests"][-1]) if r["tool_use_id"] == tool_use_id]
-    return found
+    return tool_result(session["requests"][-1], tool_use_id)
 
 
 def test_claude_code_lists_the_skills_init_wrote_and_launches_one(session):

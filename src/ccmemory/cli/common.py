@@ -101,6 +101,12 @@ def report_search(result: Any, query: str, as_json: bool) -> bool:
     return True
 
 
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """An error's message on one line, cut to ``limit`` characters (onnxruntime's run to several lines)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def fail(message: str, code: int = 1) -> None:
     click.echo(f"Error: {message}", err=True)
     sys.exit(code)

@@ -26,7 +26,7 @@ from .. import db as database
 from .. import knowledge, projects
 from ..knowledge import githook, indexer, lock, settings as project_settings
 from .common import (INTERRUPTED_EXIT, default_project_dir, emit_json, fail, handles_errors, json_option,
-                     project_option)
+                     one_line, project_option)
 
 
 class _FileProgress:
@@ -54,8 +54,6 @@ class _FileProgress:
 #: Most files, and sections per file, a warning names before "and N more".
 _NAMED_FILES = 10
 _NAMED_SECTIONS = 5
-#: Most characters of a model's error message a warning repeats (onnxruntime's run to several lines).
-_REASON_CHARS = 300
 
 
 def _section_of(row: dict[str, Any]) -> tuple[str, str] | None:
@@ -102,9 +100,8 @@ def embed_new_entries(db: database.Database, project: int, report: indexer.Index
     def failed(_kind: str, row: dict[str, Any], exc: Exception) -> None:
         where = _section_of(row)
         what = f"{where[0]} section {where[1]!r}" if where else f"a pending memory ({row['seq']})"
-        reason = " ".join(str(exc).split())
-        reason = reason if len(reason) <= _REASON_CHARS else reason[:_REASON_CHARS] + "…"
-        failures.append(f"Could not embed {what}: {reason}. It is found by keywords; run `ccmemory embed` to try again")
+        failures.append(f"Could not embed {what}: {one_line(exc)}. It is found by keywords; "
+                        "run `ccmemory embed` to try again")
 
     try:
         embedder = embeddings.get_embedder()

@@ -13,7 +13,8 @@ import click
 
 from .. import compat, config, embeddings, migrations, paths, retention, status, vectors
 from .. import db as database
-from .common import emit_json, fail, handles_errors, json_option, load_settings, open_db, open_store, project_option
+from .common import (emit_json, fail, handles_errors, json_option, load_settings, one_line, open_db, open_store,
+                     project_option)
 
 
 @click.command()
@@ -55,7 +56,7 @@ def embed(batch_size: int) -> None:
     failed: list[str] = []
 
     def note(kind: str, row: dict[str, Any], exc: Exception) -> None:
-        failed.append(f"{kind} {row['seq']}: {' '.join(str(exc).split())[:300]}")
+        failed.append(f"{kind} {row['seq']}: {one_line(exc)}")
 
     with click.progressbar(length=total, label=f"Embedding with {embedder.spec.name}", file=sys.stderr) as bar:
         done = embeddings.embed_pending(db, embedder, batch_size=batch_size, progress=bar.update, on_error=note)
