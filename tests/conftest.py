@@ -11,6 +11,34 @@ import pytest
 from ccmemory import db as database
 from ccmemory import embeddings, projects
 
+import home_guard
+
+_real_home: Path | None = None
+_real_home_before: dict[str, tuple[int, int]] = {}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A throwaway HOME for the whole run (see ``home_guard``), before any test or fixture runs."""
+    global _real_home, _real_home_before
+    import tempfile
+
+    if _real_home is None:
+        run_dir = Path(tempfile.mkdtemp(prefix="ccmemory-test-run-"))
+        _real_home, _real_home_before = home_guard.isolate(run_dir)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when anything was written where the user's real memory or Claude Code's settings live."""
+    if _real_home is None:
+        return
+    found = home_guard.changes(_real_home_before, home_guard.fingerprint(home_guard.watched_paths(_real_home)))
+    if found:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = ["the tests wrote outside their own directories, into the user's real home:", *found[:50]]
+        if reporter is not None:
+            reporter.write_line("\n".join(lines), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
 
 @pytest.fixture(autouse=True)
 def _sys_path_kept() -> Iterator[None]:
