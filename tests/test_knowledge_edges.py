@@ -264,7 +264,7 @@ def test_the_git_hook_reindexes_when_the_configured_folder_changes(home, tmp_pat
     committed = git(home, root, "commit", "-m", "knowledge in docs/kb")
     assert committed.returncode == 0, committed.stderr
     assert "ccmemory: Indexed 2 file(s)" in committed.stderr
-    assert {ref.split("#")[0] for ref in knowledge_refs(home)} == {"architecture/auth.md", "gotchas.md"}
+    assert {ref.split("#")[0] for ref in knowledge_refs(home)} == {"architecture/auth.md"}  # not the template
 
 
 def test_promote_writes_discoveries_into_the_configured_folder(home, tmp_path):

@@ -65,10 +65,10 @@ def test_templates_gotchas_shows_the_format_and_skills_have_valid_frontmatter(ho
     repo = git_repo(tmp_path / "repo", home)
     assert ccmemory(home, repo, "init").returncode == 0
     gotchas = (repo / ".claude" / "knowledge" / "gotchas.md").read_text()
-    assert "<!-- vector-index: true -->" in gotchas and "<!-- keywords:" in gotchas
+    assert "vector-index: false" in gotchas and "keywords:" in gotchas and "### " in gotchas
     parsed = sections.parse(gotchas, "gotchas.md", fits=lambda text: len(text) < 2000)
-    assert parsed.indexed and parsed.warnings == []
-    assert any(entry.keywords for entry in parsed.entries) and all(entry.anchor for entry in parsed.entries[1:])
+    # the format and its example are shown inside a comment: nothing of it is indexed as the project's knowledge
+    assert parsed.indexed and parsed.warnings == [] and parsed.entries == []
     for name in SKILLS:
         text = (repo / ".claude" / "skills" / name / "SKILL.md").read_text()
         match = re.match(r"^---\n(.*?)\n---\n(.+)$", text, re.S)
@@ -164,7 +164,7 @@ def test_pre_commit_hook_indexes_changed_knowledge_and_never_blocks(home, tmp_pa
     assert committed.returncode == 0, committed.stderr
     assert "ccmemory: Indexed 2 file(s)" in committed.stderr  # the hook's output, in the terminal
     refs = {json.loads(row["metadata"])["knowledge"]["file"] for row in knowledge_rows(home)}
-    assert refs == {"architecture/auth.md", "gotchas.md"}
+    assert refs == {"architecture/auth.md"}  # the unedited gotchas.md template is not the project's knowledge
 
     # a commit that changes no knowledge returns at once: nothing is indexed
     (repo / "src" / "util.ts").write_text("export const x = 1\n")
@@ -197,6 +197,8 @@ def test_hook_is_added_to_an_existing_hook_which_keeps_working(home, tmp_path):
     text = hook.read_text()
     assert text.startswith("#!/bin/sh\n# >>> ccmemory") and "echo theirs" in text and text.endswith("exit 0\n")
     (repo / ".gitignore").write_text("theirs.log\n")
+    gotchas = repo / ".claude" / "knowledge" / "gotchas.md"
+    gotchas.write_text(gotchas.read_text() + "\n### Invoices round half-even\nTotals use banker's rounding.\n")
     git(home, repo, "add", "-A")
     committed = git(home, repo, "commit", "-m", "both hooks")
     assert committed.returncode == 0 and "ccmemory: Indexed 1 file(s)" in committed.stderr

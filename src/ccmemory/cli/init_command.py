@@ -66,7 +66,8 @@ def init_command(yes: bool, no_hook: bool, project_dir: str | None, as_json: boo
     steps = [
         f"Write what the project should remember in {knowledge}/ (one H3 section per fact; see gotchas.md)",
         "Run `ccmemory index` to make it searchable (the git hook re-indexes on every commit that changes it)",
-        "Install the plugin so Claude has the memory tools the skills use: "
+        "Install the plugin so Claude has the memory tools the skills use: `claude plugin marketplace add "
+        "<the ccmemory repository: a clone's path, a git URL or owner/repo>`, then "
         "`claude plugin install ccmemory@ccmemory` (settings.json enables it for this project)",
         "Run `ccmemory discover` for a deep analysis saved to memory",
         f"Commit {knowledge}/, .claude/skills/ and .claude/settings.json",

@@ -24,6 +24,12 @@ from .settings import ProjectSettings
 
 #: Bump when the way files become entries changes, so every file is indexed again.
 PARSER_VERSION = 1
+#: sha256 of every ``gotchas.md`` that ``ccmemory init`` ever shipped. Its examples are invented: an
+#: unedited copy is never indexed, so they cannot come back from search as the project's facts.
+#: (Today's template keeps its example inside a comment; the first release's did not.)
+UNEDITED_TEMPLATES = frozenset({
+    "9892fe320bef3ea580d4731e9083b4b68cc256b670dae98a868fcd4dcf893cb0",
+})
 #: Knowledge folders (first path component) and the memory category of their entries.
 CATEGORY_OF_FOLDER = {
     "architecture": "architecture", "components": "component", "component": "component", "domain": "domain",
@@ -200,6 +206,12 @@ def index(
             continue
         digest = hashlib.sha256(settings_key.encode() + b"\0" + loaded.data).hexdigest()
         previous = known.get(path)
+        if hashlib.sha256(loaded.data).hexdigest() in UNEDITED_TEMPLATES:
+            removed = 0 if dry_run or not previous else _remove_file(db, project_id, path)
+            report.entries_removed += removed
+            done(FileOutcome(path, "skipped", note=f"Skipping {path}: the unedited template (its examples are not "
+                                                   "this project's); write your own entries, then index again"))
+            continue
         if (not force and previous and previous["content_hash"] == digest
                 and previous["present"] == previous["entries"]):
             done(FileOutcome(path, "unchanged", previous["entries"], f"Skipping unchanged: {path}"))

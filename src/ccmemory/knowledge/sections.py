@@ -240,7 +240,8 @@ def parse(text: str, file_name: str, *, fits: Callable[[str], bool]) -> ParsedFi
             lines.extend(block.lines)
             keywords.extend(k for k in block.keywords if k not in keywords)
         body = "\n".join(lines).strip()
-        units = [(file_title or file_name, "", "", body, keywords)] if body else []
+        said = any(line.strip() for block in blocks for line in block.lines)  # headings alone say nothing
+        units = [(file_title or file_name, "", "", body, keywords)] if said else []
     else:
         units = []
         for block in blocks:
