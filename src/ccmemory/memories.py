@@ -30,7 +30,10 @@ COUNT_CAP = 1_000
 INCLUSION = ("exclude", "include", "only")
 DEFAULT_SALIENCE = 0.5
 MAX_SALIENCE = 0.999
-MIN_ID_PREFIX = 8
+#: The shortest id prefix looked up (like git's abbreviations); a unique one names its memory.
+MIN_ID_PREFIX = 4
+#: How many candidates an ambiguous prefix lists.
+SHOWN_CANDIDATES = 5
 #: Longer "ids" are not looked up (a uuid has 36 characters).
 MAX_ID_CHARS = 64
 
@@ -297,9 +300,10 @@ def _scope(project_id: int | None) -> tuple[str, tuple[Any, ...]]:
 
 
 def resolve_id(db: Database, memory_id: str, *, project_id: int | None) -> str:
-    """The full id of a memory of ``project_id`` given its id or a unique prefix of at least 8 characters.
+    """The full id of a memory of ``project_id`` given its id or a unique prefix of at least 4 characters.
 
-    A memory of another project is not found: ids never cross projects.
+    A memory of another project is not found: ids never cross projects. A prefix that is too short
+    or that starts several memories is refused with a :class:`ValidationError` saying so.
     """
     if not isinstance(memory_id, str) or not memory_id.strip():
         raise ValidationError("A memory id is required; find ids with memory_search or `ccmemory list`")
@@ -308,16 +312,31 @@ def resolve_id(db: Database, memory_id: str, *, project_id: int | None) -> str:
     if len(memory_id) <= MAX_ID_CHARS and memory_id.isascii():  # ids are ASCII; other text is never one
         if db.scalar(f"SELECT 1 FROM memories WHERE id = ?{where}", (memory_id, *params)):
             return memory_id
-        if len(memory_id) >= MIN_ID_PREFIX:
-            found = [r["id"] for r in db.rows(
-                f"SELECT id FROM memories WHERE substr(id, 1, ?) = ?{where} LIMIT 2",
-                (len(memory_id), memory_id, *params))]
-            if len(found) == 1:
-                return found[0]
+        if len(memory_id) < MIN_ID_PREFIX:
+            raise ValidationError(f"The id {memory_id!r} is too short: give at least {MIN_ID_PREFIX} characters "
+                                  "of it (ids are shown by memory_search and `ccmemory list`)")
+        found = [r["id"] for r in db.rows(
+            f"SELECT id FROM memories WHERE substr(id, 1, ?) = ?{where} ORDER BY id LIMIT ?",
+            (len(memory_id), memory_id, *params, SHOWN_CANDIDATES + 1))]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            listed = ", ".join(found[:SHOWN_CANDIDATES]) + (", …" if len(found) > SHOWN_CANDIDATES else "")
+            raise ValidationError(f"The id prefix {memory_id!r} is ambiguous: it starts {listed}. "
+                                  "Give more characters of the id.")
     raise NotFoundError(
         f"No memory with id {memory_id[:60]!r} in this project. "
         "Find ids with memory_search, memory_list or `ccmemory list`."
     )
+
+
+def why_not_found(db: Database, memory_id: str, *, project_id: int | None) -> str:
+    """Why ``memory_id`` names no memory of ``project_id`` (not found, too short, ambiguous); "" when it does."""
+    try:
+        resolve_id(db, memory_id, project_id=project_id)
+    except (NotFoundError, ValidationError) as exc:
+        return str(exc)
+    return ""
 
 
 def get(db: Database, memory_id: str, *, project_id: int | None) -> Memory:
@@ -445,8 +464,12 @@ def delete(db: Database, memory_id: str, *, project_id: int | None, hard: bool =
     """
     try:
         full_id = resolve_id(db, memory_id, project_id=project_id)
-    except (NotFoundError, ValidationError):
+    except NotFoundError:
         return {"deleted": False, "id": str(memory_id)[:MAX_ID_CHARS], "reason": "Entry not found"}
+    except ValidationError as exc:  # too short or ambiguous
+        return {"deleted": False, "id": str(memory_id)[:MAX_ID_CHARS], "reason": str(exc)}
+    if not hard and db.scalar("SELECT is_deleted FROM memories WHERE id = ?", (full_id,)):
+        return {"deleted": False, "id": full_id, "reason": "already deleted"}
     with db.transaction():
         replaced = _superseded_targets(db, full_id)
         if hard:

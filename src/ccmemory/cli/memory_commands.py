@@ -8,6 +8,7 @@ import click
 
 from .. import knowledge, memories, search as searching
 from ..knowledge import promotion
+from ..db import Database
 from ..memories import CATEGORIES, Memory
 from ..migrations import SECTORS
 from .common import (default_project_dir, emit_json, fail, handles_errors, json_option, open_db, open_store, preview,
@@ -141,7 +142,15 @@ def get(memory_ids: tuple[str, ...], as_json: bool, project_dir: str | None) -> 
             click.echo(memory.content)
             click.echo()
     if missing:
-        fail(f"Entry not found: {', '.join(missing)}. Find ids with `ccmemory search` or `ccmemory list`.")
+        fail("\n".join(_not_found(db, project, memory_id) for memory_id in missing))
+
+
+def _not_found(db: Database, project: int, memory_id: str) -> str:
+    """The error line for an id that names no memory: not found, or a prefix too short or ambiguous."""
+    why = memories.why_not_found(db, memory_id, project_id=project)
+    if why.startswith("No memory"):
+        return f"Entry not found: {memory_id}. Find ids with `ccmemory search` or `ccmemory list`."
+    return why
 
 
 @click.command()
@@ -157,7 +166,10 @@ def delete(memory_id: str, hard: bool, as_json: bool, project_dir: str | None) -
     if as_json:
         emit_json(result)
     if not result["deleted"]:
-        fail(f"Entry not found: {memory_id}. Find ids with `ccmemory search` or `ccmemory list`.")
+        if result["reason"] == "already deleted":
+            fail(f"Memory {result['id']} is already deleted; nothing changed (`ccmemory restore {result['id']}` "
+                 "brings it back, `ccmemory delete --hard` removes it for good).")
+        fail(_not_found(db, project, memory_id))
     if not as_json:
         click.echo(f"Memory permanently deleted: {result['id']}" if hard
                    else f"Memory soft-deleted: {result['id']} (can be restored with `ccmemory restore`)")

@@ -57,7 +57,10 @@ def memory_get(ctx: ToolContext, args: dict[str, Any]) -> str:
     ids = arguments.strings(args, "ids", required=True, most=MAX_GET_IDS)
     found, missing = memories.get_many(ctx.db, ids, project_id=ctx.project_id)
     if not found:
-        raise ToolError(f"No memory matches {', '.join(missing)}. Find ids with memory_search or memory_list.")
+        reasons = [memories.why_not_found(ctx.db, memory_id, project_id=ctx.project_id) for memory_id in missing]
+        if all(reason.startswith("No memory") for reason in reasons):
+            raise ToolError(f"No memory matches {', '.join(missing)}. Find ids with memory_search or memory_list.")
+        raise ToolError(" ".join(reasons))
     if ctx.session_id:
         memories.record_usage(ctx.db, ctx.session_id, [m.id for m in found], "recalled")
     superseded, session_rows, related = _context_maps(ctx, found)
@@ -128,6 +131,11 @@ def memory_delete(ctx: ToolContext, args: dict[str, Any]) -> str:
     memory_id = arguments.text(args, "memory_id", required=True)
     result = memories.delete(ctx.db, memory_id, project_id=ctx.project_id, hard=arguments.flag(args, "hard"))
     if not result["deleted"]:
+        if result["reason"] == "already deleted":
+            raise ToolError(f"Memory {result['id']} is already deleted; nothing changed (`ccmemory restore "
+                            f"{result['id']}` brings it back; hard=true removes it for good).")
+        if result["reason"] != "Entry not found":
+            raise ToolError(f"{result['reason']} Nothing was deleted.")
         raise ToolError(f"Entry not found: no memory with id {memory_id!r}, nothing was deleted. "
                         "Find ids with memory_search or memory_list.")
     if result["hard"]:

@@ -1,0 +1,85 @@
+"""Rough edges a new user met in their first hour, each through the real CLI process or MCP server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ccmemory import db as database
+
+
+def run(home: Path, cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CCMEMORY_HOME": str(home)}
+    env.pop("CLAUDE_PROJECT_DIR", None)
+    return subprocess.run([sys.executable, "-m", "ccmemory", *args], cwd=cwd, env=env, input=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+def added(home: Path, cwd: Path, text: str) -> str:
+    done = run(home, cwd, "add", text, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["id"]
+
+
+def renamed(home: Path, old: str, new: str) -> None:
+    """Give a memory a chosen id (set-up only: two ids sharing a prefix are rare by chance)."""
+    db = database.connect(home / "ccmemory.db")
+    try:
+        with db.transaction():
+            db.execute("UPDATE memories SET id = ? WHERE id = ?", (new, old))
+    finally:
+        db.close()
+
+
+def test_any_unique_prefix_of_four_or_more_characters_names_a_memory(home: Path, project_dir: Path) -> None:
+    memory_id = added(home, project_dir, "The API uses JWT tokens for auth")
+    for length in (4, 7, 12):
+        shown = run(home, project_dir, "get", memory_id[:length])
+        assert shown.returncode == 0, shown.stderr
+        assert "The API uses JWT tokens for auth" in shown.stdout
+
+
+def test_a_prefix_too_short_or_ambiguous_says_so(home: Path, project_dir: Path) -> None:
+    first, second = added(home, project_dir, "first memory"), added(home, project_dir, "second memory")
+    renamed(home, first, "abcd1111-0000-4000-8000-000000000001")
+    renamed(home, second, "abcd2222-0000-4000-8000-000000000002")
+    short = run(home, project_dir, "get", "abc")
+    assert short.returncode == 1 and "too short" in short.stderr and "at least 4" in short.stderr
+    ambiguous = run(home, project_dir, "get", "abcd")
+    assert ambiguous.returncode == 1 and "ambiguous" in ambiguous.stderr
+    assert "abcd1111-0000-4000-8000-000000000001" in ambiguous.stderr
+    assert "abcd2222-0000-4000-8000-000000000002" in ambiguous.stderr
+    assert "second memory" in run(home, project_dir, "get", "abcd2").stdout
+    refused = run(home, project_dir, "delete", "abcd")
+    assert refused.returncode == 1 and "ambiguous" in refused.stderr
+    assert "first memory" in run(home, project_dir, "get", "abcd1").stdout  # nothing was deleted
+    unknown = run(home, project_dir, "get", "ffff0000")
+    assert unknown.returncode == 1 and "Entry not found: ffff0000" in unknown.stderr
+
+
+def test_deleting_a_deleted_memory_says_so_and_fails(home: Path, project_dir: Path) -> None:
+    memory_id = added(home, project_dir, "Deploys go out on Tuesdays")
+    assert run(home, project_dir, "delete", memory_id[:6]).returncode == 0
+    again = run(home, project_dir, "delete", memory_id[:6])
+    assert again.returncode == 1 and "already deleted" in again.stderr and "soft-deleted" not in again.stdout
+    assert f"ccmemory restore {memory_id}" in again.stderr
+
+
+def test_the_mcp_tools_take_prefixes_and_name_ambiguity(home: Path, project_dir: Path) -> None:
+    from mcp_helpers import running_server
+
+    first, second = added(home, project_dir, "first memory"), added(home, project_dir, "second memory")
+    renamed(home, first, "abcd1111-0000-4000-8000-000000000001")
+    renamed(home, second, "abcd2222-0000-4000-8000-000000000002")
+    with running_server(home, project_dir) as server:
+        assert "second memory" in server.call("memory_get", {"ids": ["abcd2"]}).text
+        ambiguous = server.call("memory_get", {"ids": ["abcd"]})
+        assert ambiguous.is_error and "ambiguous" in ambiguous.text
+        short = server.call("memory_delete", {"memory_id": "ab"})
+        assert short.is_error and "too short" in short.text
+        assert not server.call("memory_delete", {"memory_id": "abcd1"}).is_error
+        again = server.call("memory_delete", {"memory_id": "abcd1"})
+        assert again.is_error and "already deleted" in again.text
