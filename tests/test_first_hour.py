@@ -83,3 +83,28 @@ def test_the_mcp_tools_take_prefixes_and_name_ambiguity(home: Path, project_dir:
         assert not server.call("memory_delete", {"memory_id": "abcd1"}).is_error
         again = server.call("memory_delete", {"memory_id": "abcd1"})
         assert again.is_error and "already deleted" in again.text
+
+
+def test_stats_and_doctor_hint_at_embed_only_when_something_waits(home: Path, project_dir: Path) -> None:
+    added(home, project_dir, "A memory to embed")
+    waiting = run(home, project_dir, "stats")
+    assert "Pending embeddings: 1 (run `ccmemory embed`)" in waiting.stdout
+    assert run(home, project_dir, "embed").returncode == 0
+    assert "Pending embeddings: 0\n" in run(home, project_dir, "stats").stdout
+    verbose = run(home, project_dir, "doctor", "--verbose")
+    assert "pending embeddings: 0\n" in verbose.stdout
+
+
+def test_doctor_says_when_no_claude_is_on_path_and_never_runs_one_from_the_project(home: Path, project_dir: Path,
+                                                                                   tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    planted = project_dir / "claude"
+    planted.write_text(f"#!/bin/sh\ntouch {marker}\necho '9.9.9 (Claude Code)'\n")
+    planted.chmod(0o755)
+    env = {**os.environ, "CCMEMORY_HOME": str(home), "PATH": os.pathsep.join([".", "", os.path.dirname(sys.executable),
+                                                                             "/usr/bin", "/bin"])}
+    result = subprocess.run([sys.executable, "-m", "ccmemory", "doctor"], cwd=project_dir, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[note] claude code: no `claude` on PATH" in result.stdout
+    assert not marker.exists()

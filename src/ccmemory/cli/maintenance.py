@@ -38,7 +38,7 @@ def stats(all_projects: bool, project_dir: str | None, as_json: bool) -> None:
         parts = ", ".join(f"{name} {count}" for name, count in sorted(result[label].items()))
         click.echo(f"  {label.replace('_', ' ')}: {parts or '-'}")
     click.echo(f"Sessions: {result['sessions']}  Documents: {result['documents']}  Projects: {result['projects']}")
-    click.echo(f"Pending embeddings: {result['pending_embeddings']} (run `ccmemory embed`)")
+    click.echo(f"Pending embeddings: {pending_text(result['pending_embeddings'])}")
     click.echo(status.settings_line(result))
 
 
@@ -72,8 +72,9 @@ def _checks() -> list[dict[str, Any]]:
     """Each check: name, ok, detail (and a fix when not ok)."""
     results: list[dict[str, Any]] = []
 
-    def check(name: str, ok: bool, detail: str, fix: str = "") -> None:
-        results.append({"name": name, "ok": ok, "detail": detail, **({"fix": fix} if not ok and fix else {})})
+    def check(name: str, ok: bool, detail: str, fix: str = "", *, note: bool = False) -> None:
+        results.append({"name": name, "ok": ok, "detail": detail, **({"fix": fix} if not ok and fix else {}),
+                        **({"note": True} if note else {})})
 
     check("python", sys.version_info >= (3, 11), sys.version.split()[0], "ccmemory needs Python 3.11 or newer")
     has_loading = hasattr(sqlite3.Connection, "enable_load_extension")
@@ -108,7 +109,7 @@ def _checks() -> list[dict[str, Any]]:
     try:
         embedder = embeddings.get_embedder(spec)
         check("embedding model", True, f"{embedder.model_id}, {embedder.dims} dimensions")
-        check("pending embeddings", True, f"{embeddings.pending_count(db, embedder.model_id)} (run `ccmemory embed`)")
+        check("pending embeddings", True, pending_text(embeddings.pending_count(db, embedder.model_id)))
     except embeddings.ModelError as exc:
         check("embedding model", False, str(exc), "see the `embedding` section of config.json")
     problems = load_settings().problems
@@ -118,12 +119,27 @@ def _checks() -> list[dict[str, Any]]:
           "`ccmemory config` shows every setting; `ccmemory config set|unset NAME` fixes one")
     ignored = paths.ignored_settings()
     check("data dir", not ignored, "; ".join(ignored) or paths.data_dir(), "set CCMEMORY_HOME to an absolute path")
-    claude = shutil.which("claude")
+    claude = _on_path("claude")
     if claude:
         check("claude code", *_claude_code_version(claude), f"update Claude Code to {compat.MIN_CLAUDE_CODE_TEXT} or "
               "newer (`claude update`)")
+    else:
+        check("claude code", True, f"no `claude` on PATH: the command line works without it; to use ccmemory in "
+              f"Claude Code, install Claude Code {compat.MIN_CLAUDE_CODE_TEXT} or newer", note=True)
     db.close()
     return results
+
+
+def pending_text(count: int) -> str:
+    """How many items wait for a vector, with the command that embeds them when there are any."""
+    return f"{count} (run `ccmemory embed`)" if count else "0"
+
+
+def _on_path(name: str) -> str | None:
+    """``name`` found in the absolute folders of PATH only: a relative entry ('', '.') would run a
+    program of whatever project the command is started in."""
+    folders = [folder for folder in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(folder)]
+    return shutil.which(name, path=os.pathsep.join(folders)) if folders else None
 
 
 def _claude_code_version(claude: str) -> tuple[bool, str]:
@@ -147,12 +163,16 @@ def doctor(verbose: bool, as_json: bool) -> None:
         emit_json(results)
     else:
         for result in results if verbose else failed:
-            mark = "ok  " if result["ok"] else "FAIL"
+            mark = "note" if result.get("note") else "ok  " if result["ok"] else "FAIL"
             click.echo(f"[{mark}] {result['name']}: {result['detail']}")
             if "fix" in result:
                 click.echo(f"       fix: {result['fix']}")
         if not failed:
             click.echo(f"No problems found ({len(results)} checks: {', '.join(r['name'] for r in results)}).")
+        if not verbose:
+            for result in results:
+                if result.get("note"):
+                    click.echo(f"[note] {result['name']}: {result['detail']}")
     sys.exit(1 if failed else 0)
 
 
