@@ -108,3 +108,15 @@ def test_doctor_says_when_no_claude_is_on_path_and_never_runs_one_from_the_proje
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[note] claude code: no `claude` on PATH" in result.stdout
     assert not marker.exists()
+
+
+def test_the_readme_install_steps_are_the_ones_the_real_install_test_runs() -> None:
+    from e2e.claude_cli import README_INSTALL
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Use it in Claude Code"):]
+    block = section[section.index("```sh\n") + 6:section.index("```", section.index("```sh\n") + 6)]
+    commands = [line.split("#", 1)[0].strip() for line in block.splitlines() if line.strip()]
+    assert commands == list(README_INSTALL)
+    assert "<this repository>" not in readme
+    assert "bash .ci/run" in readme and "skip" in readme[:readme.index("## Use it in Claude Code")]

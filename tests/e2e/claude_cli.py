@@ -30,6 +30,12 @@ MINIMUM_VERSION = ".".join(map(str, MIN_CLAUDE_CODE))
 LATEST_VERSION = "2.1.330"
 VERSIONS = (MINIMUM_VERSION, LATEST_VERSION)
 #: What a fresh clone lacks. Claude Code copies a directory marketplace whole, ignored files included.
+#: The commands of the README's "Use it in Claude Code" that :meth:`ClaudeCode.install_from_git_clone` runs.
+README_INSTALL = (
+    'git clone "$PWD" ~/.local/share/ccmemory-plugin',
+    "claude plugin marketplace add ~/.local/share/ccmemory-plugin",
+    "claude plugin install ccmemory@ccmemory",
+)
 NOT_IN_A_CLONE = (".git", ".venv", "venv", "__pycache__", "*.egg-info", ".pytest_cache", ".hypothesis", "build", "dist")
 
 
@@ -126,12 +132,13 @@ class ClaudeCode:
         return result
 
     def install_from_git_clone(self, cwd: Path) -> Path:
-        """The README's steps: ``git clone`` the repository, add it as a marketplace, install the plugin."""
-        clone = self.home.parent / "ccmemory"
+        """The README's steps (:data:`README_INSTALL`): a clean ``git clone`` kept in the user's home, added as a
+        marketplace, the plugin installed from it."""
+        clone = self.home / ".local" / "share" / "ccmemory-plugin"
         subprocess.run(["git", "clone", "--quiet", str(REPO_ROOT), str(clone)], check=True, capture_output=True,
-                       timeout=300)
-        self.run("plugin", "marketplace", "add", "./ccmemory", cwd=clone.parent)
-        self.run("plugin", "install", PLUGIN_ID, cwd=clone.parent)
+                       timeout=300, cwd=REPO_ROOT)
+        self.run("plugin", "marketplace", "add", str(clone), cwd=cwd)
+        self.run("plugin", "install", PLUGIN_ID, cwd=cwd)
         return clone
 
     def install_plugin(self, cwd: Path) -> Path:
