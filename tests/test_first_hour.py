@@ -120,3 +120,11 @@ def test_the_readme_install_steps_are_the_ones_the_real_install_test_runs() -> N
     assert commands == list(README_INSTALL)
     assert "<this repository>" not in readme
     assert "bash .ci/run" in readme and "skip" in readme[:readme.index("## Use it in Claude Code")]
+
+
+def test_help_never_cuts_a_command_summary_mid_phrase(home: Path, project_dir: Path) -> None:
+    for group in ((), ("docs",), ("files",), ("config",), ("context",)):
+        shown = run(home, project_dir, *group, "--help")
+        assert shown.returncode == 0, shown.stderr
+        commands = shown.stdout[shown.stdout.index("Commands:"):] if "Commands:" in shown.stdout else ""
+        assert "..." not in commands, (group, commands)

@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from .groups import WholeHelpGroup
+
 from .. import __version__
 
 #: Command name -> module under ccmemory.cli holding it (listed in that module's COMMANDS).
@@ -33,7 +35,7 @@ COMMAND_MODULES = {
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(WholeHelpGroup):
     """A group that imports a command's module on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:

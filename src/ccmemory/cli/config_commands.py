@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from .groups import WholeHelpGroup
+
 from .. import config as settings
 from ..errors import ValidationError
 from .common import emit_json, handles_errors, json_option, load_settings
@@ -22,7 +24,7 @@ def _option_for(section: str, key: str) -> str | None:
     return next((option for option, target in settings.PLUGIN_OPTIONS.items() if target == (section, key)), None)
 
 
-@click.group(invoke_without_command=True)
+@click.group(cls=WholeHelpGroup, invoke_without_command=True)
 @click.pass_context
 def config(ctx: click.Context) -> None:
     """Show the settings (no subcommand), or get, set and unset one."""

@@ -11,6 +11,8 @@ import os
 
 import click
 
+from .groups import WholeHelpGroup
+
 from .. import config as settings, local_context, projects
 from ..hooks import context as session_context, privacy
 from .common import default_project_dir, emit_json, fail, handles_errors, load_settings, open_db, project_option
@@ -21,7 +23,7 @@ directory_option = click.option(
 )
 
 
-@click.group(invoke_without_command=True)
+@click.group(cls=WholeHelpGroup, invoke_without_command=True)
 @click.option("--preview", is_flag=True, help="Print the context a new session would receive (the default action).")
 @project_option
 @click.option("--json", "as_json", is_flag=True, help="Print the hook's JSON output instead of the bare text.")

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import click
 
+from .groups import WholeHelpGroup
+
 from .. import documents
 from ..search import DEFAULT_LIMIT, MAX_LIMIT, MODES
 from .common import (search_embedder, emit_json, handles_errors, json_option, open_store, preview, project_option,
                      report_search)
 
 
-@click.group()
+@click.group(cls=WholeHelpGroup)
 def docs() -> None:
     """Reference documents (Markdown, HTML, text) in token-sized chunks, searchable apart from memories."""
 

@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import click
 
+from .groups import WholeHelpGroup
+
 from ..files import commands, paths, store
 from .common import emit_json, fail, handles_errors, json_option, open_store, project_option
 
@@ -36,7 +38,7 @@ def _call(project: int) -> commands.Call:
     return commands.Call(project, None, "cli")
 
 
-@click.group()
+@click.group(cls=WholeHelpGroup)
 def files() -> None:
     """Memory files of Claude's memory tool (/memories: this project; /memories/user: all projects)."""
 
