@@ -128,3 +128,31 @@ def test_help_never_cuts_a_command_summary_mid_phrase(home: Path, project_dir: P
         assert shown.returncode == 0, shown.stderr
         commands = shown.stdout[shown.stdout.index("Commands:"):] if "Commands:" in shown.stdout else ""
         assert "..." not in commands, (group, commands)
+
+
+def test_add_says_when_it_redacted_and_suggests_a_near_category(home: Path, project_dir: Path) -> None:
+    secret = run(home, project_dir, "add", "The staging DB_PASSWORD=hunter2-Zq81x is in the vault")
+    assert secret.returncode == 0, secret.stderr
+    assert "Note: 1 secret-looking value replaced by [REDACTED]" in secret.stderr
+    plain = run(home, project_dir, "add", "Deploys go out on Tuesdays")
+    assert "Note:" not in plain.stderr
+    typo = run(home, project_dir, "add", "Auth is a middleware", "--category", "archtecture")
+    assert typo.returncode == 0 and "did you mean 'architecture'?" in typo.stderr
+
+
+def test_a_bad_date_names_the_option(home: Path, project_dir: Path) -> None:
+    wrong = run(home, project_dir, "add", "Release shipped", "--created-at", "soon")
+    assert wrong.returncode == 2 and "'--created-at'" in wrong.stderr and "ISO-8601" in wrong.stderr
+    assert "created_at:" not in wrong.stderr
+
+
+def test_an_empty_query_is_refused_before_anything_loads(home: Path, project_dir: Path) -> None:
+    empty = run(home, project_dir, "search", "  ")
+    assert empty.returncode == 2 and "Query cannot be empty" in empty.stderr
+    assert not (home / "ccmemory.db").exists()  # refused before the store (or the model) was opened
+
+
+def test_an_empty_list_names_the_project_and_the_way_to_others(home: Path, project_dir: Path) -> None:
+    listed = run(home, project_dir, "list")
+    assert listed.returncode == 0
+    assert str(project_dir) in listed.stdout and "--all-projects" in listed.stdout and "--project" in listed.stdout

@@ -6,10 +6,11 @@ import sys
 
 import click
 
-from .. import knowledge, memories, search as searching
+from .. import knowledge, memories, projects, search as searching
 from ..knowledge import promotion
 from ..db import Database
 from ..memories import CATEGORIES, Memory
+from ..redaction import REDACTED
 from ..migrations import SECTORS
 from .common import (default_project_dir, emit_json, fail, handles_errors, json_option, open_db, open_store, preview,
                      project_option, report_search, search_embedder)
@@ -28,13 +29,30 @@ def _valid_category(value: str) -> str:
     chosen = value.strip().lower()
     if chosen in CATEGORIES:
         return chosen
+    import difflib
+
     listed = ", ".join(CATEGORIES)
+    near = difflib.get_close_matches(chosen, CATEGORIES, n=1, cutoff=0.6)
+    guess = f" Did you mean {near[0]!r}?" if near else ""
     if sys.stdin.isatty():
-        click.echo(f"Unknown category {value!r}. Valid categories: {listed}", err=True)
-        return click.prompt("Category", type=click.Choice(CATEGORIES, case_sensitive=False), default="general",
-                            err=True).lower()
-    click.echo(f"Warning: unknown category {value!r} (valid: {listed}); stored as 'general'.", err=True)
+        click.echo(f"Unknown category {value!r}.{guess} Valid categories: {listed}", err=True)
+        return click.prompt("Category", type=click.Choice(CATEGORIES, case_sensitive=False),
+                            default=near[0] if near else "general", err=True).lower()
+    click.echo(f"Warning: unknown category {value!r}{' (did you mean ' + repr(near[0]) + '?)' if near else ''}; "
+               f"stored as 'general' (valid: {listed}).", err=True)
     return "general"
+
+
+def _checked_time(value: str | None) -> str | None:
+    """``--created-at`` parsed before anything is opened, so a bad one is named as the option it came from."""
+    if value is None:
+        return None
+    from .. import clock
+
+    try:
+        return clock.parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--created-at'") from None
 
 
 @click.command()
@@ -53,6 +71,7 @@ def _valid_category(value: str) -> str:
 def add(content: str | None, category: str, sector: str | None, tags: str, importance: float | None,
         created_at: str | None, project_dir: str | None, as_json: bool) -> None:
     """Add a memory. Without CONTENT, reads standard input, or opens $EDITOR on a terminal."""
+    created_at = _checked_time(created_at)
     category = _valid_category(category)
     if content is None:
         if sys.stdin.isatty():
@@ -63,6 +82,13 @@ def add(content: str | None, category: str, sector: str | None, tags: str, impor
     db, project = open_store(project_dir)
     memory = memories.add(db, project_id=project, content=content or "", sector=sector, category=category,
                           tags=tags, importance=importance, created_at=created_at)
+    hidden = memory.content.count(REDACTED) - (content or "").count(REDACTED)
+    notes = [f"{hidden} secret-looking value{'s' if hidden > 1 else ''} replaced by {REDACTED}"] if hidden > 0 else []
+    if "<private>" in (content or "").lower():
+        notes.append("the <private>…</private> text left out")
+    if notes:
+        click.echo(f"Note: {' and '.join(notes)} before storing; `ccmemory get {memory.id[:8]}` shows what was kept.",
+                   err=True)
     if as_json:
         emit_json(memory.to_dict())
     else:
@@ -83,6 +109,8 @@ def add(content: str | None, category: str, sector: str | None, tags: str, impor
 def search(query: str, limit: int, mode: str, sector: str | None, include_superseded: bool,
            project_dir: str | None, as_json: bool) -> None:
     """Search this project's memories (hybrid keyword + semantic by default)."""
+    if not query.strip():
+        fail("Query cannot be empty", 2)
     db, project = open_store(project_dir, vectors=mode != "keyword")
     embedder = search_embedder(db, mode)
     result = searching.search_with_info(db, query, project_id=project, mode=mode, sector=sector, limit=limit,
@@ -116,7 +144,10 @@ def list_command(category: str | None, sector: str | None, limit: int, include_d
         emit_json([memory.to_dict() for memory in found])
         return
     if not found:
-        click.echo("No memories.")
+        root = projects.project_root(project_dir or default_project_dir())
+        narrowed = " matching these filters" if category or sector else ""
+        click.echo(f"No memories{narrowed} in the project at {root}. `ccmemory list --project PATH` lists "
+                   "another project's; `ccmemory stats --all-projects` counts every project's.")
     for memory in found:
         click.echo(f"{_describe(memory)}  {preview(memory.content, 80)}")
 
