@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 
 from .errors import ValidationError
 
@@ -50,7 +51,18 @@ class UnsafeFileError(ValidationError):
 
 def is_inside(path: str, root: str) -> bool:
     """Whether ``path`` resolves (symlinks followed) to ``root`` or below it."""
-    return _under(os.path.realpath(path), os.path.realpath(root))
+    try:
+        return _under(_real(path), os.path.realpath(root))
+    except UnsafeFileError:
+        return False
+
+
+def _real(path: str) -> str:
+    """``os.path.realpath``; UnsafeFileError when a link changes while it is resolved (a swap race)."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        raise _changed(path) from None
 
 
 def _under(real: str, base: str) -> bool:
@@ -64,7 +76,7 @@ def _outside(path: str, root: str, real: str) -> UnsafeFileError:
 
 def inside_dir(path: str, root: str) -> str:
     """The real path of the directory ``path``, which must resolve inside ``root``; UnsafeFileError otherwise."""
-    real = os.path.realpath(path)
+    real = _real(path)
     if not _under(real, os.path.realpath(root)):
         raise _outside(path, root, real)
     if not os.path.isdir(real):
@@ -127,7 +139,7 @@ def open_fd(path: str, *, write: bool = False, root: str | None = None, follow: 
     try:
         info = os.fstat(fd)
         if root is not None:
-            _check_opened(info, path, root)
+            _check_opened(fd, info, path, root)
         if not stat.S_ISREG(info.st_mode):
             kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file (a pipe, device or socket)"
             raise UnsafeFileError(f"{path} is {kind}; only regular files are used", f"it is {kind}")
@@ -139,18 +151,51 @@ def open_fd(path: str, *, write: bool = False, root: str | None = None, follow: 
         raise
 
 
-def _check_opened(info: os.stat_result, path: str, root: str) -> None:
-    """The file opened (``info``, from fstat) is the one ``path`` resolves to now, and that is inside ``root``."""
-    real = os.path.realpath(path)
+def _check_opened(fd: int, info: os.stat_result, path: str, root: str) -> None:
+    """The file open on ``fd`` (``info``, its fstat) lies inside ``root``.
+
+    Where the system names an open file's path (``/proc/self/fd`` on Linux, ``F_GETPATH`` on
+    macOS) that path is checked: it is the file actually opened, whatever links were swapped
+    around it. Elsewhere ``path`` is resolved again and must be the very file opened (same
+    device and inode, without following a last link).
+    """
+    opened = _opened_path(fd)
+    if opened is not None:
+        if opened.endswith(" (deleted)") or not os.path.isabs(opened):
+            raise _changed(path)
+        if not _under(opened, os.path.realpath(root)):
+            raise _outside(path, root, opened)
+        return
+    real = _real(path)
     if not _under(real, os.path.realpath(root)):
         raise _outside(path, root, real)
     try:
-        now = os.stat(real)
+        now = os.lstat(real)
     except OSError:
-        now = None
-    if now is None or (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
-        raise UnsafeFileError(f"{path} changed while it was being opened (a link swapped in?); not used",
-                              "it changed while it was being opened")
+        raise _changed(path) from None
+    if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
+        raise _changed(path)
+
+
+def _changed(path: str) -> UnsafeFileError:
+    return UnsafeFileError(f"{path} changed while it was being opened (a link swapped in?); not used",
+                           "it changed while it was being opened")
+
+
+def _opened_path(fd: int) -> str | None:
+    """The path of the file open on ``fd`` as the kernel knows it, or None where it cannot say."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        pass
+    if sys.platform == "darwin":
+        import fcntl
+
+        try:
+            return fcntl.fcntl(fd, fcntl.F_GETPATH, bytes(1024)).split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+        except (OSError, AttributeError):
+            return None
+    return None
 
 
 def open_regular(path: str, *, root: str | None = None) -> BinaryIO:
