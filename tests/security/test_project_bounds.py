@@ -266,17 +266,14 @@ def test_promote_by_hand_still_works(world):
 
 # --- transcripts: one bounded reader for the Stop hook and the embedder --------------------------------------------
 
-@pytest.mark.parametrize("kind", ["fifo", "device", "outside-link-endless-line"])
+@pytest.mark.parametrize("kind", ["fifo", "device"])
 def test_a_hostile_transcript_path_stops_neither_the_hooks_nor_the_embedder(world, kind):
     repo, data = world["repo"], world["data"]
     transcript = world["outside"] / "transcript.jsonl"
     if kind == "fifo":
         os.mkfifo(transcript)
-    elif kind == "device":
-        transcript = Path("/dev/zero")
     else:
-        with open(transcript, "wb") as handle:  # one 30 MB line without an end
-            handle.truncate(30 * 1024 * 1024)
+        transcript = Path("/dev/zero")
     session = "s-" + kind
     start = common(session, repo, "SessionStart", source="startup", model="claude-sonnet-4-6")
     call = tool_call(session, repo, "Edit", {"file_path": str(repo / "src" / "index.ts"), "old_string": "name",

@@ -1,4 +1,4 @@
-"""The project's manifests (``package.json``, ``pyproject.toml``, ``Cargo.toml``, ``go.mod`` ...), read as untrusted files.
+"""The project's manifests (``package.json``, ``pyproject.toml``, ``Cargo.toml`` ...), read as untrusted files.
 
 A manifest is used only when it is a regular file whose real path is inside the
 project, of at most :data:`MAX_MANIFEST_BYTES`; anything else (``package.json ->
