@@ -69,9 +69,13 @@ def _under(real: str, base: str) -> bool:
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
+#: ``UnsafeFileError.reason`` of a path that resolves outside its root.
+OUTSIDE = "it resolves outside the project"
+
+
 def _outside(path: str, root: str, real: str) -> UnsafeFileError:
     return UnsafeFileError(f"{path} resolves to {real}, outside the project ({root}); ccmemory reads and writes "
-                           "only files inside the project", "it resolves outside the project")
+                           "only files inside the project", OUTSIDE)
 
 
 def inside_dir(path: str, root: str) -> str:

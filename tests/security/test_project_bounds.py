@@ -264,6 +264,17 @@ def test_promote_by_hand_still_works(world):
         item["path"].startswith(".claude/knowledge/discoveries/") for item in json.loads(done.stdout))
 
 
+def test_promotion_never_writes_through_a_discoveries_link_even_into_the_project(world):
+    repo = world["repo"]
+    finished(run(world, "init", "--yes"), 0)
+    (repo / ".claude" / "knowledge" / "discoveries").symlink_to(repo / "src", target_is_directory=True)
+    source = snapshot(repo / "src")
+    _searched_three_times(world)
+    done = run(world, "promote", "--auto")
+    assert "outside the knowledge folder" in finished(done, 2)
+    assert snapshot(repo / "src") == source
+
+
 # --- transcripts: one bounded reader for the Stop hook and the embedder --------------------------------------------
 
 @pytest.mark.parametrize("kind", ["fifo", "device"])

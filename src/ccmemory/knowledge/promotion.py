@@ -14,7 +14,8 @@ opt-in: the user's ``promotion.auto_discoveries`` setting (``ccmemory config set
 promotion.auto_discoveries true``), in ccmemory's own ``config.json`` and never in
 the project's settings, which a cloned repository controls; ``ccmemory promote``
 by hand always works. A file is written only inside the project's knowledge
-directory, itself inside the project (:func:`ccmemory.safe_files.create_new`).
+directory, itself inside the project (:func:`ccmemory.safe_files.create_new`): a
+``discoveries`` link to anywhere else, even elsewhere in the project, is refused.
 """
 
 from __future__ import annotations
@@ -90,10 +91,18 @@ def promote(db: Database, memory_id: str, settings: ProjectSettings, project_id:
     if os.path.lexists(path):
         return existing
     at = clock.now()
+    knowledge = safe_files.make_dirs(settings.knowledge_dir, settings.root)
     try:
-        safe_files.create_new(path, _document(memory, at).encode("utf-8"), root=settings.root)
+        safe_files.create_new(path, _document(memory, at).encode("utf-8"), root=knowledge)
     except FileExistsError:
         return existing
+    except safe_files.UnsafeFileError as exc:
+        if exc.reason != safe_files.OUTSIDE:
+            raise
+        raise safe_files.UnsafeFileError(
+            f"Not promoted: {shown} resolves outside the knowledge folder {os.path.relpath(knowledge, settings.root)} "
+            "(a symbolic link?); promotion writes only inside the project's knowledge folder. Replace the link "
+            "with a folder.", exc.reason) from None
     metadata = {**memory.metadata, "promotion": {"promoted": True, "promoted_at": at, "path": shown}}
     memories.rewrite(db, memory.id, memory.content, project_id=project_id, metadata=metadata)
     return Promotion(memory.id, "promoted", shown, f"Promoted {memory.id} to {shown}")
