@@ -185,9 +185,11 @@ def test_discoveries_referenced_three_times_in_seven_days_are_promoted(db, tmp_p
     assert warm.id not in promotion.due(db, project)
 
 
-def test_the_mcp_server_promotes_after_searches(home, tmp_path):
+def test_the_mcp_server_promotes_after_searches_once_the_user_opts_in(home, tmp_path):
     root = repo(tmp_path)
     (root / ".claude" / "knowledge").mkdir(parents=True)
+    home.mkdir(parents=True, exist_ok=True)  # automatic promotion is off unless the user's config.json turns it on
+    (home / "config.json").write_text(json.dumps({"promotion": {"auto_discoveries": True}}))
     with running_server(home, root) as server:
         db = server.connect()
         memory = memories.add(db, project_id=server.project_id(db), content="Feature flags are read once at boot",

@@ -179,9 +179,9 @@ def _deny(monkeypatch: pytest.MonkeyPatch, *denied: Path) -> None:
     if os.geteuid() != 0:
         return
     blocked = {str(path) for path in denied}
-    real_open, real_scandir = open, os.scandir
+    real_open, real_scandir = os.open, os.scandir
 
-    def guarded_open(path, *args, **kwargs):
+    def guarded_open(path, *args, **kwargs):  # files are read through safe_files, which uses os.open
         if str(path) in blocked:
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)
@@ -191,7 +191,7 @@ def _deny(monkeypatch: pytest.MonkeyPatch, *denied: Path) -> None:
             raise PermissionError(13, "Permission denied", str(path))
         return real_scandir(path)
 
-    monkeypatch.setattr(files, "open", guarded_open, raising=False)
+    monkeypatch.setattr(files.os, "open", guarded_open)
     monkeypatch.setattr(files.os, "scandir", guarded_scandir)
 
 

@@ -72,6 +72,10 @@ SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
     "promotion": {
         "min_salience": {"type": "float", "default": 0.7, "min": 0.0, "max": 1.0,
                          "help": "SessionEnd promotes session memories above this salience to the project tier."},
+        "auto_discoveries": {"type": "bool", "default": False,
+                             "help": "After a search, write each discovery referenced 3+ times in 7 days to the "
+                                     "project's knowledge folder (discoveries/<slug>.md). Off: only `ccmemory "
+                                     "promote` writes them."},
     },
     "embedding": {
         "model": {"type": "text", "default": "sentence-transformers/all-MiniLM-L6-v2",

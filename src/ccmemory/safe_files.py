@@ -1,31 +1,35 @@
-"""Reading and writing files that a payload or a tool argument names, without hanging or escaping.
+"""Reading and writing files that a payload, a tool argument or a project names, without hanging or escaping.
 
 Every path that comes from outside (a hook's ``transcript_path``, ``docs_ingest path=…``, the
-project's ``CLAUDE.md``) goes through here:
+project's ``CLAUDE.md``, its knowledge markdown and manifests, everything ccmemory writes under
+its ``.claude/``) goes through here:
 
 * only **regular files**: a FIFO, a device (``/dev/zero``), a socket or a directory is refused
   before anything is read; opening uses ``O_NONBLOCK`` so even a FIFO cannot block the open;
 * **bounded**: at most ``max_bytes`` are read, whatever the file claims;
-* **inside a root** when one is given: the real path (symlinks resolved) must lie under the
-  root's real path;
+* **inside a root** when one is given: the real path (symlinks resolved, directory links
+  included) must lie under the root's real path, checked on the opened descriptor (no window
+  for a symlink swap between the check and the open); writes are made in the checked real
+  folder and never through a final symlink, folders are created only inside the root;
 * CLAUDE.md is read and written without following a symlink (``O_NOFOLLOW``);
 * what ccmemory writes into a project (``.claude/memory/``: error log, structure cache, lock
   requests) is never written through a symlink: a cloned repository could hold
   ``.claude/memory/errors.log -> ~/.bashrc``.
 
-Standard library only: the Stop hook reads transcripts through :func:`open_regular`.
+Standard library only: the Stop hook reads transcripts through :func:`lines`.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import sys
 
 from .errors import ValidationError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import BinaryIO, TextIO
+    from typing import BinaryIO, Iterator, TextIO
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -33,45 +37,115 @@ _BINARY = getattr(os, "O_BINARY", 0)
 
 
 class UnsafeFileError(ValidationError):
-    """A path that cannot be used as it is; ``reason`` is the bare cause (e.g. "Permission denied")."""
+    """A path that cannot be used as it is; ``reason`` is the bare cause (e.g. "Permission denied").
 
-    def __init__(self, message: str, reason: str) -> None:
+    ``code`` is the errno when the operating system refused the open; None when ccmemory did
+    (outside the root, not a regular file, a symlink where none is followed).
+    """
+
+    def __init__(self, message: str, reason: str, code: int | None = None) -> None:
         super().__init__(message)
         self.reason = reason
+        self.code = code
 
 
 def is_inside(path: str, root: str) -> bool:
     """Whether ``path`` resolves (symlinks followed) to ``root`` or below it."""
-    real, base = os.path.realpath(path), os.path.realpath(root)
+    try:
+        return _under(_real(path), os.path.realpath(root))
+    except UnsafeFileError:
+        return False
+
+
+def _real(path: str) -> str:
+    """``os.path.realpath``; UnsafeFileError when a link changes while it is resolved (a swap race)."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        raise _changed(path) from None
+
+
+def _under(real: str, base: str) -> bool:
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+#: ``UnsafeFileError.reason`` of a path that resolves outside its root.
+OUTSIDE = "it resolves outside the project"
+
+
+def _outside(path: str, root: str, real: str) -> UnsafeFileError:
+    return UnsafeFileError(f"{path} resolves to {real}, outside the project ({root}); ccmemory reads and writes "
+                           "only files inside the project", OUTSIDE)
+
+
+def inside_dir(path: str, root: str) -> str:
+    """The real path of the directory ``path``, which must resolve inside ``root``; UnsafeFileError otherwise."""
+    real = _real(path)
+    if not _under(real, os.path.realpath(root)):
+        raise _outside(path, root, real)
+    if not os.path.isdir(real):
+        if not os.path.exists(real):
+            raise UnsafeFileError(f"No folder at {path}; check the path", "there is no such folder")
+        raise UnsafeFileError(f"{path} is not a directory", "it is not a directory")
+    return real
+
+
+def make_dirs(path: str, root: str) -> str:
+    """Create the directory ``path`` and its missing parents inside ``root``; its real path.
+
+    Every existing part is resolved first (a ``.claude`` or ``.claude/memory`` symlink to
+    elsewhere is refused before anything is created), and new parts are made inside that
+    real path, so nothing is ever created outside ``root``.
+    """
+    missing: list[str] = []
+    current = os.path.abspath(path)
+    while not os.path.lexists(current) and os.path.dirname(current) != current:
+        missing.append(os.path.basename(current))
+        current = os.path.dirname(current)
+    real = inside_dir(current, root)
+    for name in reversed(missing):
+        real = os.path.join(real, name)
+        try:
+            os.mkdir(real)
+        except FileExistsError:  # made meanwhile (maybe as a link): resolve and check it again
+            real = inside_dir(real, root)
+    return real
 
 
 def open_fd(path: str, *, write: bool = False, root: str | None = None, follow: bool = True,
             flags: int = 0) -> int:
     """A blocking file descriptor on a regular file; ValidationError for anything else.
 
-    ``follow=False`` refuses a symlink as the last component (``O_NOFOLLOW``); ``root`` refuses a
-    path whose real location is outside it. The open itself never blocks (``O_NONBLOCK``), so a
-    FIFO is refused instead of waiting for a writer. ``flags`` adds open flags (``O_CREAT`` makes
-    a missing file, 0644).
+    ``follow=False`` refuses a symlink as the last component (``O_NOFOLLOW``). The open itself
+    never blocks (``O_NONBLOCK``), so a FIFO is refused instead of waiting for a writer.
+    ``flags`` adds open flags (``O_CREAT`` makes a missing file, 0644).
+
+    ``root`` refuses a file whose real location is outside it, without a window between the
+    check and the use: the file is opened first and the descriptor is then checked (a regular
+    file; the real path of ``path`` is inside ``root`` *and* is the very file opened, same
+    device and inode), so a symlink swapped in meanwhile is refused, never read. A write with
+    a ``root`` never follows a final symlink and opens the name inside the real path of its
+    directory, checked first, so nothing is created or truncated outside ``root``.
     """
-    if root is not None and not is_inside(path, root):
-        raise UnsafeFileError(f"{path} is outside the project ({root}); only files inside it can be used",
-                              "it resolves outside the project")
+    if root is not None and write:
+        follow = False
+        path = os.path.join(inside_dir(os.path.dirname(os.path.abspath(path)), root), os.path.basename(path))
     flags |= (os.O_WRONLY if write else os.O_RDONLY) | _NONBLOCK | _BINARY | (0 if follow else _NOFOLLOW)
     if not follow and os.path.islink(path):
         raise UnsafeFileError(f"{path} is a symbolic link; ccmemory does not follow it", "it is a symbolic link")
     try:
         fd = os.open(path, flags, 0o644)
-    except FileNotFoundError:
-        raise UnsafeFileError(f"No file at {path}; check the path", "there is no such file") from None
+    except FileNotFoundError as exc:
+        raise UnsafeFileError(f"No file at {path}; check the path", "there is no such file", exc.errno) from None
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        raise UnsafeFileError(f"Cannot open {path}: {reason}", reason) from None
+        raise UnsafeFileError(f"Cannot open {path}: {reason}", reason, exc.errno) from None
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a pipe, device or socket)"
+        info = os.fstat(fd)
+        if root is not None:
+            _check_opened(fd, info, path, root)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file (a pipe, device or socket)"
             raise UnsafeFileError(f"{path} is {kind}; only regular files are used", f"it is {kind}")
         if _NONBLOCK:
             os.set_blocking(fd, True)
@@ -79,6 +153,53 @@ def open_fd(path: str, *, write: bool = False, root: str | None = None, follow: 
     except BaseException:
         os.close(fd)
         raise
+
+
+def _check_opened(fd: int, info: os.stat_result, path: str, root: str) -> None:
+    """The file open on ``fd`` (``info``, its fstat) lies inside ``root``.
+
+    Where the system names an open file's path (``/proc/self/fd`` on Linux, ``F_GETPATH`` on
+    macOS) that path is checked: it is the file actually opened, whatever links were swapped
+    around it. Elsewhere ``path`` is resolved again and must be the very file opened (same
+    device and inode, without following a last link).
+    """
+    opened = _opened_path(fd)
+    if opened is not None:
+        if opened.endswith(" (deleted)") or not os.path.isabs(opened):
+            raise _changed(path)
+        if not _under(opened, os.path.realpath(root)):
+            raise _outside(path, root, opened)
+        return
+    real = _real(path)
+    if not _under(real, os.path.realpath(root)):
+        raise _outside(path, root, real)
+    try:
+        now = os.lstat(real)
+    except OSError:
+        raise _changed(path) from None
+    if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
+        raise _changed(path)
+
+
+def _changed(path: str) -> UnsafeFileError:
+    return UnsafeFileError(f"{path} changed while it was being opened (a link swapped in?); not used",
+                           "it changed while it was being opened")
+
+
+def _opened_path(fd: int) -> str | None:
+    """The path of the file open on ``fd`` as the kernel knows it, or None where it cannot say."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        pass
+    if sys.platform == "darwin":
+        import fcntl
+
+        try:
+            return fcntl.fcntl(fd, fcntl.F_GETPATH, bytes(1024)).split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+        except (OSError, AttributeError):
+            return None
+    return None
 
 
 def open_regular(path: str, *, root: str | None = None) -> BinaryIO:
@@ -95,18 +216,65 @@ def read_regular(path: str, max_bytes: int, *, root: str | None = None, follow: 
     return data
 
 
+def read_head(path: str, max_bytes: int, *, root: str | None = None, follow: bool = True) -> bytes:
+    """At most the first ``max_bytes`` of a regular file (a longer file is cut, not refused)."""
+    with os.fdopen(open_fd(path, root=root, follow=follow), "rb") as handle:
+        return handle.read(max_bytes)
+
+
+def lines(path: str, *, max_bytes: int, max_line_bytes: int, root: str | None = None) -> Iterator[bytes]:
+    """The lines of a regular file (a JSONL transcript), at most ``max_bytes`` read in all.
+
+    A line longer than ``max_line_bytes`` is skipped whole, never held in memory; so a file of
+    one endless line, a FIFO or ``/dev/zero`` costs at most ``max_line_bytes`` of memory.
+    """
+    with open_regular(path, root=root) as handle:
+        read = 0
+        partial = False  # inside a line longer than max_line_bytes: skip to its end
+        while read < max_bytes:
+            raw = handle.readline(max_line_bytes)
+            if not raw:
+                return
+            read += len(raw)
+            skip, partial = partial, len(raw) >= max_line_bytes and not raw.endswith(b"\n")
+            if not (skip or partial):
+                yield raw
+
+
+def create_new(path: str, data: bytes, *, root: str) -> None:
+    """Write a new file inside ``root`` (its folders made as needed); FileExistsError when anything is there.
+
+    Never through a symlink, never outside ``root`` (see :func:`make_dirs`); a file left half
+    written (disk full) is removed.
+    """
+    folder = make_dirs(os.path.dirname(os.path.abspath(path)), root)
+    target = os.path.join(folder, os.path.basename(path))
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    except BaseException:
+        os.remove(target)
+        raise
+
+
 def open_text_for_writing(path: str, *, append: bool = False) -> TextIO:
     """Open a regular file for writing text (created 0644 if missing), never through a symlink."""
     fd = open_fd(path, write=True, follow=False, flags=os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC))
     return os.fdopen(fd, "a" if append else "w", encoding="utf-8")
 
 
-def replace_text(path: str, text: str) -> None:
+def replace_text(path: str, text: str, *, root: str | None = None) -> None:
     """Write ``path`` whole and in one step: a new private temporary file, then renamed over it
-    (a rename replaces a symlink itself instead of writing where it points)."""
+    (a rename replaces a symlink itself instead of writing where it points). With ``root``,
+    the folder must resolve inside it, and both steps happen in its real path."""
     import tempfile
 
-    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".ccmemory-", suffix=".tmp")
+    folder = os.path.dirname(os.path.abspath(path))
+    if root is not None:
+        folder = inside_dir(folder, root)
+        path = os.path.join(folder, os.path.basename(path))
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".ccmemory-", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

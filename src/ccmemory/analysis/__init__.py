@@ -12,8 +12,9 @@ import os
 import time
 from typing import Any
 
+from .. import safe_files
+from ..errors import ValidationError
 from ..knowledge.settings import ProjectSettings
-from ..safe_files import replace_text
 from . import deep as deep_analysis
 from . import structure as structure_analysis
 
@@ -28,7 +29,7 @@ def run(settings: ProjectSettings, *, deep: bool = False) -> dict[str, Any]:
         result["deep"] = details.to_dict()
         result["complete"] = found.complete and details.complete
         result["notes"] = [*result["notes"], *details.notes]
-    result["problems"] = problems
+    result["problems"] = [*problems, *found.problems]
     result["languages_text"] = structure_analysis.describe_languages(found)
     return result
 
@@ -91,6 +92,7 @@ def _tree_lines(result: dict[str, Any]) -> list[str]:
 
 
 CACHE_FILE = "meta.json"
+MAX_CACHE_BYTES = 1024 * 1024
 #: A new entry point, or a change in the file count by more than this share and at least
 #: SIGNIFICANT_FILE_COUNT files, is "significant" (F4.4).
 SIGNIFICANT_FILE_SHARE = 0.2
@@ -102,12 +104,13 @@ def cache_path(settings: ProjectSettings) -> str:
 
 
 def load_cache(settings: ProjectSettings) -> dict[str, Any]:
-    """The structure cache (``.claude/memory/meta.json``); empty when missing or unreadable."""
+    """The structure cache (``.claude/memory/meta.json``); empty when missing, unreadable or not a regular
+    file inside the project."""
     try:
-        with open(cache_path(settings), encoding="utf-8") as handle:
-            data = json.load(handle)
+        data = json.loads(safe_files.read_regular(cache_path(settings), MAX_CACHE_BYTES, root=settings.root,
+                                                  follow=False))
         return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError, ValidationError):
         return {}
 
 
@@ -117,9 +120,9 @@ def save_cache(settings: ProjectSettings, result: dict[str, Any]) -> str | None:
     keep = ("project", "languages", "entry_points", "source_dirs", "test_dirs", "doc_dirs", "config_files",
             "directories", "files", "lines")
     structure = {key: result[key] for key in keep}
-    settings.writable_memory_dir()
-    replace_text(cache_path(settings), json.dumps({"analyzed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                                   "structure": structure}, indent=2))
+    text = json.dumps({"analyzed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "structure": structure},
+                      indent=2)
+    safe_files.replace_text(os.path.join(settings.writable_memory_dir(), CACHE_FILE), text, root=settings.root)
     if not previous:
         return None
     new_entries = set(structure["entry_points"]) - set(previous.get("entry_points") or [])

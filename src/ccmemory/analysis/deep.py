@@ -6,12 +6,13 @@ first, then an even spread over the tree, at most :data:`MAX_FILES`), each read
 once and passed to its language's analyzer, so in a monorepo each directory
 gets the analyzer of its language (``directory_analyzers``). Conventions come
 from the same sample: identifier style (snake_case, camelCase, PascalCase),
-file naming, and comment style.
+file naming, and comment style. Every file is read through
+:mod:`ccmemory.safe_files` (a regular file inside the project, at most
+:data:`MAX_FILE_BYTES`), manifests through :mod:`.manifests`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -19,7 +20,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import safe_files
+from ..errors import ValidationError
 from . import analyzers
+from .manifests import Manifests
 from .structure import Structure
 
 MAX_FILES = 400
@@ -88,21 +92,14 @@ def _file_naming(paths: list[str]) -> str:
     return styles.most_common(1)[0][0] if styles else "lowercase"
 
 
-def _frameworks(root: str) -> list[str]:
+def _frameworks(manifests: Manifests) -> list[str]:
     names: set[str] = set()
-    try:
-        with open(os.path.join(root, "package.json"), encoding="utf-8") as handle:
-            package = json.load(handle)
-        for key in ("dependencies", "devDependencies", "peerDependencies"):
-            names.update(str(name).split("/")[-1].lower() for name in (package.get(key) or {}))
-    except (OSError, ValueError, AttributeError):
-        pass
+    package = manifests.package_json()
+    for key in ("dependencies", "devDependencies", "peerDependencies"):
+        listed = package.get(key)
+        names.update(str(name).split("/")[-1].lower() for name in (listed if isinstance(listed, dict) else ()))
     for manifest in ("pyproject.toml", "requirements.txt", "Cargo.toml", "go.mod", "Gemfile", "mix.exs", "pom.xml"):
-        try:
-            with open(os.path.join(root, manifest), encoding="utf-8", errors="replace") as handle:
-                names.update(re.findall(r"[A-Za-z][\w.-]*", handle.read().lower()))
-        except OSError:
-            continue
+        names.update(re.findall(r"[A-Za-z][\w.-]*", manifests.text(manifest).lower()))
     return [name for name in FRAMEWORKS if name in names]
 
 
@@ -112,7 +109,7 @@ def analyze(structure: Structure, *, deadline: float = DEEP_DEADLINE_SECONDS,
     started = time.monotonic()
     problems = problems if problems is not None else []
     custom = analyzers.load_custom(structure.root, problems)
-    result = Deep(frameworks=_frameworks(structure.root))
+    result = Deep(frameworks=_frameworks(structure.manifests or Manifests(structure.root)))
     sample = _sample(structure)
     result.source_files = sum(1 for info in structure.files if info.code)
     languages = {info.path: info.language for info in structure.files}
@@ -125,9 +122,9 @@ def analyze(structure: Structure, *, deadline: float = DEEP_DEADLINE_SECONDS,
                 result.notes.append(f"Stopped after {deadline:.0f}s with {result.sampled} files analysed")
                 break
             try:
-                with open(os.path.join(structure.root, *path.split("/")), "rb") as handle:
-                    data = handle.read(MAX_FILE_BYTES)
-            except OSError:
+                data = safe_files.read_head(os.path.join(structure.root, *path.split("/")), MAX_FILE_BYTES,
+                                            root=structure.root)
+            except (OSError, ValidationError):
                 continue
             if b"\0" in data:  # binary after all: the quick pass checks the first 4 KB, and none past its budget
                 continue

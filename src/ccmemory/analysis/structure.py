@@ -8,18 +8,26 @@ unknown (not data or prose), so a project in any language has source
 directories, entry points and, in the deep pass, conventions.
 Lines are counted for text files while the byte budget lasts, then estimated.
 A deadline keeps the walk within the quick mode's few seconds on huge trees.
+
+The tree is the project's, so untrusted: folder links are not followed, a file
+link is used only when its real path is inside the project, and every read goes
+through :mod:`ccmemory.safe_files` (regular files only, bounded); manifests
+through :mod:`.manifests`.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import stat
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import safe_files
+from ..errors import ValidationError
 from .languages import OTHER, is_code, language_of
+from .manifests import Manifests
 
 SOURCE_DIR_NAMES = ("src", "lib", "app", "pkg", "cmd", "internal", "source", "packages", "apps", "crates", "modules")
 TEST_DIR_NAMES = ("test", "tests", "__tests__", "spec", "specs", "testing", "e2e")
@@ -78,87 +86,67 @@ class Structure:
     notes: list[str] = field(default_factory=list)
     complete: bool = True
     files: list[FileInfo] = field(default_factory=list, repr=False)
+    manifests: Manifests | None = field(default=None, repr=False)
+
+    @property
+    def problems(self) -> list[str]:
+        """What could not be used (a manifest that is not a regular file inside the project ...)."""
+        return list(self.manifests.problems) if self.manifests else []
 
     def to_dict(self) -> dict[str, Any]:
-        data = {key: value for key, value in self.__dict__.items() if key != "files"}
+        data = {key: value for key, value in self.__dict__.items() if key not in ("files", "manifests")}
         data["files"] = data.pop("file_count")
         return data
 
 
-def _project_name(root: str) -> str:
-    try:
-        with open(os.path.join(root, "package.json"), encoding="utf-8") as handle:
-            name = json.load(handle).get("name")
-            if isinstance(name, str) and name:
-                return name
-    except (OSError, ValueError, AttributeError):
-        pass
-    try:
-        import tomllib
-
-        with open(os.path.join(root, "pyproject.toml"), "rb") as handle:
-            name = tomllib.load(handle).get("project", {}).get("name")
-            if isinstance(name, str) and name:
-                return name
-    except (OSError, ValueError, AttributeError):
-        pass
+def _project_name(root: str, manifests: Manifests) -> str:
+    for name in (manifests.package_json().get("name"), manifests.pyproject().get("name")):
+        if isinstance(name, str) and name:
+            return name
     return os.path.basename(os.path.abspath(root))
 
 
-def _manifest_entries(root: str) -> list[str]:
+def _manifest_entries(root: str, manifests: Manifests) -> list[str]:
     """Entry points the manifests declare (package.json main/bin, pyproject scripts)."""
     found: list[str] = []
-    try:
-        with open(os.path.join(root, "package.json"), encoding="utf-8") as handle:
-            package = json.load(handle)
-        for key in ("main", "module"):
-            if isinstance(package.get(key), str):
-                found.append(package[key])
-        binaries = package.get("bin")
-        if isinstance(binaries, str):
-            found.append(binaries)
-        elif isinstance(binaries, dict):
-            found.extend(value for value in binaries.values() if isinstance(value, str))
-    except (OSError, ValueError, AttributeError):
-        pass
-    try:
-        import tomllib
-
-        with open(os.path.join(root, "pyproject.toml"), "rb") as handle:
-            scripts = tomllib.load(handle).get("project", {}).get("scripts", {})
-        for target in scripts.values() if isinstance(scripts, dict) else ():
-            module = str(target).split(":", 1)[0].replace(".", "/")
-            for candidate in (f"{module}.py", f"src/{module}.py", f"{module}/__init__.py",
-                              f"src/{module}/__init__.py"):
-                if os.path.isfile(os.path.join(root, candidate)):
-                    found.append(candidate)
-                    break
-    except (OSError, ValueError, AttributeError):
-        pass
+    package = manifests.package_json()
+    for key in ("main", "module"):
+        if isinstance(package.get(key), str):
+            found.append(package[key])
+    binaries = package.get("bin")
+    if isinstance(binaries, str):
+        found.append(binaries)
+    elif isinstance(binaries, dict):
+        found.extend(value for value in binaries.values() if isinstance(value, str))
+    scripts = manifests.pyproject().get("scripts")
+    for target in scripts.values() if isinstance(scripts, dict) else ():
+        module = str(target).split(":", 1)[0].replace(".", "/")
+        for candidate in (f"{module}.py", f"src/{module}.py", f"{module}/__init__.py", f"src/{module}/__init__.py"):
+            if os.path.isfile(os.path.join(root, candidate)):
+                found.append(candidate)
+                break
     return [os.path.normpath(path).replace(os.sep, "/") for path in found]
 
 
-def _read_head(path: str) -> bytes:
+def _read_head(path: str, root: str | None, max_bytes: int = 4096) -> bytes:
+    """The first bytes of a file of the walk: ``root`` for a symlink (checked on the opened file), None for a
+    plain file, which is then opened without following a link (the walk itself never leaves the project)."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read(4096)
-    except OSError:
+        return safe_files.read_head(path, max_bytes, root=root, follow=root is not None)
+    except (OSError, ValidationError):
         return b""
 
 
-def _count_lines(path: str) -> int:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().count(b"\n")
-    except OSError:
-        return 0
+def _count_lines(path: str, root: str | None) -> int:
+    return _read_head(path, root, MAX_LINE_FILE_BYTES).count(b"\n")
 
 
 def analyze(root: str, ignored_dirs: tuple[str, ...] = (), *, deadline: float = QUICK_DEADLINE_SECONDS) -> Structure:
     """Walk ``root`` once and describe it."""
     root = os.path.abspath(root)
     started = time.monotonic()
-    result = Structure(project=_project_name(root), root=root)
+    manifests = Manifests(root)
+    result = Structure(project=_project_name(root, manifests), root=root, manifests=manifests)
     ignored = set(ignored_dirs)
     languages: Counter[str] = Counter()
     code_per_top: dict[str, Counter[str]] = {}
@@ -181,9 +169,14 @@ def analyze(root: str, ignored_dirs: tuple[str, ...] = (), *, deadline: float = 
             rel = f"{relative}/{name}" if relative else name
             try:
                 info = os.lstat(path)
+                bound = root if stat.S_ISLNK(info.st_mode) else None
+                if bound:  # a link is used only when it leads to a file inside the project
+                    if not safe_files.is_inside(path, root):
+                        continue
+                    info = os.stat(path)
             except OSError:
                 continue
-            if not os.path.isfile(path):
+            if not stat.S_ISREG(info.st_mode):
                 continue
             tree_paths.append(rel)
             extension = os.path.splitext(name)[1].lower()
@@ -192,7 +185,7 @@ def analyze(root: str, ignored_dirs: tuple[str, ...] = (), *, deadline: float = 
                 result.binary_files += 1
                 continue
             if not extension or extension not in (".md", ".json", ".yaml", ".yml", ".toml"):
-                head = _read_head(path) if not extension or bytes_read < LINE_BUDGET_BYTES else None
+                head = _read_head(path, bound) if not extension or bytes_read < LINE_BUDGET_BYTES else None
                 if head is not None and b"\0" in head:
                     result.binary_files += 1
                     continue
@@ -208,7 +201,7 @@ def analyze(root: str, ignored_dirs: tuple[str, ...] = (), *, deadline: float = 
             result.files.append(FileInfo(rel, language, info.st_size, code))
             text_bytes += info.st_size
             if info.st_size <= MAX_LINE_FILE_BYTES and bytes_read + info.st_size <= LINE_BUDGET_BYTES:
-                result.lines += _count_lines(path)
+                result.lines += _count_lines(path, bound)
                 bytes_read += info.st_size
                 counted_bytes += info.st_size
         if not result.complete:
@@ -276,7 +269,7 @@ def _tree_order(path: str) -> list[tuple[int, str]]:
 
 
 def _entry_points(root: str, result: Structure) -> list[str]:
-    found = _manifest_entries(root)
+    found = _manifest_entries(root, result.manifests or Manifests(root))
     source_dirs = set(result.source_dirs)
     for info in result.files:
         if not info.code:

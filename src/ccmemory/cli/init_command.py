@@ -60,6 +60,7 @@ def init_command(yes: bool, no_hook: bool, project_dir: str | None, as_json: boo
     if hook and hook.action in ("no-git", "unsupported"):
         warnings.append(hook.message)
     result, problem = _analyse(settings)
+    warnings += [found for found in result["problems"] if found not in warnings]
     if problem:
         warnings.append(problem)
     knowledge = os.path.relpath(settings.knowledge_dir, root)

@@ -68,24 +68,18 @@ def user_prompts(transcript_path: str | None) -> list[str]:
         return []
     prompts: list[str] = []
     try:
-        with safe_files.open_regular(transcript_path) as handle:
-            read = 0
-            partial = False  # inside a line longer than MAX_LINE_BYTES: skip to its end
-            while read < MAX_TRANSCRIPT_BYTES and len(prompts) < MAX_PROMPTS:
-                raw = handle.readline(MAX_LINE_BYTES)
-                if not raw:
+        for raw in safe_files.lines(transcript_path, max_bytes=MAX_TRANSCRIPT_BYTES, max_line_bytes=MAX_LINE_BYTES):
+            if b'"user"' not in raw:
+                continue
+            try:
+                entry = json.loads(raw)
+            except (ValueError, RecursionError):
+                continue
+            prompt = _typed_prompt(entry)
+            if prompt:
+                prompts.append(prompt)
+                if len(prompts) >= MAX_PROMPTS:
                     break
-                read += len(raw)
-                skip, partial = partial, len(raw) >= MAX_LINE_BYTES and not raw.endswith(b"\n")
-                if skip or partial or b'"user"' not in raw:
-                    continue
-                try:
-                    entry = json.loads(raw)
-                except (ValueError, RecursionError):
-                    continue
-                prompt = _typed_prompt(entry)
-                if prompt:
-                    prompts.append(prompt)
     except (OSError, ValidationError) as exc:
         log.error("summary", f"transcript not read: {exc}")
         return []

@@ -150,6 +150,7 @@ def discover(db: Database | None, project_id: int | None, settings: ProjectSetti
                 interrupted = True
                 details = deep_analysis.Deep(complete=False, interrupted=True)
             result["deep"] = details.to_dict()
+            run.problems.extend(found.problems)  # manifests skipped (not a regular file inside the project, too large)
             interrupted = interrupted or details.interrupted
             run.complete = found.complete and details.complete and not interrupted
             result["complete"] = run.complete

@@ -2,19 +2,28 @@
 
 ``*.md`` files anywhere under the knowledge directory, except names starting
 with ``_`` and folders named in ``ignored_dirs`` or starting with a dot.
-Symbolic links are followed, but a link back into a folder already being walked
-(a cycle) is skipped with a warning. A file that cannot be read (permission
+Symbolic links are followed while they stay inside the project: a link (file or
+folder) whose real path is outside it is skipped with a warning, and a link back
+into a folder already being walked (a cycle) too. A file is read only as a
+regular file whose real path is inside the project, checked on the opened file
+(:func:`ccmemory.safe_files.open_fd`). A file that cannot be read (permission
 denied) is an error for that file only. Empty and binary files are skipped
-with a warning, files over 1 MB are read with a warning, and a file that is not
-UTF-8 is read as cp1252 (or Latin-1) with a warning.
+with a warning, files over 1 MB are read with a warning, files over
+:data:`MAX_FILE_BYTES` are skipped, and a file that is not UTF-8 is read as
+cp1252 (or Latin-1) with a warning.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass, field
 
+from .. import safe_files
+from ..errors import ValidationError
+
 LARGE_FILE_BYTES = 1024 * 1024
+MAX_FILE_BYTES = 10 * 1024 * 1024
 _BINARY_PROBE_BYTES = 8192
 
 
@@ -39,10 +48,11 @@ class Read:
     error: str | None = None
 
 
-def find(root: str, ignored_dirs: tuple[str, ...] = ()) -> Found:
-    """Every indexable markdown file under ``root``."""
+def find(root: str, ignored_dirs: tuple[str, ...] = (), *, project: str | None = None) -> Found:
+    """Every indexable markdown file under ``root`` whose real path is inside ``project`` (default: ``root``)."""
     found = Found()
     ignored = set(ignored_dirs)
+    bound = os.path.realpath(project or root)
 
     def walk(folder: str, relative: str, active: set[tuple[int, int]]) -> None:
         try:
@@ -62,6 +72,11 @@ def find(root: str, ignored_dirs: tuple[str, ...] = ()) -> Found:
                 is_file = not is_dir and entry.is_file(follow_symlinks=True)
             except OSError as exc:  # ELOOP on a link to itself, or an unreadable link
                 found.warnings.append(f"Unreadable link skipped: {path} ({exc.strerror or exc})")
+                continue
+            if (is_dir or is_file) and entry.is_symlink() and not safe_files.is_inside(entry.path, bound):
+                if is_dir or entry.name.lower().endswith(".md"):
+                    found.warnings.append(f"Link to outside the project skipped: {path} (ccmemory reads only "
+                                          "files inside the project)")
                 continue
             if is_dir:
                 if entry.name.startswith(".") or entry.name in ignored:
@@ -102,15 +117,22 @@ def decode(data: bytes) -> tuple[str, str | None]:
         return data.decode("latin-1"), "latin-1"
 
 
-def read(path: str, relative: str) -> Read:
-    """Read one knowledge file, classifying what makes it unusable."""
+def read(path: str, relative: str, project: str) -> Read:
+    """Read one knowledge file (a regular file inside ``project``), classifying what makes it unusable."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except PermissionError:
-        return Read(error=f"Permission denied: {relative} (not indexed; check the file's permissions)")
-    except OSError as exc:
-        return Read(error=f"Cannot read {relative}: {exc.strerror or exc}")
+        data = safe_files.read_head(path, MAX_FILE_BYTES + 1, root=project)
+    except safe_files.UnsafeFileError as exc:
+        if exc.code in (errno.EACCES, errno.EPERM):
+            return Read(error=f"Permission denied: {relative} (not indexed; check the file's permissions)")
+        if exc.code is None:  # refused, not failed: outside the project, a FIFO or device, swapped while opened
+            return Read(skip=f"Skipped {relative}: {exc.reason}; ccmemory reads only regular files inside the "
+                             "project")
+        return Read(error=f"Cannot read {relative}: {exc.reason}")
+    except (OSError, ValidationError) as exc:
+        return Read(error=f"Cannot read {relative}: {exc}")
+    if len(data) > MAX_FILE_BYTES:
+        return Read(skip=f"File too large: {relative} (over {MAX_FILE_BYTES // 1024 // 1024} MB, not indexed; "
+                         "split it into smaller files)")
     result = Read(data=data)
     if b"\0" in data[:_BINARY_PROBE_BYTES]:
         result.skip = f"Binary file skipped: {relative}"

@@ -27,6 +27,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable
 
+from .. import safe_files
+from ..errors import ValidationError
 from ..safe_files import UnsafeFileError, open_text_for_writing
 from . import lock
 from .settings import ProjectSettings
@@ -35,6 +37,8 @@ BEGIN = "# >>> ccmemory pre-commit (re-indexes .claude/knowledge; never blocks t
 END = "# <<< ccmemory pre-commit <<<"
 _SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "ash")
 GIT_TIMEOUT_SECONDS = 10
+#: Largest pre-commit hook ``install`` reads to add its block to.
+MAX_HOOK_BYTES = 1024 * 1024
 #: Most warnings of an indexing run the hook prints; errors.log has them all.
 SHOWN_PROBLEMS = 5
 
@@ -91,7 +95,12 @@ def _is_shell_script(text: str) -> bool:
 
 
 def install(root: str, python: str | None = None) -> HookResult:
-    """Install or add the ccmemory block to the repository's pre-commit hook."""
+    """Install or add the ccmemory block to the repository's pre-commit hook.
+
+    The hook's folder is the one git names (``core.hooksPath`` of the user's or the
+    repository's git config, which a clone does not carry), so it may lie outside the
+    project; the hook is read bounded, as a regular file only.
+    """
     folder = hooks_dir(root)
     if folder is None:
         reason = "Git is not installed" if _git(root, "--version") is None else "Not a git repo"
@@ -100,7 +109,8 @@ def install(root: str, python: str | None = None) -> HookResult:
     shown = os.path.relpath(path, root)
     lines = block(python)
     try:
-        existing = open(path, encoding="utf-8", errors="replace").read() if os.path.exists(path) else None
+        existing = (safe_files.read_regular(path, MAX_HOOK_BYTES).decode("utf-8", "replace")
+                    if os.path.exists(path) else None)
         if existing is not None and BEGIN in existing:
             return HookResult("skipped", shown, f"Skipping existing: {shown} (already runs ccmemory)")
         if existing is not None and not _is_shell_script(existing):
@@ -115,11 +125,15 @@ def install(root: str, python: str | None = None) -> HookResult:
             head, _, rest = existing.partition("\n")
             text = f"{head}\n{lines}{rest}" if head.startswith("#!") else lines + existing
             action = "added"
-        with open(path, "w", encoding="utf-8") as handle:
+        fd = safe_files.open_fd(path, write=True, flags=os.O_CREAT | os.O_TRUNC)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
-        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    except OSError as exc:
-        return HookResult("unsupported", shown, f"Could not write {shown}: {exc.strerror or exc}; hook not installed")
+            os.fchmod(handle.fileno(), os.fstat(handle.fileno()).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    except UnsafeFileError as exc:
+        return HookResult("unsupported", shown, f"Could not write {shown}: {exc.reason}; hook not installed")
+    except (OSError, ValidationError) as exc:
+        return HookResult("unsupported", shown, f"Could not write {shown}: {getattr(exc, 'strerror', None) or exc}; "
+                                                "hook not installed")
     verb = "Installed" if action == "installed" else "Added ccmemory to the existing"
     return HookResult(action, shown, f"{verb} git pre-commit hook: {shown}")
 
@@ -181,7 +195,11 @@ def refresh_structure(settings: ProjectSettings, say: Callable[[str], None]) -> 
     """F4.4: a quick analysis into the structure cache, with a hint when the structure changed a lot."""
     from .. import analysis
 
-    suggestion = analysis.save_cache(settings, analysis.run(settings))
+    result = analysis.run(settings)
+    for problem in result["problems"]:
+        if problem not in settings.problems:
+            say(f"ccmemory: warning: {problem}")
+    suggestion = analysis.save_cache(settings, result)
     if suggestion:
         say(f"ccmemory: {suggestion}")
 
@@ -211,6 +229,8 @@ def run_pre_commit(settings: ProjectSettings, index: Callable[[], list[str]], sa
         problems = list(dict.fromkeys(problem for found in rounds for problem in found))
         if problems:
             report_problems(settings, problems, say)
+    except UnsafeFileError as exc:  # .claude/memory or the knowledge resolves outside the project: nothing written
+        say(f"ccmemory: {exc}. Knowledge not indexed; the commit goes on.")
     except Exception as exc:  # the commit must go on whatever happened
         try:
             where = os.path.relpath(log_error(settings, "".join(traceback.format_exception(exc))), settings.root)

@@ -16,9 +16,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .. import clock, memories
+from .. import clock, memories, safe_files
 from ..db import Database
-from ..errors import NotFoundError
+from ..errors import NotFoundError, ValidationError
 from . import SOURCE, files, sections
 from .settings import ProjectSettings
 
@@ -40,6 +40,10 @@ CATEGORY_OF_FOLDER = {
 
 class KnowledgeDirMissing(NotFoundError):
     """The project has no knowledge directory yet."""
+
+
+class KnowledgeDirOutside(ValidationError):
+    """The knowledge directory resolves outside the project (a symbolic link): nothing is read from it."""
 
 
 @dataclass
@@ -177,15 +181,20 @@ def index(
 ) -> IndexReport:
     """Bring the project's knowledge entries in line with its markdown; embedding is left to the caller.
 
-    Raises :class:`KnowledgeDirMissing` when the knowledge directory does not exist.
+    Raises :class:`KnowledgeDirMissing` when the knowledge directory does not exist, and
+    :class:`KnowledgeDirOutside` when it resolves outside the project.
     """
     started = time.perf_counter()
     root = settings.knowledge_dir
     if not os.path.isdir(root):
         raise KnowledgeDirMissing(f"Knowledge directory not found. Run 'ccmemory init' first. (Looked in {root}.)")
+    if not safe_files.is_inside(root, settings.root):
+        raise KnowledgeDirOutside(f"The knowledge directory {root} resolves to {os.path.realpath(root)}, outside the "
+                                  f"project {settings.root}; nothing was indexed. ccmemory reads only files inside "
+                                  "the project: make it a folder of the project, not a link to elsewhere.")
     report = IndexReport(knowledge_dir=root, dry_run=dry_run)
     report.warnings.extend(settings.problems)
-    found = files.find(root, settings.ignored_dirs)
+    found = files.find(root, settings.ignored_dirs, project=settings.root)
     report.warnings.extend(found.warnings)
     report.errors.extend(found.errors)
     fits, settings_key = _fits(settings)
@@ -199,7 +208,7 @@ def index(
             on_file(outcome)
 
     for path in found.files:
-        loaded = files.read(os.path.join(root, *path.split("/")), path)
+        loaded = files.read(os.path.join(root, *path.split("/")), path, settings.root)
         if loaded.error:
             report.errors.append(loaded.error)
             done(FileOutcome(path, "failed", note=loaded.error))

@@ -6,6 +6,10 @@ lock whose process is gone, or older than :data:`STALE_SECONDS`, is taken over,
 so a crash never leaves a project locked for good. A holder removes the file
 only while it is still its own (a run that was taken over leaves its successor's lock alone).
 
+The folder is the real path :meth:`ProjectSettings.writable_memory_dir` checked
+to be inside the project; lock files are read and written there without
+following a symlink, and read at most :data:`MAX_LOCK_BYTES`.
+
 A run that finds the lock busy can ask the holder for one more round
 (:func:`in_rounds`): the holder may already have read past the files the
 newcomer wanted indexed, and waiting for it would block a ``git commit``.
@@ -13,6 +17,7 @@ newcomer wanted indexed, and waiting for it would block a ``git commit``.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import time
@@ -20,9 +25,12 @@ import uuid
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, TypeVar
 
+from .. import safe_files
+from ..errors import ValidationError
 from ..safe_files import open_text_for_writing
 
 STALE_SECONDS = 15 * 60
+MAX_LOCK_BYTES = 64 * 1024
 
 T = TypeVar("T")
 
@@ -50,13 +58,14 @@ def _alive(pid: Any) -> bool:
 
 def read(path: str) -> dict[str, Any] | None:
     """What the holder of a lock wrote, or None when there is no lock."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-        return data if isinstance(data, dict) else {}
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except (OSError, ValueError):
+    try:
+        data = json.loads(safe_files.read_regular(path, MAX_LOCK_BYTES, follow=False))
+        return data if isinstance(data, dict) else {}
+    except safe_files.UnsafeFileError as exc:
+        return None if exc.code == errno.ENOENT else {}
+    except (OSError, ValueError, RecursionError, ValidationError):
         return {}
 
 
@@ -64,7 +73,8 @@ def _write(path: str, data: dict[str, Any]) -> str:
     """Write ``data`` to a new temporary file beside ``path`` (ending in ``.lock`` too); returns its name."""
     stem, extension = os.path.splitext(path)
     temporary = f"{stem}.{uuid.uuid4().hex}.tmp{extension}"
-    with open(temporary, "w", encoding="utf-8") as handle:
+    fd = safe_files.open_fd(temporary, write=True, follow=False, flags=os.O_CREAT | os.O_EXCL)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(data, handle)
     return temporary
 
@@ -89,9 +99,11 @@ def _create(path: str, data: dict[str, Any]) -> bool:
         return False
     except OSError:  # a file system without hard links: exclusive create, then write
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            return False
+            fd = safe_files.open_fd(path, write=True, follow=False, flags=os.O_CREAT | os.O_EXCL)
+        except safe_files.UnsafeFileError as exc:
+            if exc.code == errno.EEXIST:
+                return False
+            raise
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(data, handle)
         return True
@@ -120,7 +132,10 @@ def _release(path: str, token: str) -> None:
 
 @contextmanager
 def held(path: str, **status: Any) -> Iterator[str]:
-    """Hold the lock at ``path`` for the block; raises :class:`Busy` when a live run holds it."""
+    """Hold the lock at ``path`` for the block; raises :class:`Busy` when a live run holds it.
+
+    Its folder is made if missing: callers pass one already checked to be inside the project.
+    """
     os.makedirs(os.path.dirname(path), exist_ok=True)
     token = uuid.uuid4().hex
     for _ in range(2):

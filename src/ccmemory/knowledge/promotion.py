@@ -8,6 +8,14 @@ days (each search hit is a reference; times are kept in ``memory_references``).
 Searches are what add references, so the MCP server and ``ccmemory search`` check
 right after a search that returned a discovery (:func:`after_search`); seed 001's
 hourly check would only find the same discoveries later.
+
+Automatic promotion writes files on its own after ordinary searches, so it is
+opt-in: the user's ``promotion.auto_discoveries`` setting (``ccmemory config set
+promotion.auto_discoveries true``), in ccmemory's own ``config.json`` and never in
+the project's settings, which a cloned repository controls; ``ccmemory promote``
+by hand always works. A file is written only inside the project's knowledge
+directory, itself inside the project (:func:`ccmemory.safe_files.create_new`): a
+``discoveries`` link to anywhere else, even elsewhere in the project, is refused.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .. import clock, memories
+from .. import clock, memories, safe_files
 from ..db import Database
 from ..errors import NotFoundError
 from .settings import ProjectSettings
@@ -76,16 +84,25 @@ def promote(db: Database, memory_id: str, settings: ProjectSettings, project_id:
     info = memory.metadata.get("promotion") or {}
     if info.get("promoted"):
         return Promotion(memory.id, "already", info.get("path", ""), f"Entry already promoted to {info.get('path')}")
-    folder = os.path.join(settings.knowledge_dir, FOLDER)
-    path = os.path.join(folder, f"{slug_of(memory.content)}.md")
+    path = os.path.join(settings.knowledge_dir, FOLDER, f"{slug_of(memory.content)}.md")
     shown = os.path.relpath(path, settings.root)
-    if os.path.exists(path):
-        return Promotion(memory.id, "exists", shown,
+    existing = Promotion(memory.id, "exists", shown,
                          f"Skipping existing: {shown} (not overwritten; edit it, or rename it and promote again)")
+    if os.path.lexists(path):
+        return existing
     at = clock.now()
-    os.makedirs(folder, exist_ok=True)
-    with open(path, "x", encoding="utf-8") as handle:
-        handle.write(_document(memory, at))
+    knowledge = safe_files.make_dirs(settings.knowledge_dir, settings.root)
+    try:
+        safe_files.create_new(path, _document(memory, at).encode("utf-8"), root=knowledge)
+    except FileExistsError:
+        return existing
+    except safe_files.UnsafeFileError as exc:
+        if exc.reason != safe_files.OUTSIDE:
+            raise
+        raise safe_files.UnsafeFileError(
+            f"Not promoted: {shown} resolves outside the knowledge folder {os.path.relpath(knowledge, settings.root)} "
+            "(a symbolic link?); promotion writes only inside the project's knowledge folder. Replace the link "
+            "with a folder.", exc.reason) from None
     metadata = {**memory.metadata, "promotion": {"promoted": True, "promoted_at": at, "path": shown}}
     memories.rewrite(db, memory.id, memory.content, project_id=project_id, metadata=metadata)
     return Promotion(memory.id, "promoted", shown, f"Promoted {memory.id} to {shown}")
@@ -109,11 +126,21 @@ def auto_promote(db: Database, project_id: int, settings: ProjectSettings) -> li
     return [promote(db, memory_id, settings, project_id) for memory_id in due(db, project_id)]
 
 
+def enabled() -> bool:
+    """Whether the user turned automatic promotion on (``promotion.auto_discoveries`` in ccmemory's config.json)."""
+    from .. import config
+
+    return bool(config.load().get("promotion", "auto_discoveries"))
+
+
 def after_search(db: Database, project_id: int, project_dir: str, hits: list[Any]) -> list[Promotion]:
-    """Promote what became due when a search returned a discovery; never raises (the search must answer)."""
+    """Promote what became due when a search returned a discovery, if the user opted in; never raises
+    (the search must answer)."""
     if not any(getattr(hit.memory, "category", None) == "discovery" for hit in hits):
         return []
     try:
+        if not enabled():
+            return []
         from ..projects import project_root
         from .settings import load
 

@@ -7,6 +7,9 @@ to ``.claude/skills/`` (memory-discover, memory-query, memory-save), and
 for the project, ``memory/.gitignore`` for the error log and lock files).
 An existing file is left alone and reported as skipped; a template that cannot
 be read or is damaged (:func:`damage`) is reported and skipped, the rest placed.
+Nothing is written outside the project: a destination whose folder resolves
+elsewhere (a ``.claude`` or ``.claude/memory`` symlink) is refused and reported,
+and no file is written through a symlink (:func:`ccmemory.safe_files.create_new`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Iterator
 
+from .. import safe_files
 from ..errors import CCMemoryError
 
 #: template folder -> where it goes, relative to the project root
@@ -48,11 +52,9 @@ def _templates(folder: Any, relative: str = "") -> Iterator[tuple[str, Any]]:
             yield name, item
 
 
-def _write(path: str, data: bytes, relative: str) -> None:
+def _write(root: str, path: str, data: bytes, relative: str) -> None:
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "xb") as handle:
-            handle.write(data)
+        safe_files.create_new(path, data, root=root)
     except FileExistsError:
         raise
     except OSError as exc:
@@ -129,9 +131,12 @@ def copy(root: str, knowledge_dir: str | None = None) -> list[Placed]:
                                                      "Reinstall ccmemory to restore it."))
             continue
         try:
-            _write(path, data, relative)
+            _write(root, path, data, relative)
         except FileExistsError:
             placed.append(Placed(relative, "skipped", f"Skipping existing: {relative}"))
+            continue
+        except safe_files.UnsafeFileError as exc:
+            placed.append(Placed(relative, "failed", f"Not written: {relative}: {exc}"))
             continue
         placed.append(Placed(relative, "created"))
     return placed

@@ -10,6 +10,11 @@ print as a warning.
 database and are rebuilt from the markdown by ``ccmemory index``. ``model``
 is checked against the embedding model ccmemory uses (one per database, set
 in the user's ``config.json``), and a mismatch is reported rather than mixed.
+
+The file is the project's, so untrusted: a ``knowledge_dir`` that resolves outside
+the project (``~/notes``, ``../other``, an absolute path, a symlink out) is refused
+and the default used; the file itself is read only as a regular file inside the
+project, at most :data:`MAX_CONFIG_BYTES`.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
+
+from .. import safe_files
+from ..errors import ValidationError
 
 CONFIG_FILE = os.path.join(".claude", "memory.config.json")
 DEFAULT_KNOWLEDGE_DIR = os.path.join(".claude", "knowledge")
@@ -28,6 +36,7 @@ DEFAULT_IGNORED_DIRS = (
     "node_modules", ".git", "dist", "build", "vendor", "target", "__pycache__", ".venv", "venv", ".tox",
     ".mypy_cache", ".pytest_cache", ".next", "coverage", "bower_components", "third_party",
 )
+MAX_CONFIG_BYTES = 256 * 1024
 _KNOWN_KEYS = ("knowledge_dir", "vectors_dir", "chunk_size", "model", "ignored_dirs")
 
 
@@ -48,22 +57,23 @@ class ProjectSettings:
         return os.path.join(self.root, ".claude", "memory")
 
     def writable_memory_dir(self) -> str:
-        """:attr:`memory_dir`, created if needed."""
-        os.makedirs(self.memory_dir, exist_ok=True)
-        return self.memory_dir
+        """:attr:`memory_dir`, created if needed; UnsafeFileError when it (or ``.claude``) resolves outside the project.
+
+        Returns its real path, so what is written there next is not redirected by a link made later.
+        """
+        return safe_files.make_dirs(self.memory_dir, self.root)
 
     @property
     def config_file(self) -> str:
         return os.path.join(self.root, CONFIG_FILE)
 
 
-def _read(path: str, problems: list[str]) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
+def _read(path: str, root: str, problems: list[str]) -> dict[str, Any]:
+    if not os.path.lexists(path):
         return {}
-    except (OSError, ValueError) as exc:
+    try:
+        data = json.loads(safe_files.read_regular(path, MAX_CONFIG_BYTES, root=root))
+    except (OSError, ValueError, RecursionError, ValidationError) as exc:
         problems.append(f"{path} could not be read ({exc}); using the defaults. Fix or delete the file.")
         return {}
     if not isinstance(data, dict):
@@ -77,7 +87,7 @@ def load(root: str) -> ProjectSettings:
     root = os.path.abspath(root)
     problems: list[str] = []
     path = os.path.join(root, CONFIG_FILE)
-    data = _read(path, problems)
+    data = _read(path, root, problems)
     settings = ProjectSettings(root=root, knowledge_dir=os.path.join(root, DEFAULT_KNOWLEDGE_DIR), problems=problems)
     for key in data:
         if key not in _KNOWN_KEYS:
@@ -85,9 +95,19 @@ def load(root: str) -> ProjectSettings:
     folder = data.get("knowledge_dir")
     if folder is not None:
         if isinstance(folder, str) and folder.strip():
-            settings.knowledge_dir = os.path.normpath(os.path.join(root, os.path.expanduser(folder.strip())))
+            wanted = os.path.normpath(os.path.join(root, os.path.expanduser(folder.strip())))
+            if safe_files.is_inside(wanted, root):
+                settings.knowledge_dir = wanted
+            else:
+                problems.append(f"{path}: knowledge_dir {folder!r} resolves to {os.path.realpath(wanted)}, outside "
+                                f"the project; ccmemory reads and writes only inside the project, so it uses "
+                                f"{DEFAULT_KNOWLEDGE_DIR}. Give a folder inside the project.")
         else:
             problems.append(f"{path}: knowledge_dir must be a path, got {folder!r}; using {DEFAULT_KNOWLEDGE_DIR}")
+    if not safe_files.is_inside(settings.knowledge_dir, root):
+        problems.append(f"{settings.knowledge_dir} resolves to {os.path.realpath(settings.knowledge_dir)}, outside "
+                        "the project (a symbolic link?); ccmemory neither reads nor writes knowledge there. Replace "
+                        "the link with a folder inside the project.")
     size = data.get("chunk_size")
     if size is not None:
         if isinstance(size, int) and not isinstance(size, bool) and MIN_CHUNK_SIZE <= size <= MAX_CHUNK_SIZE:
