@@ -10,8 +10,8 @@ from .. import knowledge, memories, search as searching
 from ..knowledge import promotion
 from ..memories import CATEGORIES, Memory
 from ..migrations import SECTORS
-from .common import (default_project_dir, emit_json, fail, handles_errors, json_option, open_db, open_store, preview,
-                     project_option, report_search, search_embedder)
+from .common import (default_project_dir, echo, emit_json, fail, handles_errors, json_option, open_db, open_store,
+                     preview, project_option, report_search, search_embedder)
 
 
 def _describe(memory: Memory) -> str:
@@ -29,10 +29,10 @@ def _valid_category(value: str) -> str:
         return chosen
     listed = ", ".join(CATEGORIES)
     if sys.stdin.isatty():
-        click.echo(f"Unknown category {value!r}. Valid categories: {listed}", err=True)
+        echo(f"Unknown category {value!r}. Valid categories: {listed}", err=True)
         return click.prompt("Category", type=click.Choice(CATEGORIES, case_sensitive=False), default="general",
                             err=True).lower()
-    click.echo(f"Warning: unknown category {value!r} (valid: {listed}); stored as 'general'.", err=True)
+    echo(f"Warning: unknown category {value!r} (valid: {listed}); stored as 'general'.", err=True)
     return "general"
 
 
@@ -65,7 +65,7 @@ def add(content: str | None, category: str, sector: str | None, tags: str, impor
     if as_json:
         emit_json(memory.to_dict())
     else:
-        click.echo(f"Memory created: {memory.id} (sector: {memory.sector}, category: {memory.category})")
+        echo(f"Memory created: {memory.id} (sector: {memory.sector}, category: {memory.category})")
 
 
 @click.command()
@@ -90,11 +90,11 @@ def search(query: str, limit: int, mode: str, sector: str | None, include_supers
     if not report_search(result, query, as_json):
         return
     for number, hit in enumerate(result.hits, 1):
-        click.echo(f"{number}. [{hit.score:.2f}] {_describe(hit.memory)}")
-        click.echo(f"   {preview(hit.memory.content)}")
+        echo(f"{number}. [{hit.score:.2f}] {_describe(hit.memory)}")
+        echo(f"   {preview(hit.memory.content)}")
         if hit.superseded_by:
-            click.echo(f"   superseded by {hit.superseded_by[:8]}")
-        click.echo()
+            echo(f"   superseded by {hit.superseded_by[:8]}")
+        echo()
 
 
 @click.command(name="list")
@@ -115,9 +115,9 @@ def list_command(category: str | None, sector: str | None, limit: int, include_d
         emit_json([memory.to_dict() for memory in found])
         return
     if not found:
-        click.echo("No memories.")
+        echo("No memories.")
     for memory in found:
-        click.echo(f"{_describe(memory)}  {preview(memory.content, 80)}")
+        echo(f"{_describe(memory)}  {preview(memory.content, 80)}")
 
 
 @click.command()
@@ -133,13 +133,13 @@ def get(memory_ids: tuple[str, ...], as_json: bool, project_dir: str | None) -> 
         emit_json({"memories": [memory.to_dict() for memory in found], "missing": missing})
     else:
         for memory in found:
-            click.echo(f"{memory.id}  {_describe(memory)}")
-            click.echo(f"salience {memory.salience:.2f}  references {memory.reference_count}  "
+            echo(f"{memory.id}  {_describe(memory)}")
+            echo(f"salience {memory.salience:.2f}  references {memory.reference_count}  "
                        f"tier {memory.tier}  source {memory.source}")
             if memory.tags or memory.files:
-                click.echo(f"tags {', '.join(memory.tags) or '-'}  files {', '.join(memory.files) or '-'}")
-            click.echo(memory.content)
-            click.echo()
+                echo(f"tags {', '.join(memory.tags) or '-'}  files {', '.join(memory.files) or '-'}")
+            echo(memory.content)
+            echo()
     if missing:
         fail(f"Entry not found: {', '.join(missing)}. Find ids with `ccmemory search` or `ccmemory list`.")
 
@@ -159,7 +159,7 @@ def delete(memory_id: str, hard: bool, as_json: bool, project_dir: str | None) -
     if not result["deleted"]:
         fail(f"Entry not found: {memory_id}. Find ids with `ccmemory search` or `ccmemory list`.")
     if not as_json:
-        click.echo(f"Memory permanently deleted: {result['id']}" if hard
+        echo(f"Memory permanently deleted: {result['id']}" if hard
                    else f"Memory soft-deleted: {result['id']} (can be restored with `ccmemory restore`)")
 
 
@@ -170,7 +170,7 @@ def delete(memory_id: str, hard: bool, as_json: bool, project_dir: str | None) -
 def restore(memory_id: str, project_dir: str | None) -> None:
     """Bring back a soft-deleted memory."""
     db, project = open_store(project_dir)
-    click.echo(f"Memory restored: {memories.restore(db, memory_id, project_id=project).id}")
+    echo(f"Memory restored: {memories.restore(db, memory_id, project_id=project).id}")
 
 
 @click.command()
@@ -182,7 +182,7 @@ def reinforce(memory_id: str, amount: float, project_dir: str | None) -> None:
     """Raise a memory's salience (diminishing returns; never reaches 1)."""
     db, project = open_store(project_dir)
     memory = memories.reinforce(db, memory_id, amount, project_id=project)
-    click.echo(f"Memory reinforced: {memory.id} (new salience: {memory.salience:.2f})")
+    echo(f"Memory reinforced: {memory.id} (new salience: {memory.salience:.2f})")
 
 
 @click.command()
@@ -194,7 +194,7 @@ def deemphasize(memory_id: str, amount: float, project_dir: str | None) -> None:
     """Lower a memory's salience."""
     db, project = open_store(project_dir)
     memory = memories.deemphasize(db, memory_id, amount, project_id=project)
-    click.echo(f"Memory de-emphasized: {memory.id} (new salience: {memory.salience:.2f})")
+    echo(f"Memory de-emphasized: {memory.id} (new salience: {memory.salience:.2f})")
 
 
 @click.command()
@@ -206,7 +206,7 @@ def supersede(old_id: str, new_id: str, project_dir: str | None) -> None:
     """Mark OLD_ID as replaced by NEW_ID (kept for history, hidden from default search)."""
     db, project = open_store(project_dir)
     old, new = memories.supersede(db, old_id, new_id, project_id=project)
-    click.echo(f"Memory {old.id} marked as superseded by {new.id}")
+    echo(f"Memory {old.id} marked as superseded by {new.id}")
 
 
 COMMANDS = [add, search, list_command, get, delete, restore, reinforce, deemphasize, supersede]
