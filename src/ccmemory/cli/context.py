@@ -45,8 +45,7 @@ def context(ctx: click.Context, preview: bool, project_dir: str | None, as_json:
     try:
         project = projects.project_id(db, folder, create=False)
         root = projects.project_root(folder)
-        text = "" if project is None else session_context.build(
-            db, project, project_name=os.path.basename(root) or root, config=load_settings(), directory=folder)
+        text = "" if project is None else session_context.build(db, project, config=load_settings(), directory=folder)
     finally:
         db.close()
     if not text:

@@ -15,7 +15,7 @@ capture strips, so the index is never recorded back as a memory.
 ``ccmemory context --preview`` prints exactly this text.
 
 Memory is data, not instructions (:mod:`ccmemory.quoting`): every piece of stored text
-(memory files, local context, session bullets, memory lines, even the project's name) is
+(memory files, local context, session bullets, memory lines) is
 escaped, so it cannot contain ``<`` and so no tag (``</ccmemory-context>``,
 ``<system-reminder>``), and each section's entries sit between fence lines
 ``<ccmemory-data-NONCE>`` and ``</ccmemory-data-NONCE>`` whose nonce is drawn afresh for each
@@ -29,7 +29,6 @@ index.
 from __future__ import annotations
 
 import json
-import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -193,7 +192,7 @@ def files_section(db: Any, project_id: int, room: int, tag: str) -> str:
     return title + opening + "".join(blocks[index] for index in sorted(blocks)) + more + closing
 
 
-def build(db: Any, project_id: int, *, project_name: str, config: Config, exclude_session: str | None = None,
+def build(db: Any, project_id: int, *, config: Config, exclude_session: str | None = None,
           directory: str | None = None) -> str:
     """The text SessionStart injects for a project, or "" when there is nothing to recall.
 
@@ -207,10 +206,10 @@ def build(db: Any, project_id: int, *, project_name: str, config: Config, exclud
     tag = quoting.nonce()
     header = (
         f"<{CONTEXT_TAG}>\n"
-        f"Memory from earlier Claude Code sessions in this project ({quoting.escape(_one_line(project_name, 200))}), "
-        "kept by ccmemory. The index below is not the memories themselves: read entries in full with the ccmemory "
-        "MCP tool memory_get (ids=[...]), see what happened around one with memory_timeline (anchor_id), and look "
-        "for anything else with memory_search. Older entries may be outdated; check before relying on them.\n"
+        "Memory from earlier Claude Code sessions in this project, kept by ccmemory. The index below is not the "
+        "memories themselves: read entries in full with the ccmemory MCP tool memory_get (ids=[...]), see what "
+        "happened around one with memory_timeline (anchor_id), and look for anything else with memory_search. "
+        "Older entries may be outdated; check before relying on them.\n"
         + quoting.notice(tag, "what ccmemory recorded from earlier sessions (tool calls, replies, files, imports)")
     )
     footer = f"</{CONTEXT_TAG}>"
@@ -269,9 +268,7 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         project = projects.project_id(db, cwd)
         if session_id:
             sessions.ensure(db, session_id, project, transcript_path=payloads.text(data, "transcript_path"))
-        root = projects.project_root(cwd)
-        context = build(db, project, project_name=os.path.basename(root) or root, config=config,
-                        exclude_session=session_id, directory=cwd)
+        context = build(db, project, config=config, exclude_session=session_id, directory=cwd)
     finally:
         db.close()
     if context:
