@@ -59,10 +59,11 @@ def test_docmem_view_over_mcp(home, db, project, project_dir):
     assert files[1] == USER_TEXT  # the server's start removed the section an earlier server left
     is_error, text = results[2]
     assert not is_error and text.startswith("result> docmem_view Added 'session:s-42'. Active views: [session:s-42]")
-    assert text.endswith("The deploy script needs AWS_PROFILE.")  # the expansion comes back for this session
+    assert text.endswith("The deploy script needs AWS_PROFILE.\n" + text.splitlines()[-1] + "\n")  # the expansion
+    assert text.splitlines()[-1].startswith("</ccmemory-data-")  # comes back for this session, quoted as data
     written = files[2]
     assert written.startswith(USER_TEXT + b"\n# DOCMEM Dynamic\n") and b"gone" not in written
-    assert b"## session:s-42\n\nsession:s-42 session:" in written and b"Fixed the deploy script." in written
+    assert b"## session:s-42\n\n```text\nsession:s-42 session:" in written and b"Fixed the deploy script." in written
     is_error, text = results[3]
     assert is_error and "no-such-node" in text and "docmem_query_nodes" in text
     assert files[3] == written

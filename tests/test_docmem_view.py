@@ -68,7 +68,7 @@ def test_add_writes_the_section_and_returns_the_expansion(workdir, db, project, 
     ctx = start_server(db, project)
     result = call(ctx, "add", "alpha")
     assert result.startswith("result> docmem_view Added 'alpha'. Active views: [alpha]")
-    assert "/clear or /compact" in result and result.rstrip().endswith("line two")
+    assert "/clear or /compact" in result and re.search(r"(?s)\nline two\n</ccmemory-data-[0-9a-f]{16}>\n$", result)
     data = (workdir / "CLAUDE.md").read_bytes()
     assert data.startswith(USER_TEXT + b"\r\n# DOCMEM Dynamic\r\n")
     assert b"\n\\# Not a top-level heading here\r\nline two\r\n" in data

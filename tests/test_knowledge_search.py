@@ -127,7 +127,7 @@ def test_session_start_does_not_inject_knowledge_entries(db, tmp_path):
     project = projects.project_id(db, repo)
     indexer.index(db, project, project_settings.load(str(repo)))
     memories.add(db, project_id=project, content="We deploy with make release", importance=0.9)
-    text = session_context.build(db, project, project_name="repo", config=config.load())
+    text = session_context.build(db, project, config=config.load())
     assert "make release" in text and "UTC" not in text
 
 

@@ -209,27 +209,19 @@ def render(db: Any, directory: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def for_session_start(db: Any, directory: str, room: int) -> str:
-    """The newest entries that fit in ``room`` characters, newest first (the first three with details).
+def session_start_entries(db: Any, directory: str) -> list[str]:
+    """The kept entries as SessionStart shows them, newest first (the first three with details), each ending in a newline.
 
-    Lines start with the time, not ``[``: SessionStart's memory lines start ``- [id]``.
+    Lines start with the time, not ``[``: SessionStart's memory lines start ``- [id]``. They are
+    raw stored text: :mod:`ccmemory.hooks.context` escapes and fences them.
     """
-    kept = entries(db, directory)
-    if room <= 0 or not kept:
-        return ""
-    title = "\nRecent activity in this directory (newest first; `ccmemory context show` has the whole log):\n"
-    room -= len(title)
-    taken: list[str] = []
-    for index, entry in enumerate(reversed(kept)):
-        detailed = index < 3
+    shown: list[str] = []
+    for index, entry in enumerate(reversed(entries(db, directory))):
         text = "- " + _one_line_entry(entry, bracketed=False) + "\n"
-        if detailed:
+        if index < 3:
             text += "".join(f"  - {detail}\n" for detail in entry["details"])
-        if len(text) > room:
-            break
-        taken.append(text)
-        room -= len(text)
-    return title + "".join(taken) if taken else ""
+        shown.append(text)
+    return shown
 
 
 def write_human_file(text: str, path: str) -> str:

@@ -6,7 +6,7 @@ import click
 
 from .. import analysis, projects
 from ..knowledge import settings as project_settings
-from .common import default_project_dir, emit_json, handles_errors, json_option, project_option
+from .common import default_project_dir, echo, emit_json, handles_errors, json_option, project_option
 
 
 @click.command()
@@ -25,8 +25,8 @@ def analyze(depth: str, project_dir: str | None, as_json: bool) -> None:
         emit_json(result)
         return
     for problem in result["problems"]:
-        click.echo(f"Warning: {problem}", err=True)
-    click.echo(analysis.render(result))
+        echo(f"Warning: {problem}", err=True)
+    echo(analysis.render(result))
 
 
 COMMANDS = [analyze]

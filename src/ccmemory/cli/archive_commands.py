@@ -8,11 +8,11 @@ from typing import TextIO
 
 import click
 
-from .. import projects
+from .. import projects, quoting
 from ..archive import jsonl, markdown, records
 from ..errors import ValidationError
 from ..redaction import redact
-from .common import default_project_dir, emit_json, handles_errors, json_option, open_db
+from .common import CleanWriter, default_project_dir, echo, emit_json, handles_errors, json_option, open_db
 
 _SINCE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?Z?)?$")
 
@@ -46,13 +46,14 @@ def export(fmt: str, output: str, project_dir: str | None, since: str | None) ->
         project_ids = (found,)
     scope = records.Scope(project_ids, _since(since))
     out: TextIO = sys.stdout if output == "-" else open(output, "w", encoding="utf-8", newline="\n")
+    sink = out if output != "-" else CleanWriter(out, quoting.visible if fmt == "markdown" else quoting.json_visible)
     try:
         if fmt == "markdown":
-            out.write(markdown.render(db, scope))
+            sink.write(markdown.render(db, scope))
         else:
-            counts = jsonl.export(db, out, scope)
+            counts = jsonl.export(db, sink, scope)
             if output != "-":
-                click.echo("Exported " + (", ".join(f"{n} {name}" for name, n in counts.items()) or "nothing")
+                echo("Exported " + (", ".join(f"{n} {name}" for name, n in counts.items()) or "nothing")
                            + f" to {output}", err=True)
     finally:
         if out is not sys.stdout:
@@ -79,15 +80,15 @@ def import_(source: TextIO, project_dir: str | None, as_json: bool) -> None:
     else:
         for name, outcomes in report.outcomes.items():
             parts = ", ".join(f"{count} {outcome}" for outcome, count in sorted(outcomes.items()))
-            click.echo(f"{name}: {parts}")
+            echo(f"{name}: {parts}")
         if not report.outcomes:
-            click.echo("Nothing to import: the file holds no records.")
+            echo("Nothing to import: the file holds no records.")
         if report.redacted:
-            click.echo(f"Redacted secrets or private text in {report.redacted} field(s).")
+            echo(f"Redacted secrets or private text in {report.redacted} field(s).")
         for problem in report.problems:
-            click.echo(f"Skipped {problem}", err=True)
+            echo(f"Skipped {problem}", err=True)
         if report.failed > len(report.problems):
-            click.echo(f"... and {report.failed - len(report.problems)} more skipped record(s).", err=True)
+            echo(f"... and {report.failed - len(report.problems)} more skipped record(s).", err=True)
     if report.failed:
         sys.exit(1)
 

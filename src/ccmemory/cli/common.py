@@ -1,7 +1,14 @@
-"""What every command shares: opening the store, the project option, JSON output, exit codes.
+"""What every command shares: opening the store, the project option, output, exit codes.
 
 Exit codes: 0 success, 1 the operation failed (not found, storage, model),
 2 the input was wrong (click usage errors and validation errors).
+
+Every command prints through :func:`echo` and :func:`emit_json`, never ``click.echo``: what
+they print often holds stored text (tool output, fetched pages, file names of a cloned
+repository), and a terminal obeys the escape sequences in it (OSC 52 writes the clipboard,
+CSI rewrites the screen). So control, bidi and tag characters are shown as visible escapes
+(``\\x1b``; :func:`ccmemory.quoting.visible`), and in JSON as ``\\uXXXX`` escapes, which decode
+to the same strings.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from typing import Any, Callable, TypeVar
 import click
 
 from .. import db as database
-from .. import projects
+from .. import projects, quoting
 from ..errors import CCMemoryError, NotFoundError, ValidationError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -33,11 +40,31 @@ project_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 
 
+def echo(message: Any = None, *, err: bool = False, nl: bool = True) -> None:
+    """``click.echo`` with control, bidi and tag characters shown as visible escapes (see the module docstring)."""
+    click.echo(None if message is None else quoting.visible(str(message)), err=err, nl=nl)
+
+
+class CleanWriter:
+    """A text stream whose writes go through ``clean`` first (:func:`quoting.visible`, :func:`quoting.json_visible`):
+    standard output for commands that stream stored text rather than echo it."""
+
+    def __init__(self, stream: Any, clean: Callable[[str], str]) -> None:
+        self.stream = stream
+        self.clean = clean
+
+    def write(self, text: str) -> int:
+        return self.stream.write(self.clean(text))
+
+
 def emit_json(value: Any) -> None:
-    """Print a value as JSON (orjson: fast, and it handles dataclass dicts with non-ASCII text)."""
+    """Print a value as JSON (orjson: fast, and it handles dataclass dicts with non-ASCII text).
+
+    orjson escapes the C0 controls; the C1, bidi and tag characters it leaves raw are escaped too.
+    """
     import orjson
 
-    click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
+    click.echo(quoting.json_visible(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()))
 
 
 def load_settings() -> Any:
@@ -79,11 +106,11 @@ def search_embedder(db: database.Database, mode: str) -> Any:
     try:
         embedder = embeddings.get_embedder()
     except embeddings.ModelError as exc:
-        click.echo(f"Warning: {exc}", err=True)
+        echo(f"Warning: {exc}", err=True)
         return None
     pending = embeddings.pending_count(db, embedder.model_id)
     if pending:
-        click.echo(f"Note: {pending} items are not embedded yet and are matched by keywords only; "
+        echo(f"Note: {pending} items are not embedded yet and are matched by keywords only; "
                    "`ccmemory embed` embeds them.", err=True)
     return embedder
 
@@ -91,12 +118,12 @@ def search_embedder(db: database.Database, mode: str) -> Any:
 def report_search(result: Any, query: str, as_json: bool) -> bool:
     """Print a search's warnings, and its JSON or its "no results" line; True when text rows should follow."""
     for warning in result.warnings:
-        click.echo(f"Warning: {warning}", err=True)
+        echo(f"Warning: {warning}", err=True)
     if as_json:
         emit_json([hit.to_dict() for hit in result.hits])
         return False
     if not result.hits:
-        click.echo(f"No results found for: {query}")
+        echo(f"No results found for: {query}")
         return False
     return True
 
@@ -108,7 +135,7 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
 
 
 def fail(message: str, code: int = 1) -> None:
-    click.echo(f"Error: {message}", err=True)
+    echo(f"Error: {message}", err=True)
     sys.exit(code)
 
 

@@ -11,7 +11,7 @@ from .groups import WholeHelpGroup
 
 from .. import config as settings
 from ..errors import ValidationError
-from .common import emit_json, handles_errors, json_option, load_settings
+from .common import echo, emit_json, handles_errors, json_option, load_settings
 
 PLUGIN_HINT = "set it in Claude Code: /plugin → ccmemory → configure, or `claude plugin configure ccmemory@ccmemory`"
 
@@ -46,15 +46,15 @@ def show(as_json: bool) -> None:
     if as_json:
         emit_json({"config_file": loaded.path, "settings": rows, "problems": loaded.problems})
         return
-    click.echo(f"Config file: {loaded.path}")
+    echo(f"Config file: {loaded.path}")
     width = max(len(row["name"]) for row in rows)
     for row in rows:
         origin = "" if row["source"] == settings.FROM_DEFAULT else f"  [{row['source']}]"
-        click.echo(f"{row['name']:<{width}} = {_shown(row['value'])}{origin}")
+        echo(f"{row['name']:<{width}} = {_shown(row['value'])}{origin}")
         option = f" Plugin option `{row['plugin_option']}`." if row["plugin_option"] else ""
-        click.echo(f"{'':<{width}}   {row['help']}{option}")
+        echo(f"{'':<{width}}   {row['help']}{option}")
     for problem in loaded.problems:
-        click.echo(f"Ignored: {problem}", err=True)
+        echo(f"Ignored: {problem}", err=True)
 
 
 @config.command()
@@ -63,7 +63,7 @@ def show(as_json: bool) -> None:
 def get(name: str) -> None:
     """Print one setting's effective value (JSON for lists and null)."""
     section, key, _ = _known(name)
-    click.echo(_shown(load_settings().get(section, key)))
+    echo(_shown(load_settings().get(section, key)))
 
 
 @config.command(name="set")
@@ -82,7 +82,7 @@ def set_(name: str, value: str) -> None:
     user = _file_settings()
     user.setdefault(section, {})[key] = parsed
     path = settings.write_file_settings(user)
-    click.echo(f"{name} = {_shown(parsed)} (saved in {path})")
+    echo(f"{name} = {_shown(parsed)} (saved in {path})")
     _warn_if_overridden(section, key)
 
 
@@ -94,13 +94,13 @@ def unset(name: str) -> None:
     section, key, spec = _known(name)
     user = _file_settings()
     if key not in (user.get(section) or {}):
-        click.echo(f"{name} is not set in the config file; it is {_shown(spec['default'])} by default")
+        echo(f"{name} is not set in the config file; it is {_shown(spec['default'])} by default")
         return
     del user[section][key]
     if not user[section]:
         del user[section]
     settings.write_file_settings(user)
-    click.echo(f"{name} unset; the default {_shown(spec['default'])} applies")
+    echo(f"{name} unset; the default {_shown(spec['default'])} applies")
     _warn_if_overridden(section, key)
 
 
@@ -121,7 +121,7 @@ def _file_settings() -> dict[str, Any]:
 def _warn_if_overridden(section: str, key: str) -> None:
     loaded = load_settings()
     if loaded.source(section, key) == settings.FROM_PLUGIN:
-        click.echo(f"Note: inside Claude Code the plugin option `{_option_for(section, key)}` "
+        echo(f"Note: inside Claude Code the plugin option `{_option_for(section, key)}` "
                    f"({_shown(loaded.get(section, key))}) overrides this; {PLUGIN_HINT}.", err=True)
 
 

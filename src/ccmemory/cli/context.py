@@ -15,7 +15,8 @@ from .groups import WholeHelpGroup
 
 from .. import config as settings, local_context, projects
 from ..hooks import context as session_context, privacy
-from .common import default_project_dir, emit_json, fail, handles_errors, load_settings, open_db, project_option
+from .common import (default_project_dir, echo, emit_json, fail, handles_errors, load_settings, open_db,
+                     project_option)
 
 directory_option = click.option(
     "--dir", "directory", type=click.Path(file_okay=False, exists=True), default=None,
@@ -40,21 +41,20 @@ def context(ctx: click.Context, preview: bool, project_dir: str | None, as_json:
     folder = project_dir or default_project_dir()
     opted_out = privacy.opted_out(folder) or privacy.disabled_by_env()
     if opted_out:
-        click.echo(f"Nothing would be injected: {opted_out}.", err=True)
+        echo(f"Nothing would be injected: {opted_out}.", err=True)
         return
     db = open_db()
     try:
         project = projects.project_id(db, folder, create=False)
         root = projects.project_root(folder)
-        text = "" if project is None else session_context.build(
-            db, project, project_name=os.path.basename(root) or root, config=load_settings(), directory=folder)
+        text = "" if project is None else session_context.build(db, project, config=load_settings(), directory=folder)
     finally:
         db.close()
     if not text:
-        click.echo(f"Nothing would be injected: no memory files, session summaries or project memories for {root} "
+        echo(f"Nothing would be injected: no memory files, session summaries or project memories for {root} "
                    "yet.", err=True)
         return
-    click.echo(session_context.hook_output(text) if as_json else text)
+    echo(session_context.hook_output(text) if as_json else text)
 
 
 def _switch_state(db: object, folder: str) -> str:
@@ -86,14 +86,14 @@ def show(directory: str | None, write_to: str | None, as_json: bool) -> None:
     finally:
         db.close()
     if not text:
-        click.echo(f"No local context for {local_context.directory_key(folder)} yet (recording is {state}).",
+        echo(f"No local context for {local_context.directory_key(folder)} yet (recording is {state}).",
                    err=True)
         return
-    click.echo(text, nl=False)
+    echo(text, nl=False)
     if write_to:
         target = write_to if os.path.isabs(write_to) else os.path.join(folder, write_to)
         try:
-            click.echo(f"Written to {local_context.write_human_file(text, target)}", err=True)
+            echo(f"Written to {local_context.write_human_file(text, target)}", err=True)
         except OSError as exc:
             fail(f"Could not write {target}: {exc}. Choose another file with --write PATH.")
 
@@ -109,7 +109,7 @@ def clear(directory: str | None) -> None:
         gone = local_context.clear(db, folder)
     finally:
         db.close()
-    click.echo(f"Context cleared for {local_context.directory_key(folder)} ({gone} entries). Starting fresh.")
+    echo(f"Context cleared for {local_context.directory_key(folder)} ({gone} entries). Starting fresh.")
 
 
 def _switch(value: bool | None) -> click.Command:
@@ -128,7 +128,7 @@ def _switch(value: bool | None) -> click.Command:
             state = _switch_state(db, folder)
         finally:
             db.close()
-        click.echo(f"Local context for {local_context.directory_key(folder)}: {state}.")
+        echo(f"Local context for {local_context.directory_key(folder)}: {state}.")
 
     command.__doc__ = helps[value]
     return click.command(word)(command)

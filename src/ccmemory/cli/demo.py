@@ -23,7 +23,7 @@ import click
 
 from .. import db as database
 from .. import embeddings, memories, projects, search, sessions
-from .common import preview
+from .common import echo, preview
 
 DEMO_QUERIES = ("why did the webhook tests fail", "verify_signature")
 
@@ -58,38 +58,38 @@ def demo(home: str | None) -> None:
     env = {**os.environ, "CCMEMORY_HOME": str(home_dir), "CLAUDE_PROJECT_DIR": str(project)}
     os.environ["CCMEMORY_HOME"] = str(home_dir)
     session_id = str(uuid.uuid4())
-    click.echo(f"Data dir: {home_dir}\nReplaying a recorded session ({session_id[:8]}) through the hooks:")
+    echo(f"Data dir: {home_dir}\nReplaying a recorded session ({session_id[:8]}) through the hooks:")
     for event in _events(project, session_id):
         elapsed, _ = _hook(event["hook"], event["payload"], env, project)
         what = event["payload"].get("tool_name") or event["payload"]["hook_event_name"]
-        click.echo(f"  {event['hook']:<14} {what:<13} {elapsed:6.0f} ms")
+        echo(f"  {event['hook']:<14} {what:<13} {elapsed:6.0f} ms")
 
     db = database.connect(vectors=True)
     project_id = projects.project_id(db, project)
     captured = memories.list_memories(db, project_id=project_id, limit=100)
-    click.echo(f"\nStored {len(captured)} memories; the session summary:")
-    click.echo("  " + (sessions.get(db, session_id).get("summary") or "(none)").replace("\n", "\n  "))
+    echo(f"\nStored {len(captured)} memories; the session summary:")
+    echo("  " + (sessions.get(db, session_id).get("summary") or "(none)").replace("\n", "\n  "))
     embedder = None
     if db.vectors_loaded:
         embedder = embeddings.get_embedder()
         embeddings.embed_pending(db, embedder)
     for query in DEMO_QUERIES:
         result = search.search_with_info(db, query, project_id=project_id, embedder=embedder, limit=3)
-        click.echo(f"\nSearch ({result.mode_used}): {query}")
+        echo(f"\nSearch ({result.mode_used}): {query}")
         for number, hit in enumerate(result.hits, 1):
-            click.echo(f"{number}. [{hit.score:.2f}] {hit.memory.id[:8]} {hit.memory.sector}")
-            click.echo(f"   {preview(hit.memory.content)}")
+            echo(f"{number}. [{hit.score:.2f}] {hit.memory.id[:8]} {hit.memory.sector}")
+            echo(f"   {preview(hit.memory.content)}")
     db.close()
 
     next_session = {"session_id": str(uuid.uuid4()), "transcript_path": str(project / ".next.jsonl"),
                     "cwd": str(project), "hook_event_name": "SessionStart", "source": "startup"}
     _, output = _hook("session_start", next_session, env, project)
     context = json.loads(output)["hookSpecificOutput"]["additionalContext"] if output.strip() else "(nothing)"
-    click.echo("\nWhat the next session is given at start (SessionStart additionalContext):\n")
-    click.echo(context)
+    echo("\nWhat the next session is given at start (SessionStart additionalContext):\n")
+    echo(context)
     if home is None:
         shutil.rmtree(home_dir, ignore_errors=True)
-        click.echo(f"\nRemoved the demo's temporary data dir {home_dir}; `ccmemory demo --home DIR` keeps one.")
+        echo(f"\nRemoved the demo's temporary data dir {home_dir}; `ccmemory demo --home DIR` keeps one.")
 
 
 COMMANDS = [demo]

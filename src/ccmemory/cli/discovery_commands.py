@@ -10,7 +10,7 @@ import click
 
 from .. import projects
 from ..knowledge import discovery, promotion, settings as project_settings
-from .common import (INTERRUPTED_EXIT, default_project_dir, emit_json, fail, handles_errors, json_option,
+from .common import (INTERRUPTED_EXIT, default_project_dir, echo, emit_json, fail, handles_errors, json_option,
                      open_store, project_option)
 
 
@@ -29,14 +29,14 @@ def discover(save: bool, project_dir: str | None, as_json: bool) -> None:
     settings = project_settings.load(projects.project_root(project_dir or default_project_dir()))
     db, project = open_store(settings.root) if save else (None, None)
     signal.signal(signal.SIGTERM, _interrupt_on_terminate)
-    say = (lambda text: None) if as_json else (lambda text: click.echo(f"Discovery: {text}...", err=True))
+    say = (lambda text: None) if as_json else (lambda text: echo(f"Discovery: {text}...", err=True))
     try:
         run = discovery.discover(db, project, settings, save_findings=save, on_status=say)
     except discovery.AlreadyRunning as busy:
         fail(str(busy), 1)
         return
     except KeyboardInterrupt:
-        click.echo("Discovery interrupted: partial findings were saved with complete: false" if save
+        echo("Discovery interrupted: partial findings were saved with complete: false" if save
                    else "Discovery interrupted", err=True)
         sys.exit(INTERRUPTED_EXIT)
     if as_json:
@@ -45,17 +45,17 @@ def discover(save: bool, project_dir: str | None, as_json: bool) -> None:
                    "analysis": run.analysis})
         return
     for problem in [*settings.problems, *run.problems]:
-        click.echo(f"Warning: {problem}", err=True)
+        echo(f"Warning: {problem}", err=True)
     for finding in run.findings:
-        click.echo(f"- {finding.content}")
+        echo(f"- {finding.content}")
     kinds = ", ".join(f"{kind} {count}" for kind, count in run.kinds().items())
     if save:
-        click.echo(f"\n{len(run.findings)} discoveries ({kinds}): {run.saved} saved, {run.updated} updated, "
+        echo(f"\n{len(run.findings)} discoveries ({kinds}): {run.saved} saved, {run.updated} updated, "
                    f"{len(run.findings) - run.saved - run.updated} unchanged")
     else:
-        click.echo(f"\n{len(run.findings)} discoveries ({kinds}); not saved (--no-save)")
+        echo(f"\n{len(run.findings)} discoveries ({kinds}); not saved (--no-save)")
     for note in run.analysis.get("notes", []):
-        click.echo(note)
+        echo(note)
 
 
 @click.command()
@@ -80,9 +80,9 @@ def promote(memory_id: str | None, automatic: bool, project_dir: str | None, as_
         emit_json(promotion.describe(done))
         return
     if automatic and not done:
-        click.echo("Nothing to promote.")
+        echo("Nothing to promote.")
     for result in done:
-        click.echo(result.message, err=result.action == "exists")
+        echo(result.message, err=result.action == "exists")
 
 
 COMMANDS = [discover, promote]

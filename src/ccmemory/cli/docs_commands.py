@@ -8,8 +8,8 @@ from .groups import WholeHelpGroup
 
 from .. import documents
 from ..search import DEFAULT_LIMIT, MAX_LIMIT, MODES
-from .common import (search_embedder, emit_json, handles_errors, json_option, open_store, preview, project_option,
-                     report_search)
+from .common import (search_embedder, echo, emit_json, handles_errors, json_option, open_store, preview,
+                     project_option, report_search)
 
 
 @click.group(cls=WholeHelpGroup)
@@ -33,9 +33,9 @@ def ingest(path: str | None, text: str | None, url: str | None, title: str | Non
     if as_json:
         emit_json(document.to_dict())
     elif document.unchanged:
-        click.echo(f"Document unchanged: {document.title} ({document.id})")
+        echo(f"Document unchanged: {document.title} ({document.id})")
     else:
-        click.echo(f"Document ingested: {document.title} ({document.id}, {document.chunk_count} chunks)")
+        echo(f"Document ingested: {document.title} ({document.id}, {document.chunk_count} chunks)")
 
 
 @docs.command(name="search")
@@ -54,9 +54,9 @@ def search_docs(query: str, limit: int, mode: str, project_dir: str | None, as_j
         return
     for number, hit in enumerate(result.hits, 1):
         source = hit.document.source_path or hit.document.source_url or "inline"
-        click.echo(f"{number}. [{hit.score:.2f}] {hit.document.title}#{hit.chunk.heading or 'top'} ({source})")
-        click.echo(f"   {preview(hit.chunk.content)}")
-        click.echo()
+        echo(f"{number}. [{hit.score:.2f}] {hit.document.title}#{hit.chunk.heading or 'top'} ({source})")
+        echo(f"   {preview(hit.chunk.content)}")
+        echo()
 
 
 @docs.command(name="list")
@@ -71,9 +71,9 @@ def list_docs(project_dir: str | None, as_json: bool) -> None:
         emit_json([document.to_dict() for document in found])
         return
     if not found:
-        click.echo("No documents.")
+        echo("No documents.")
     for document in found:
-        click.echo(f"{document.id[:8]} {document.title} ({document.chunk_count} chunks) "
+        echo(f"{document.id[:8]} {document.title} ({document.chunk_count} chunks) "
                    f"{document.source_path or document.source_url or 'inline'}")
 
 
@@ -85,7 +85,7 @@ def delete_doc(document_id: str, project_dir: str | None) -> None:
     """Delete one of this project's documents and its chunks."""
     db, project = open_store(project_dir)
     documents.delete(db, document_id, project_id=project)
-    click.echo(f"Document deleted: {document_id}")
+    echo(f"Document deleted: {document_id}")
 
 
 COMMANDS = [docs]

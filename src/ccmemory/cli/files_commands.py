@@ -17,7 +17,7 @@ import click
 from .groups import WholeHelpGroup
 
 from ..files import commands, paths, store
-from .common import emit_json, fail, handles_errors, json_option, open_store, project_option
+from .common import echo, emit_json, fail, handles_errors, json_option, open_store, project_option
 
 
 def file_errors(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -62,11 +62,11 @@ def list_files(scope: str, project_dir: str | None, as_json: bool) -> None:
                    for row in rows])
         return
     if not rows:
-        click.echo("No memory files yet. Claude creates them with the memory tool; "
+        echo("No memory files yet. Claude creates them with the memory tool; "
                    "or write one with `ccmemory files edit notes.md`.")
         return
     for row in rows:
-        click.echo(f"{commands.human_size(row.size):>6}  {row.updated_at[:16].replace('T', ' ')}  {row.display}")
+        echo(f"{commands.human_size(row.size):>6}  {row.updated_at[:16].replace('T', ' ')}  {row.display}")
 
 
 @files.command()
@@ -85,9 +85,9 @@ def show(path: str, numbered: bool, project_dir: str | None, as_json: bool) -> N
         if as_json or (row is not None and not numbered):
             if row is None:
                 raise paths.MemoryFileError(f"The path {location.path} does not exist. Please provide a valid path.")
-            emit_json(row.to_dict()) if as_json else click.echo(row.content, nl=not row.content.endswith("\n"))
+            emit_json(row.to_dict()) if as_json else echo(row.content, nl=not row.content.endswith("\n"))
             return
-        click.echo(commands.execute(db, {"command": "view", "path": full}, _call(project)))
+        echo(commands.execute(db, {"command": "view", "path": full}, _call(project)))
     finally:
         db.close()
 
@@ -111,11 +111,11 @@ def edit(path: str, project_dir: str | None) -> None:
         if sys.stdin.isatty():
             edited = click.edit(before, extension=".md", require_save=True)
             if edited is None:
-                click.echo(f"No change to {location.path}.")
+                echo(f"No change to {location.path}.")
                 return
         else:
             edited = sys.stdin.read()
-        click.echo(commands.overwrite(db, location.path, edited, _call(project), expected_version=version))
+        echo(commands.overwrite(db, location.path, edited, _call(project), expected_version=version))
     finally:
         db.close()
 
@@ -161,14 +161,14 @@ def log(limit: int, all_projects: bool, project_dir: str | None, as_json: bool) 
         if row["new_path"]:
             where += f" -> {row['new_path']}"
         status = "ok" if row["ok"] else "FAILED"
-        click.echo(f"{row['at'][:19].replace('T', ' ')}  {row['source']:<6} {row['command']:<11} {status:<6} "
+        echo(f"{row['at'][:19].replace('T', ' ')}  {row['source']:<6} {row['command']:<11} {status:<6} "
                    f"{where}  {row['detail']}")
 
 
 def _run(project_dir: str | None, arguments: dict) -> None:
     db, project = open_store(project_dir)
     try:
-        click.echo(commands.execute(db, arguments, _call(project)))
+        echo(commands.execute(db, arguments, _call(project)))
     finally:
         db.close()
 

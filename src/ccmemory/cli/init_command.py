@@ -19,7 +19,7 @@ import click
 from .. import analysis, projects
 from ..knowledge import githook, scaffold, settings as project_settings
 from ..safe_files import UnsafeFileError
-from .common import default_project_dir, emit_json, fail, json_option, project_option
+from .common import default_project_dir, echo, emit_json, fail, json_option, project_option
 
 
 def _analyse(settings: project_settings.ProjectSettings) -> tuple[dict, str | None]:
@@ -46,10 +46,10 @@ def init_command(yes: bool, no_hook: bool, project_dir: str | None, as_json: boo
     if os.path.isdir(os.path.join(root, ".claude")) and not yes:
         if sys.stdin.isatty() and not as_json:
             if not click.confirm("Existing .claude found. Merge templates? (y/N)", default=False, show_default=False):
-                click.echo("Nothing changed.")
+                echo("Nothing changed.")
                 return
         elif not as_json:
-            click.echo("Existing .claude found: adding only the files it does not have yet.")
+            echo("Existing .claude found: adding only the files it does not have yet.")
     try:
         placed = scaffold.copy(root, settings.knowledge_dir)
     except scaffold.WriteError as exc:
@@ -79,26 +79,26 @@ def init_command(yes: bool, no_hook: bool, project_dir: str | None, as_json: boo
                    "next_steps": steps})
         return
     for warning in warnings:
-        click.echo(f"Warning: {warning}", err=True)
+        echo(f"Warning: {warning}", err=True)
     for item in placed:
         if item.action == "skipped":
-            click.echo(item.note)
-    click.echo(f"\nccmemory is set up in {root}\n")
+            echo(item.note)
+    echo(f"\nccmemory is set up in {root}\n")
     created = [item.path for item in placed if item.action == "created"]
-    click.echo("Created:" if created else "Created: nothing (everything was already there)")
+    echo("Created:" if created else "Created: nothing (everything was already there)")
     for path in created:
-        click.echo(f"  [x] {path}")
+        echo(f"  [x] {path}")
     if hook:
         mark = "[x]" if hook.action in ("installed", "added") else "[ ]"
-        click.echo(f"  {mark} {hook.message}")
-    click.echo(f"\nProject: {result['project']}\nLanguages: {result['languages_text']}\n"
+        echo(f"  {mark} {hook.message}")
+    echo(f"\nProject: {result['project']}\nLanguages: {result['languages_text']}\n"
                f"Entry points: {', '.join(result['entry_points']) or 'none found'}\n"
                f"Directories: {result['directories']:,} | Files: {result['files']:,}")
     for note in result["notes"]:
-        click.echo(note)
-    click.echo("\nNext steps:")
+        echo(note)
+    echo("\nNext steps:")
     for number, step in enumerate(steps, 1):
-        click.echo(f"  {number}. {step}")
+        echo(f"  {number}. {step}")
 
 
 COMMANDS = [init_command]

@@ -25,7 +25,7 @@ import click
 from .. import db as database
 from .. import knowledge, projects
 from ..knowledge import githook, indexer, lock, settings as project_settings
-from .common import (INTERRUPTED_EXIT, default_project_dir, emit_json, fail, handles_errors, json_option,
+from .common import (INTERRUPTED_EXIT, default_project_dir, echo, emit_json, fail, handles_errors, json_option,
                      one_line, project_option)
 
 
@@ -167,12 +167,12 @@ def _interrupted(db: database.Database, project: int, embedding: bool) -> None:
     Each file is stored in its own transaction, so what is kept is whole files.
     """
     if embedding:
-        click.echo("\nInterrupted while embedding: every entry is stored and found by keywords; run `ccmemory "
+        echo("\nInterrupted while embedding: every entry is stored and found by keywords; run `ccmemory "
                    "index` again to embed the rest.", err=True)
     else:
         kept = _files_kept(db, project)
         what = "the files indexed so far are" if kept is None else f"{kept} knowledge file(s) are indexed and"
-        click.echo(f"\nInterrupted: {what} kept; run `ccmemory index` again to index the rest "
+        echo(f"\nInterrupted: {what} kept; run `ccmemory index` again to index the rest "
                    "(kept files are skipped).", err=True)
     sys.exit(INTERRUPTED_EXIT)
 
@@ -180,16 +180,16 @@ def _interrupted(db: database.Database, project: int, embedding: bool) -> None:
 def _print_report(report: indexer.IndexReport, rounds: int, dry_run: bool) -> None:
     for outcome in report.outcomes:
         if dry_run and outcome.action == "indexed":
-            click.echo(f"Would index: {outcome.path} ({outcome.entries} entries)")
+            echo(f"Would index: {outcome.path} ({outcome.entries} entries)")
         elif outcome.note and outcome.action != "failed":
-            click.echo(outcome.note)
+            echo(outcome.note)
     if rounds > 1:
-        click.echo(f"Indexed {rounds} times: the knowledge changed while indexing (a commit's git hook asked again)")
+        echo(f"Indexed {rounds} times: the knowledge changed while indexing (a commit's git hook asked again)")
     for warning in report.warnings:
-        click.echo(f"Warning: {warning}", err=True)
+        echo(f"Warning: {warning}", err=True)
     for error in report.errors:
-        click.echo(f"Error: {error}", err=True)
-    click.echo(report.summary() + (" (dry run: nothing written)" if dry_run else ""))
+        echo(f"Error: {error}", err=True)
+    echo(report.summary() + (" (dry run: nothing written)" if dry_run else ""))
 
 
 @click.command(name="index")
@@ -249,7 +249,7 @@ def git_hook(hook: str) -> None:
     settings = project_settings.load(root)
 
     def say(line: str) -> None:
-        click.echo(line, err=True)
+        echo(line, err=True)
 
     def run_index() -> list[str]:
         started = time.perf_counter()

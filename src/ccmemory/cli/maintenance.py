@@ -13,7 +13,7 @@ import click
 
 from .. import compat, config, embeddings, migrations, paths, retention, status, vectors
 from .. import db as database
-from .common import (emit_json, fail, handles_errors, json_option, load_settings, one_line, open_db, open_store,
+from .common import (echo, emit_json, fail, handles_errors, json_option, load_settings, one_line, open_db, open_store,
                      project_option)
 
 
@@ -29,17 +29,17 @@ def stats(all_projects: bool, project_dir: str | None, as_json: bool) -> None:
     if as_json:
         emit_json(result)
         return
-    click.echo(f"Database: {result['database']} ({result['database_bytes'] / 1e6:.1f} MB, "
+    echo(f"Database: {result['database']} ({result['database_bytes'] / 1e6:.1f} MB, "
                f"{result['bytes_per_memory'] / 1e3:.1f} KB per memory with vectors and indexes)")
-    click.echo(f"Growth: {result['memories_added']} memories in the last {result['growth_days']} days, "
+    echo(f"Growth: {result['memories_added']} memories in the last {result['growth_days']} days, "
                f"about {result['growth_bytes'] / 1e6:.1f} MB")
-    click.echo(f"Memories: {result['memories']} ({result['deleted']} deleted, {result['superseded']} superseded)")
+    echo(f"Memories: {result['memories']} ({result['deleted']} deleted, {result['superseded']} superseded)")
     for label in ("by_sector", "by_tier"):
         parts = ", ".join(f"{name} {count}" for name, count in sorted(result[label].items()))
-        click.echo(f"  {label.replace('_', ' ')}: {parts or '-'}")
-    click.echo(f"Sessions: {result['sessions']}  Documents: {result['documents']}  Projects: {result['projects']}")
-    click.echo(f"Pending embeddings: {pending_text(result['pending_embeddings'])}")
-    click.echo(status.settings_line(result))
+        echo(f"  {label.replace('_', ' ')}: {parts or '-'}")
+    echo(f"Sessions: {result['sessions']}  Documents: {result['documents']}  Projects: {result['projects']}")
+    echo(f"Pending embeddings: {pending_text(result['pending_embeddings'])}")
+    echo(status.settings_line(result))
 
 
 @click.command()
@@ -49,7 +49,7 @@ def embed(batch_size: int) -> None:
     """Embed every memory and document chunk that has no vector of the configured model yet."""
     db = open_db(vectors=True)
     if not db.vectors_loaded:
-        click.echo(f"Warning: {db.vector_error}; vectors are stored but cannot be searched until it is fixed.",
+        echo(f"Warning: {db.vector_error}; vectors are stored but cannot be searched until it is fixed.",
                    err=True)
     embedder = embeddings.get_embedder()
     total = embeddings.pending_count(db, embedder.model_id)
@@ -60,10 +60,10 @@ def embed(batch_size: int) -> None:
 
     with click.progressbar(length=total, label=f"Embedding with {embedder.spec.name}", file=sys.stderr) as bar:
         done = embeddings.embed_pending(db, embedder, batch_size=batch_size, progress=bar.update, on_error=note)
-    click.echo(f"Embedded {done} item(s) with {embedder.model_id}.")
+    echo(f"Embedded {done} item(s) with {embedder.model_id}.")
     if failed:
         for line in failed[:10]:
-            click.echo(f"Warning: the model failed on {line}", err=True)
+            echo(f"Warning: the model failed on {line}", err=True)
         fail(f"{len(failed)} item(s) could not be embedded and stay searchable by keywords only; "
              "fix or change the model (`ccmemory doctor`) and run `ccmemory embed` again.", 1)
 
@@ -164,15 +164,15 @@ def doctor(verbose: bool, as_json: bool) -> None:
     else:
         for result in results if verbose else failed:
             mark = "note" if result.get("note") else "ok  " if result["ok"] else "FAIL"
-            click.echo(f"[{mark}] {result['name']}: {result['detail']}")
+            echo(f"[{mark}] {result['name']}: {result['detail']}")
             if "fix" in result:
-                click.echo(f"       fix: {result['fix']}")
+                echo(f"       fix: {result['fix']}")
         if not failed:
-            click.echo(f"No problems found ({len(results)} checks: {', '.join(r['name'] for r in results)}).")
+            echo(f"No problems found ({len(results)} checks: {', '.join(r['name'] for r in results)}).")
         if not verbose:
             for result in results:
                 if result.get("note"):
-                    click.echo(f"[note] {result['name']}: {result['detail']}")
+                    echo(f"[note] {result['name']}: {result['detail']}")
     sys.exit(1 if failed else 0)
 
 
@@ -183,7 +183,7 @@ def vacuum() -> None:
     db = open_db(vectors=True)
     before = os.path.getsize(db.path)
     db.execute("VACUUM")
-    click.echo(f"Vacuumed {db.path}: {before / 1e6:.1f} MB -> {os.path.getsize(db.path) / 1e6:.1f} MB")
+    echo(f"Vacuumed {db.path}: {before / 1e6:.1f} MB -> {os.path.getsize(db.path) / 1e6:.1f} MB")
 
 
 @click.command()
@@ -216,9 +216,9 @@ def gc(older_than: float, tiers: tuple[str, ...], sectors: tuple[str, ...], dele
         return
     verb = "Would remove" if dry_run else "Removed"
     sectors_text = ", ".join(f"{name} {count}" for name, count in sorted(report.by_sector.items())) or "-"
-    click.echo(f"{verb} {report.expired} expired and {report.purged} soft-deleted memories ({sectors_text}).")
+    echo(f"{verb} {report.expired} expired and {report.purged} soft-deleted memories ({sectors_text}).")
     if not dry_run:
-        click.echo(f"Database: {report.bytes_before / 1e6:.2f} MB -> {report.bytes_after / 1e6:.2f} MB")
+        echo(f"Database: {report.bytes_before / 1e6:.2f} MB -> {report.bytes_after / 1e6:.2f} MB")
 
 
 COMMANDS = [stats, embed, doctor, vacuum, gc]

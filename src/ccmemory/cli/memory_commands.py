@@ -12,8 +12,8 @@ from ..db import Database
 from ..memories import CATEGORIES, Memory
 from ..redaction import REDACTED
 from ..migrations import SECTORS
-from .common import (default_project_dir, emit_json, fail, handles_errors, json_option, open_db, open_store, preview,
-                     project_option, report_search, search_embedder)
+from .common import (default_project_dir, echo, emit_json, fail, handles_errors, json_option, open_db, open_store,
+                     preview, project_option, report_search, search_embedder)
 
 
 def _describe(memory: Memory) -> str:
@@ -35,10 +35,10 @@ def _valid_category(value: str) -> str:
     near = difflib.get_close_matches(chosen, CATEGORIES, n=1, cutoff=0.6)
     guess = f" Did you mean {near[0]!r}?" if near else ""
     if sys.stdin.isatty():
-        click.echo(f"Unknown category {value!r}.{guess} Valid categories: {listed}", err=True)
+        echo(f"Unknown category {value!r}.{guess} Valid categories: {listed}", err=True)
         return click.prompt("Category", type=click.Choice(CATEGORIES, case_sensitive=False),
                             default=near[0] if near else "general", err=True).lower()
-    click.echo(f"Warning: unknown category {value!r}{' (did you mean ' + repr(near[0]) + '?)' if near else ''}; "
+    echo(f"Warning: unknown category {value!r}{' (did you mean ' + repr(near[0]) + '?)' if near else ''}; "
                f"stored as 'general' (valid: {listed}).", err=True)
     return "general"
 
@@ -87,12 +87,12 @@ def add(content: str | None, category: str, sector: str | None, tags: str, impor
     if "<private>" in (content or "").lower():
         notes.append("the <private>…</private> text left out")
     if notes:
-        click.echo(f"Note: {' and '.join(notes)} before storing; `ccmemory get {memory.id[:8]}` shows what was kept.",
+        echo(f"Note: {' and '.join(notes)} before storing; `ccmemory get {memory.id[:8]}` shows what was kept.",
                    err=True)
     if as_json:
         emit_json(memory.to_dict())
     else:
-        click.echo(f"Memory created: {memory.id} (sector: {memory.sector}, category: {memory.category})")
+        echo(f"Memory created: {memory.id} (sector: {memory.sector}, category: {memory.category})")
 
 
 @click.command()
@@ -119,11 +119,11 @@ def search(query: str, limit: int, mode: str, sector: str | None, include_supers
     if not report_search(result, query, as_json):
         return
     for number, hit in enumerate(result.hits, 1):
-        click.echo(f"{number}. [{hit.score:.2f}] {_describe(hit.memory)}")
-        click.echo(f"   {preview(hit.memory.content)}")
+        echo(f"{number}. [{hit.score:.2f}] {_describe(hit.memory)}")
+        echo(f"   {preview(hit.memory.content)}")
         if hit.superseded_by:
-            click.echo(f"   superseded by {hit.superseded_by[:8]}")
-        click.echo()
+            echo(f"   superseded by {hit.superseded_by[:8]}")
+        echo()
 
 
 @click.command(name="list")
@@ -146,10 +146,10 @@ def list_command(category: str | None, sector: str | None, limit: int, include_d
     if not found:
         root = projects.project_root(project_dir or default_project_dir())
         narrowed = " matching these filters" if category or sector else ""
-        click.echo(f"No memories{narrowed} in the project at {root}. `ccmemory list --project PATH` lists "
+        echo(f"No memories{narrowed} in the project at {root}. `ccmemory list --project PATH` lists "
                    "another project's; `ccmemory stats --all-projects` counts every project's.")
     for memory in found:
-        click.echo(f"{_describe(memory)}  {preview(memory.content, 80)}")
+        echo(f"{_describe(memory)}  {preview(memory.content, 80)}")
 
 
 @click.command()
@@ -165,13 +165,13 @@ def get(memory_ids: tuple[str, ...], as_json: bool, project_dir: str | None) -> 
         emit_json({"memories": [memory.to_dict() for memory in found], "missing": missing})
     else:
         for memory in found:
-            click.echo(f"{memory.id}  {_describe(memory)}")
-            click.echo(f"salience {memory.salience:.2f}  references {memory.reference_count}  "
+            echo(f"{memory.id}  {_describe(memory)}")
+            echo(f"salience {memory.salience:.2f}  references {memory.reference_count}  "
                        f"tier {memory.tier}  source {memory.source}")
             if memory.tags or memory.files:
-                click.echo(f"tags {', '.join(memory.tags) or '-'}  files {', '.join(memory.files) or '-'}")
-            click.echo(memory.content)
-            click.echo()
+                echo(f"tags {', '.join(memory.tags) or '-'}  files {', '.join(memory.files) or '-'}")
+            echo(memory.content)
+            echo()
     if missing:
         fail("\n".join(_not_found(db, project, memory_id) for memory_id in missing))
 
@@ -202,7 +202,7 @@ def delete(memory_id: str, hard: bool, as_json: bool, project_dir: str | None) -
                  "brings it back, `ccmemory delete --hard` removes it for good).")
         fail(_not_found(db, project, memory_id))
     if not as_json:
-        click.echo(f"Memory permanently deleted: {result['id']}" if hard
+        echo(f"Memory permanently deleted: {result['id']}" if hard
                    else f"Memory soft-deleted: {result['id']} (can be restored with `ccmemory restore`)")
 
 
@@ -213,7 +213,7 @@ def delete(memory_id: str, hard: bool, as_json: bool, project_dir: str | None) -
 def restore(memory_id: str, project_dir: str | None) -> None:
     """Bring back a soft-deleted memory."""
     db, project = open_store(project_dir)
-    click.echo(f"Memory restored: {memories.restore(db, memory_id, project_id=project).id}")
+    echo(f"Memory restored: {memories.restore(db, memory_id, project_id=project).id}")
 
 
 @click.command()
@@ -225,7 +225,7 @@ def reinforce(memory_id: str, amount: float, project_dir: str | None) -> None:
     """Raise a memory's salience (diminishing returns; never reaches 1)."""
     db, project = open_store(project_dir)
     memory = memories.reinforce(db, memory_id, amount, project_id=project)
-    click.echo(f"Memory reinforced: {memory.id} (new salience: {memory.salience:.2f})")
+    echo(f"Memory reinforced: {memory.id} (new salience: {memory.salience:.2f})")
 
 
 @click.command()
@@ -237,7 +237,7 @@ def deemphasize(memory_id: str, amount: float, project_dir: str | None) -> None:
     """Lower a memory's salience."""
     db, project = open_store(project_dir)
     memory = memories.deemphasize(db, memory_id, amount, project_id=project)
-    click.echo(f"Memory de-emphasized: {memory.id} (new salience: {memory.salience:.2f})")
+    echo(f"Memory de-emphasized: {memory.id} (new salience: {memory.salience:.2f})")
 
 
 @click.command()
@@ -249,7 +249,7 @@ def supersede(old_id: str, new_id: str, project_dir: str | None) -> None:
     """Mark OLD_ID as replaced by NEW_ID (kept for history, hidden from default search)."""
     db, project = open_store(project_dir)
     old, new = memories.supersede(db, old_id, new_id, project_id=project)
-    click.echo(f"Memory {old.id} marked as superseded by {new.id}")
+    echo(f"Memory {old.id} marked as superseded by {new.id}")
 
 
 COMMANDS = [add, search, list_command, get, delete, restore, reinforce, deemphasize, supersede]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import projects
-from .common import default_project_dir, handles_errors, project_option
+from .common import default_project_dir, echo, handles_errors, project_option
 
 
 @click.command()
@@ -33,10 +33,10 @@ def ui(port: int, no_open: bool, keyword_only: bool, project_dir: str | None) ->
     url = launch.page_url(sock, viewer.token, project)
 
     def ready() -> None:
-        click.echo(f"ccmemory viewer: {url}")
-        click.echo("Keep this address private: it carries the access token. Ctrl-C stops the viewer.")
+        echo(f"ccmemory viewer: {url}")
+        echo("Keep this address private: it carries the access token. Ctrl-C stops the viewer.")
         if not no_open and not launch.open_browser(url):
-            click.echo("No browser could be started; open the address above yourself.")
+            echo("No browser could be started; open the address above yourself.")
 
     launch.serve(viewer, sock, on_ready=ready)
 

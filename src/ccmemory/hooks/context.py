@@ -13,19 +13,31 @@ characters a token; 2,000 tokens by default) and never exceeds the 10,000
 characters Claude Code accepts. It is wrapped in ``<ccmemory-context>``, which
 capture strips, so the index is never recorded back as a memory.
 ``ccmemory context --preview`` prints exactly this text.
+
+Memory is data, not instructions (:mod:`ccmemory.quoting`): every piece of stored text
+(memory files, local context, session bullets, memory lines) is
+escaped, so it cannot contain ``<`` and so no tag (``</ccmemory-context>``,
+``<system-reminder>``), and each section's entries sit between fence lines
+``<ccmemory-data-NONCE>`` and ``</ccmemory-data-NONCE>`` whose nonce is drawn afresh for each
+injection; a line before them says the fenced text is recorded data, not instructions. The
+section titles and the tool hints are ccmemory's own text, outside the fences. A captured
+tool call shows only its first line, what was called and whether it failed
+(:func:`index_text`): its output, chosen by whatever the tool ran or read, never reaches the
+index.
 """
 
 from __future__ import annotations
 
 import json
-import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
 
+from .. import quoting
 from ..config import Config
 from . import payload as payloads
+from .capture import SOURCE as CAPTURE_SOURCE
 from ..redaction import CONTEXT_TAG
 
 CHARS_PER_TOKEN = 4
@@ -54,10 +66,20 @@ def _one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
+def _quoted_line(text: str, limit: int) -> str:
+    """Stored text escaped for the model (:func:`ccmemory.quoting.escape`), then flattened and cut to ``limit``.
+
+    Escaping first keeps a line within ``limit`` however much the escapes lengthen it.
+    """
+    return _one_line(quoting.escape(text), limit)
+
+
 def _session_entry(session: dict[str, Any], memory_id: str | None) -> str:
     """A session summary condensed into one bullet: request, what it did, outcome, decisions, files changed.
 
     The id shown is the summary memory's (what ``memory_get`` and ``memory_timeline`` take).
+    The outcome is Claude's last reply, which may quote what it read: the bullet is escaped
+    and shown inside the fence like every stored text.
     """
     lines = [line.strip() for line in (session.get("summary") or "").splitlines() if line.strip()]
     keep: list[str] = []
@@ -73,13 +95,29 @@ def _session_entry(session: dict[str, Any], memory_id: str | None) -> str:
     body = " ".join(keep or lines[1:] or lines)
     date = (session.get("ended_at") or session.get("started_at") or "")[:10]
     shown = f"[{memory_id[:8]}] {date} session" if memory_id else f"{date} session {session['id']}"
-    return f"- {shown}: {_one_line(body, SESSION_ENTRY_CHARS)}"
+    return f"- {quoting.escape(shown)}: {_quoted_line(body, SESSION_ENTRY_CHARS)}"
+
+
+def index_text(memory: Any) -> str:
+    """What the index shows of a memory: for a captured tool call only its first line, never its output.
+
+    That line is what capture wrote about the call itself (the tool and its command, file or
+    address, and ``(failed)``); what the tool printed, which the repository, a web page or a
+    failing test chose, stays in the store for ``memory_get``. Other memories show their text.
+    """
+    if memory.source != CAPTURE_SOURCE:
+        return memory.content
+    first = memory.content.split("\n", 1)[0]
+    if memory.category == "gotcha" and "(failed)" not in first:
+        first += " … (failed)"  # a command of several lines: the mark is on its last line
+    return first
 
 
 def _memory_line(memory: Any) -> str:
     kind = memory.sector if memory.category == "general" else f"{memory.sector}/{memory.category}"
-    text = _one_line(memory.content, MEMORY_LINE_CHARS)
-    return f"- [{memory.id[:8]}] {memory.created_at[:10]} {kind}: {text} (~{estimate_tokens(memory.content)} tok)"
+    text = _quoted_line(index_text(memory), MEMORY_LINE_CHARS)
+    return (f"- {quoting.escape(f'[{memory.id[:8]}] {memory.created_at[:10]} {kind}')}: {text} "
+            f"(~{estimate_tokens(memory.content)} tok)")
 
 
 def rank_memories(candidates: Sequence[Any]) -> list[Any]:
@@ -99,22 +137,34 @@ def _fitting(entries: list[str], room: int) -> list[str]:
     return taken
 
 
+def _section(title: str, escaped: list[str], room: int, tag: str) -> str:
+    """``title``, then the leading ``escaped`` entries that fit, fenced with ``tag``; "" when none fits."""
+    opening, closing = quoting.fence_lines(tag)
+    taken = _fitting(escaped, room - len(title) - len(opening) - len(closing))
+    return title + opening + "".join(taken) + closing if taken else ""
+
+
 def _file_block(row: Any, room: int, *, whole_only: bool) -> str:
-    """One memory file, whole if it fits in ``room``, else (unless ``whole_only``) its start and where the rest is."""
-    head = f'<file path="{row.display}" updated="{row.updated_at[:10]}">\n'
-    tail = "</file>\n" if row.content.endswith("\n") else "\n</file>\n"
-    whole = head + row.content + tail
+    """One memory file, whole if it fits in ``room``, else (unless ``whole_only``) its start and where the rest is.
+
+    The path and the content are escaped: the block sits inside the fence.
+    """
+    path = quoting.escape(row.display, quote=True)
+    head = f'<file path="{path}" updated="{quoting.escape(row.updated_at[:10], quote=True)}">\n'
+    content = quoting.escape(row.content)
+    tail = "</file>\n" if content.endswith("\n") else "\n</file>\n"
+    whole = head + content + tail
     if len(whole) <= room:
         return whole
-    keep = room - len(head) - 120
+    keep = room - len(head) - 120 - len(path)
     if whole_only or keep < MIN_FILE_EXCERPT:
         return ""
-    rest = len(row.content) - keep
-    return f"{head}{row.content[:keep]}\n[… {rest} more characters: view {row.display}]\n</file>\n"
+    rest = len(content) - keep
+    return f"{head}{content[:keep]}\n[… {rest} more characters: view {path}]\n</file>\n"
 
 
-def files_section(db: Any, project_id: int, room: int) -> str:
-    """This project's and the user-wide memory files within ``room`` characters, newest first.
+def files_section(db: Any, project_id: int, room: int, tag: str) -> str:
+    """This project's and the user-wide memory files within ``room`` characters, newest first, fenced with ``tag``.
 
     Files that fit whole come first; the room left then goes to the start of the others, in order.
     """
@@ -125,7 +175,8 @@ def files_section(db: Any, project_id: int, room: int) -> str:
         return ""
     title = ("\nMemory files (Claude's memory tool, the ccmemory `memory` tool; /memories is this project, "
              "/memories/user is shared by all your projects; newest first):\n")
-    room -= len(title) + 200  # keep room for the list of files left out
+    opening, closing = quoting.fence_lines(tag)
+    room -= len(title) + len(opening) + len(closing) + 200  # keep room for the list of files left out
     if room < 0:  # not even the title and that list fit
         return ""
     blocks: dict[int, str] = {}
@@ -137,36 +188,42 @@ def files_section(db: Any, project_id: int, room: int) -> str:
                     blocks[index] = block
                     room -= len(block)
     left_out = [row.display for index, row in enumerate(rows) if index not in blocks]
-    more = _one_line("Not shown, view them when needed: " + ", ".join(left_out), 190) + "\n" if left_out else ""
-    return title + "".join(blocks[index] for index in sorted(blocks)) + more
+    more = _quoted_line("Not shown, view them when needed: " + ", ".join(left_out), 190) + "\n" if left_out else ""
+    return title + opening + "".join(blocks[index] for index in sorted(blocks)) + more + closing
 
 
-def build(db: Any, project_id: int, *, project_name: str, config: Config, exclude_session: str | None = None,
+def build(db: Any, project_id: int, *, config: Config, exclude_session: str | None = None,
           directory: str | None = None) -> str:
     """The text SessionStart injects for a project, or "" when there is nothing to recall.
 
     ``directory`` is the working directory whose rolling local context is included (when it is on there).
+    Every stored text is escaped and inside a fence of this call's own nonce (see the module docstring).
     """
     from .. import local_context, memories, sessions
 
     settings = config.section("context")
     budget = min(int(settings["max_tokens"]) * CHARS_PER_TOKEN, CLAUDE_CODE_LIMIT_CHARS - 200)
+    tag = quoting.nonce()
     header = (
         f"<{CONTEXT_TAG}>\n"
-        f"Memory from earlier Claude Code sessions in this project ({project_name}), kept by ccmemory. "
-        "The index below is not the memories themselves: read entries in full with the ccmemory MCP tool "
-        "memory_get (ids=[...]), see what happened around one with memory_timeline (anchor_id), and look for "
-        "anything else with memory_search. Older entries may be outdated; check before relying on them.\n"
+        "Memory from earlier Claude Code sessions in this project, kept by ccmemory. The index below is not the "
+        "memories themselves: read entries in full with the ccmemory MCP tool memory_get (ids=[...]), see what "
+        "happened around one with memory_timeline (anchor_id), and look for anything else with memory_search. "
+        "Older entries may be outdated; check before relying on them.\n"
+        + quoting.notice(tag, "what ccmemory recorded from earlier sessions (tool calls, replies, files, imports)")
     )
     footer = f"</{CONTEXT_TAG}>"
     room = budget - len(header) - len(footer)
     parts: list[str] = []
 
-    files = files_section(db, project_id, int(room * FILES_SHARE))
+    files = files_section(db, project_id, int(room * FILES_SHARE), tag)
     if files:
         parts.append(files)
     if directory and local_context.is_enabled(db, directory, config.get("local_context", "enabled")):
-        recent_activity = local_context.for_session_start(db, directory, int(room * LOCAL_SHARE))
+        title = "\nRecent activity in this directory (newest first; `ccmemory context show` has the whole log):\n"
+        recent_activity = _section(title, [quoting.escape(entry) for entry in
+                                           local_context.session_start_entries(db, directory)],
+                                   int(room * LOCAL_SHARE), tag)
         if recent_activity:
             parts.append(recent_activity)
     room -= sum(len(p) for p in parts)
@@ -174,20 +231,21 @@ def build(db: Any, project_id: int, *, project_name: str, config: Config, exclud
     recent = [s for s in sessions.recent(db, project_id, limit=int(settings["sessions"]) + 1, with_summary=True)
               if s["id"] != exclude_session][: int(settings["sessions"])]
     summary_ids = sessions.summary_memory_ids(db, [session["id"] for session in recent])
-    entries = _fitting([_session_entry(session, summary_ids.get(session["id"])) + "\n" for session in recent],
-                       int(room * SESSION_SHARE))
+    entries = _section("\nRecent sessions (newest first):\n",
+                       [_session_entry(session, summary_ids.get(session["id"])) + "\n" for session in recent],
+                       int(room * SESSION_SHARE), tag)
     if entries:
-        parts.append("\nRecent sessions (newest first):\n" + "".join(entries))
-        room -= len(parts[-1])
+        parts.append(entries)
+        room -= len(entries)
 
     candidates = [m for m in memories.list_memories(db, project_id=project_id, tier="project",
                                                     include_superseded=False, limit=CANDIDATE_MEMORIES)
                   if m.source not in ("summary", "knowledge")]  # knowledge: searched, not injected
-    title = "\nProject memories (most salient first):\n"
     ranked = rank_memories(candidates)[: int(settings["memories"])]
-    lines = _fitting([_memory_line(memory) + "\n" for memory in ranked], room - len(title))
+    lines = _section("\nProject memories (most salient first):\n", [_memory_line(memory) + "\n" for memory in ranked],
+                     room, tag)
     if lines:
-        parts.append(title + "".join(lines))
+        parts.append(lines)
     if not parts:
         return ""
     return header + "".join(parts) + footer
@@ -210,9 +268,7 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         project = projects.project_id(db, cwd)
         if session_id:
             sessions.ensure(db, session_id, project, transcript_path=payloads.text(data, "transcript_path"))
-        root = projects.project_root(cwd)
-        context = build(db, project, project_name=os.path.basename(root) or root, config=config,
-                        exclude_session=session_id, directory=cwd)
+        context = build(db, project, config=config, exclude_session=session_id, directory=cwd)
     finally:
         db.close()
     if context:

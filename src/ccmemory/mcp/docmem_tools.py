@@ -5,6 +5,8 @@ errors. The server keeps the active ``docmem_view`` list in
 ``ToolContext.state`` and calls :func:`on_server_start` once, which removes a
 section left in CLAUDE.md by an earlier server. While views are active, every
 change to a tree rewrites the section, so the file never shows stale text.
+The expansion ``docmem_view add`` returns is quoted as data like the section
+(:mod:`ccmemory.quoting`): a node's text is often a fetched page or tool output.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import sys
 from typing import Any
 
+from .. import quoting
 from ..docmem import expand, query, view
 from ..docmem.nodes import MODES, Docmem
 from ..errors import CCMemoryError, NotFoundError
@@ -211,7 +214,7 @@ def docmem_view(ctx: ToolContext, args: dict[str, Any]) -> str:
     elif action == "add":
         head += (f"\nWritten under '{view.HEADER}' in {path}. Claude Code reads CLAUDE.md at session start and "
                  "after /clear or /compact, not mid-session, so the expansion follows for now.")
-    return head + (f"\n\n{expansion}" if action == "add" else "")
+    return head + (f"\n\n{quoting.quote(expansion, view.QUOTED)}" if action == "add" else "")
 
 
 def on_server_start(ctx: ToolContext) -> None:

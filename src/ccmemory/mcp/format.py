@@ -4,13 +4,18 @@ Progressive disclosure: a search or list hit costs about 50-100 tokens (id,
 date, sector, score, salience, superseded mark, session, related count, a
 snippet and the token cost of the full text); ``memory_get`` returns the full
 records; ``memory_timeline`` shows the neighbourhood of one memory.
+
+Stored text is data, not instructions (:mod:`ccmemory.quoting`): in every answer that
+shows memories or document sections, they come after a line saying so, escaped, between
+fence lines whose nonce is drawn for that answer, so no stored text can close the fence or
+write a tag. The answer's own header (counts, the query, what to call next) stays outside.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from .. import knowledge
+from .. import knowledge, quoting
 from ..hooks.context import estimate_tokens
 from ..memories import Memory
 from ..sessions import gist
@@ -19,6 +24,9 @@ SNIPPET_CHARS = 160
 SESSION_SNIPPET_CHARS = 140
 TIMELINE_SNIPPET_CHARS = 200
 CHUNK_SNIPPET_CHARS = 300
+#: What the fenced part of an answer is, for the line that says it is data.
+STORED = "what ccmemory stored (tool calls, replies, files, web pages, imports)"
+DOCUMENTS = "sections of documents ccmemory stored (files, web pages)"
 
 
 def count(number: int, noun: str) -> str:
@@ -83,7 +91,7 @@ def search_results(query: str, mode: str, hits: Sequence[Any], warnings: Iterabl
     ]
     header = (f'{count(len(hits), "memory")} for "{snippet(query, 80)}" ({mode}). '
               "Full text: memory_get(ids); context: memory_timeline(anchor_id).")
-    return "\n".join([*notes, header, *entries])
+    return "\n".join([*notes, header, quoting.quote("\n".join(entries), STORED)])
 
 
 def memory_list(
@@ -104,7 +112,7 @@ def memory_list(
         for i, memory in enumerate(memories, 1)
     ]
     header = f"{count(len(memories), 'memory')}{what}, newest first. Full text: memory_get(ids)."
-    return "\n".join([header, *entries])
+    return "\n".join([header, quoting.quote("\n".join(entries), STORED)])
 
 
 def memory_record(
@@ -146,30 +154,31 @@ def memory_record(
 
 
 def memory_records(records: Sequence[str], missing: Sequence[str]) -> str:
-    """Full records, then the ids that matched nothing."""
-    parts = list(records)
+    """Full records (quoted as stored data), then the ids that matched nothing."""
+    parts = [quoting.quote("\n\n".join(records), STORED)] if records else []
     if missing:
         parts.append(f"Not found: {', '.join(missing)}. Find ids with memory_search or memory_list.")
     return "\n\n".join(parts)
 
 
 def timeline(result: Mapping[str, Any], superseded: Mapping[str, str]) -> str:
-    """The memories around an anchor, oldest first, then their sessions."""
+    """The memories around an anchor, oldest first (``>>>`` marks the anchor), then their sessions."""
     anchor: Memory = result["anchor"]
     memories = [*result["before"], anchor, *result["after"]]
-    lines = [f"Timeline: {len(result['before'])} before and {len(result['after'])} after {anchor.id}", ""]
+    lines: list[str] = []
     for memory in memories:
         marker = ">>>" if memory.id == anchor.id else "   "
         mark = f" [SUPERSEDED by {superseded.get(memory.id, 'a newer memory')}]" if memory.is_superseded else ""
-        lines.append(f"{marker} [{stamp(memory.created_at)}] {memory.id} ({memory.sector}){mark}")
-        lines.append(f"    {snippet(memory.content, TIMELINE_SNIPPET_CHARS)}")
+        lines.append(marker + quoting.escape(f" [{stamp(memory.created_at)}] {memory.id} ({memory.sector}){mark}"))
+        lines.append(quoting.escape(f"    {snippet(memory.content, TIMELINE_SNIPPET_CHARS)}"))
     sessions: Mapping[str, Mapping[str, Any]] = result["sessions"]
     if sessions:
         lines += ["", "Sessions in timeline:"]
         for session_id, session in sessions.items():
-            lines.append(f"  - {stamp(session.get('started_at'))} {session_id}: "
-                         f"{gist(session.get('summary'), 300) or 'No summary yet'}")
-    return "\n".join(lines)
+            lines.append(quoting.escape(f"  - {stamp(session.get('started_at'))} {session_id}: "
+                                        f"{gist(session.get('summary'), 300) or 'No summary yet'}"))
+    header = f"Timeline: {len(result['before'])} before and {len(result['after'])} after {anchor.id}"
+    return header + "\n" + quoting.quote_escaped("\n".join(lines), STORED)
 
 
 def document_hits(query: str, hits: Sequence[Any], warnings: Iterable[str] = ()) -> str:
@@ -180,7 +189,9 @@ def document_hits(query: str, hits: Sequence[Any], warnings: Iterable[str] = ())
     entries = []
     for i, hit in enumerate(hits, 1):
         source = hit.document.source_path or hit.document.source_url or "inline"
-        heading = f" > {hit.chunk.heading}" if hit.chunk.heading else ""
-        entries.append(f"[{i}] {hit.document.title}{heading} (score {hit.score:.2f}, {source})\n"
-                       f"    {snippet(hit.chunk.content, CHUNK_SNIPPET_CHARS)}")
-    return "\n".join([*notes, *entries])
+        heading = f" > {quoting.escape(hit.chunk.heading)}" if hit.chunk.heading else ""
+        entries.append(f"[{i}] {quoting.escape(hit.document.title)}{heading} (score {hit.score:.2f}, "
+                       f"{quoting.escape(source)})\n"
+                       f"    {quoting.escape(snippet(hit.chunk.content, CHUNK_SNIPPET_CHARS))}")
+    header = f'{count(len(hits), "section")} for "{snippet(query, 80)}".'
+    return "\n".join([*notes, header, quoting.quote_escaped("\n".join(entries), DOCUMENTS)])
