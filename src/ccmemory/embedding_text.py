@@ -19,6 +19,8 @@ MAX_CHARS = 1600
 #: Lines after which a block of output is cut: the head of a trace or a test run says what happened.
 MAX_BLOCK_LINES = 12
 MAX_TRANSCRIPT_BYTES = 20 * 1024 * 1024
+#: A transcript line longer than this (a huge tool result) is skipped, never held whole.
+MAX_TRANSCRIPT_LINE_BYTES = 4 * 1024 * 1024
 _ELIDED = re.compile(r"^\[… \d+ characters elided …\]$")
 #: Context lines worth keeping although an edit repeats them: they name the function or class being changed.
 _DEFINITION = re.compile(r"^\s*(export\s+)?(async\s+)?(def|class|function|func|fn|struct|interface|impl|module)\b")
@@ -80,14 +82,41 @@ def memory_text(content: str, request: str | None = None) -> str:
 def requests_by_tool_use(transcript_path: str | None) -> dict[str, str]:
     """For each ``tool_use`` id in a transcript, the user prompt that led to it.
 
-    Reads the transcript JSONL once (up to 20 MB); an unreadable or missing
-    file gives an empty map, and the memories are embedded without a request.
+    The path comes from the database (a hook payload, once an import file), so it is read
+    only through the safe reader: a regular file (a FIFO or ``/dev/zero`` is refused before
+    anything is read), at most :data:`MAX_TRANSCRIPT_BYTES` in all and
+    :data:`MAX_TRANSCRIPT_LINE_BYTES` per line. An unreadable, missing or refused file gives
+    an empty map, and the memories are embedded without a request.
     """
+    from . import safe_files
+    from .errors import ValidationError
     from .hooks.summary import _typed_prompt
 
     found: dict[str, str] = {}
     if not transcript_path:
         return found
+    prompt = ""
+    try:
+        with safe_files.open_regular(transcript_path) as handle:
+            for raw in safe_files.bounded_lines(handle, MAX_TRANSCRIPT_BYTES, MAX_TRANSCRIPT_LINE_BYTES):
+                if raw is None or (b'"tool_use"' not in raw and b'"user"' not in raw):
+                    continue
+                try:
+                    entry = json.loads(raw)
+                except (ValueError, RecursionError):
+                    continue
+                typed = _typed_prompt(entry)
+                if typed:
+                    prompt = typed
+                    continue
+                message = entry.get("message") if isinstance(entry, dict) else None
+                blocks = message.get("content") if isinstance(message, dict) else None
+                for block in blocks if isinstance(blocks, list) else []:
+                    if isinstance(block, dict) and block.get("type") == "tool_use" and prompt:
+                        found[str(block.get("id"))] = prompt
+    except (OSError, ValidationError):
+        return {}
+    return found
     prompt = ""
     try:
         with open(transcript_path, "rb") as handle:

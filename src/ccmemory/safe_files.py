@@ -8,6 +8,8 @@ project's ``CLAUDE.md``) goes through here:
 * **bounded**: at most ``max_bytes`` are read, whatever the file claims;
 * **inside a root** when one is given: the real path (symlinks resolved) must lie under the
   root's real path;
+* **line by line, bounded**: :func:`bounded_lines` never holds more than one line of a set size
+  (a transcript or an import file cannot make a reader allocate without end);
 * CLAUDE.md is read and written without following a symlink (``O_NOFOLLOW``);
 * what ccmemory writes into a project (``.claude/memory/``: error log, structure cache, lock
   requests) is never written through a symlink: a cloned repository could hold
@@ -25,7 +27,7 @@ from .errors import ValidationError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import BinaryIO, TextIO
+    from typing import BinaryIO, Iterator, TextIO
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -118,3 +120,31 @@ def replace_text(path: str, text: str) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def bounded_lines(handle: BinaryIO, max_total: int, max_line: int) -> Iterator[bytes | None]:
+    """The lines of an open binary file, reading at most ``max_total`` bytes in all.
+
+    A line longer than ``max_line`` bytes is never held whole: it is read in pieces of
+    ``max_line``, thrown away, and yields ``None`` in its place (so callers can count it).
+    A file without a newline (a device that slipped past, a huge blob) therefore costs at
+    most ``max_line`` bytes of memory, and the whole read at most ``max_total``.
+    """
+    read = 0
+    too_long = False
+    while read < max_total:
+        raw = handle.readline(min(max_line, max_total - read))
+        if not raw:
+            return
+        read += len(raw)
+        ended = raw.endswith(b"\n")
+        if too_long or (not ended and len(raw) >= max_line):
+            if ended:  # the end of a line that was too long
+                too_long = False
+                yield None
+            else:
+                too_long = True
+            continue
+        yield raw
+    if too_long:
+        yield None
