@@ -125,26 +125,24 @@ def replace_text(path: str, text: str) -> None:
 def bounded_lines(handle: BinaryIO, max_total: int, max_line: int) -> Iterator[bytes | None]:
     """The lines of an open binary file, reading at most ``max_total`` bytes in all.
 
-    A line longer than ``max_line`` bytes is never held whole: it is read in pieces of
-    ``max_line``, thrown away, and yields ``None`` in its place (so callers can count it).
-    A file without a newline (a device that slipped past, a huge blob) therefore costs at
-    most ``max_line`` bytes of memory, and the whole read at most ``max_total``.
+    A line longer than ``max_line`` bytes is never held whole: ``None`` is yielded in its place
+    as soon as its first ``max_line`` bytes are read (so a caller can count it, or stop: a file
+    that is one endless line is refused at once), and the rest of it is read and dropped piece
+    by piece. A file without a newline therefore costs at most ``max_line`` bytes of memory,
+    and the whole read at most ``max_total``.
     """
     read = 0
-    too_long = False
+    inside_long_line = False
     while read < max_total:
         raw = handle.readline(min(max_line, max_total - read))
         if not raw:
             return
         read += len(raw)
         ended = raw.endswith(b"\n")
-        if too_long or (not ended and len(raw) >= max_line):
-            if ended:  # the end of a line that was too long
-                too_long = False
-                yield None
-            else:
-                too_long = True
-            continue
-        yield raw
-    if too_long:
-        yield None
+        if inside_long_line:
+            inside_long_line = not ended
+        elif not ended and len(raw) >= max_line:
+            inside_long_line = True
+            yield None
+        else:
+            yield raw

@@ -132,13 +132,16 @@ def _session_start(world: dict[str, Path], session_id: str) -> str:
     return json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
-def _limited_embed(world: dict[str, Path]) -> subprocess.CompletedProcess[str]:
-    """The real `ccmemory embed`, with a ceiling on its memory so a runaway read fails instead of swapping."""
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_DATA, (3 << 30, 3 << 30))
+def _memory_ceiling() -> None:
+    """Run in a child before it starts: a runaway read fails (MemoryError) instead of eating the machine."""
+    resource.setrlimit(resource.RLIMIT_DATA, (3 << 30, 3 << 30))
 
+
+def _limited_embed(world: dict[str, Path]) -> subprocess.CompletedProcess[str]:
+    """The real `ccmemory embed`, under :func:`_memory_ceiling`."""
     return subprocess.run([sys.executable, "-m", "ccmemory", "embed"], cwd=world["project"],
-                          env=env_for(world["home"]), capture_output=True, text=True, timeout=150, preexec_fn=limit)
+                          env=env_for(world["home"]), capture_output=True, text=True, timeout=150,
+                          preexec_fn=_memory_ceiling)
 
 
 def _assert_clean_memories(world: dict[str, Path]) -> None:
@@ -213,6 +216,16 @@ def test_user_files_only_when_asked_and_never_over_the_users_own(world):
     again, report = _import(world, "--into-project", str(world["project"]), "--include-user-files")
     assert report is not None and report["written"]["user_files"] == [], again.stderr  # already there
     assert _user_files(world) == {"prefs.md": OWN, "new-rule.md": PLANTED + " (new)"}
+
+
+def test_an_endless_line_is_refused_with_bounded_memory(world):
+    """Lines are read at most 64 MB at a time: /dev/zero as the file is refused, not read into memory."""
+    before = _dump(world["home"])
+    result = subprocess.run([sys.executable, "-m", "ccmemory", "import", "/dev/zero", "--into-project", "."],
+                            cwd=world["project"], env=env_for(world["home"]), capture_output=True, text=True,
+                            timeout=150, preexec_fn=_memory_ceiling)
+    assert result.returncode == 2 and "not a ccmemory export" in result.stderr, result.stderr
+    assert _dump(world["home"]) == before
 
 
 @pytest.mark.parametrize("kind", ["/dev/zero", "fifo"])
