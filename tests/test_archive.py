@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ccmemory import db as database
-from ccmemory import documents, memories, projects, sessions
+from ccmemory import clock, documents, memories, projects, sessions
 from ccmemory.archive import records
 from ccmemory.docmem.nodes import Docmem
 from ccmemory.files import commands as file_commands
@@ -95,7 +95,8 @@ def test_round_trip_into_an_empty_store_gives_the_same_file(stores):
     export_file = stores["tmp"] / "export.jsonl"
     export_file.write_text(first)
 
-    imported = run(stores["target"], stores["project"], "import", str(export_file), "--json")
+    imported = run(stores["target"], stores["project"], "import", str(export_file), "--all-projects",
+                   "--include-user-files", "--json")
     assert imported.returncode == 0, imported.stderr
     report = json.loads(imported.stdout)
     assert report["failed"] == 0 and report["redacted_fields"] == 0
@@ -126,7 +127,8 @@ def test_creation_links_are_derived_from_the_memory_session_both_ways(stores):
     source = stores["tmp"] / "older.jsonl"
     source.write_text("\n".join(re.sub(r'"created_at":"[^"]*"', '"created_at":"2020-01-01T00:00:00.000Z"', line)
                                 if '"usage_type":"created"' in line else line for line in exported.splitlines()) + "\n")
-    report = json.loads(run(stores["target"], stores["project"], "import", str(source), "--json").stdout)
+    report = json.loads(run(stores["target"], stores["project"], "import", str(source), "--all-projects",
+                            "--include-user-files", "--json").stdout)
     assert report["failed"] == 0
     assert report["records"]["session_memory"] == {"unchanged": len(made_in_session), "added": len(stored_usage)}
     target = database.connect(stores["target"] / "ccmemory.db")
@@ -141,8 +143,9 @@ def test_import_twice_changes_nothing_and_keeps_times(stores):
     exported = export(stores["source"], stores["project"])
     source = stores["tmp"] / "export.jsonl"
     source.write_text(exported)
-    run(stores["target"], stores["project"], "import", str(source))
-    again = run(stores["target"], stores["project"], "import", str(source), "--json")
+    run(stores["target"], stores["project"], "import", str(source), "--all-projects", "--include-user-files")
+    again = run(stores["target"], stores["project"], "import", str(source), "--all-projects", "--include-user-files",
+                "--json")
     report = json.loads(again.stdout)
     assert all(set(outcomes) == {"unchanged"} for outcomes in report["records"].values()), report
     db = database.connect(stores["target"] / "ccmemory.db")
@@ -163,17 +166,17 @@ def test_a_newer_copy_updates_an_older_one_and_secrets_are_redacted(stores):
     lines = export(stores["source"], stores["project"]).splitlines()
     source = stores["tmp"] / "export.jsonl"
     source.write_text("\n".join(lines) + "\n")
-    run(stores["target"], stores["project"], "import", str(source))
+    run(stores["target"], stores["project"], "import", str(source), "--all-projects")
     changed = []
     for line in lines:
         record = json.loads(line)
         if record["type"] == "memory" and record["content"].startswith("We deploy with the GitHub"):
             record["content"] = "Deploy token is ghp_" + "a1B2c3D4" * 5
-            record["updated_at"] = "2099-01-01T00:00:00.000Z"
+            record["updated_at"] = clock.now()  # newer than the export, and not in the future
             memory_id = record["id"]
         changed.append(json.dumps(record))
     source.write_text("\n".join(changed) + "\n")
-    result = run(stores["target"], stores["project"], "import", str(source), "--json")
+    result = run(stores["target"], stores["project"], "import", str(source), "--all-projects", "--json")
     report = json.loads(result.stdout)
     assert report["records"]["memory"] == {"unchanged": 5, "updated": 1}
     assert report["redacted_fields"] == 1
@@ -184,9 +187,12 @@ def test_a_newer_copy_updates_an_older_one_and_secrets_are_redacted(stores):
 def test_export_scopes_by_project_and_time(stores):
     only = export(stores["source"], stores["other"], "--project", str(stores["other"]))
     kinds = [json.loads(line)["type"] for line in only.splitlines()]
-    assert kinds == ["header", "project", "memory", "memory_file"]
+    assert kinds == ["header", "project", "memory"]  # the user's personal user-wide files only when asked
     assert "Go modules" in only and "make release" not in only
-    assert "/memories/user/style.md" in only and "/memories/progress.md" not in only
+    with_files = export(stores["source"], stores["other"], "--project", str(stores["other"]), "--include-user-files")
+    assert [json.loads(line)["type"] for line in with_files.splitlines()] == kinds + ["memory_file"]
+    assert "/memories/user/style.md" in with_files and "/memories/progress.md" not in with_files
+    assert "/memories/user/style.md" in export(stores["source"], stores["other"])  # every project: a backup
     later = export(stores["source"], stores["project"], "--since", "2999-01-01")
     assert [json.loads(line)["type"] for line in later.splitlines()] == ["header", "project", "project"]
     bad = run(stores["source"], stores["project"], "export", "--since", "last week")
@@ -214,7 +220,7 @@ def test_import_refuses_what_is_not_an_export_and_reports_bad_records(stores):
                        '{"type":"relationship","source_id":"nope","target_id":"nada",'
                        '"relationship_type":"RELATES_TO","created_at":"2026-01-01T00:00:00.000Z"}\n'
                        '{"type":"hologram","path":"/memories/x.md"}\n')
-    result = run(stores["target"], stores["project"], "import", str(partial))
+    result = run(stores["target"], stores["project"], "import", str(partial), "--all-projects")
     assert result.returncode == 1
     assert "line 2: relationship not imported" in result.stderr
     assert "line 3: unknown record type 'hologram'" in result.stderr
@@ -236,7 +242,7 @@ def test_imported_memory_files_are_checked_like_the_tools_writes(stores):
     ]
     source = stores["tmp"] / "files.jsonl"
     source.write_text("\n".join(lines) + "\n")
-    result = run(stores["target"], stores["project"], "import", str(source), "--json")
+    result = run(stores["target"], stores["project"], "import", str(source), "--all-projects", "--json")
     report = json.loads(result.stdout)
     assert report["records"]["memory_file"] == {"added": 1} and report["failed"] == 3
     problems = " ".join(report["problems"])
@@ -287,10 +293,11 @@ def test_every_text_field_of_every_record_is_redacted_on_the_way_in(stores):
     ]
     source = stores["tmp"] / "secrets.jsonl"
     source.write_text("\n".join(json.dumps(record) for record in records) + "\n")
-    result = run(stores["target"], stores["project"], "import", str(source), "--json")
+    result = run(stores["target"], stores["project"], "import", str(source), "--all-projects", "--json")
     report = json.loads(result.stdout)
-    assert report["failed"] == 0, report
-    assert report["redacted_fields"] >= 15
+    # a relationship's type is one of four words: one carrying a token is refused, not stored redacted
+    assert report["failed"] == 1 and "relationship_type" in report["problems"][0], report
+    assert report["redacted_fields"] >= 14
     stored = b"".join(path.read_bytes() for path in stores["target"].rglob("*") if path.is_file())
     assert [secret for secret in t[:18] if secret.encode() in stored] == []
     assert b"hunter2hunter2" not in stored
@@ -328,15 +335,15 @@ def test_import_keeps_each_project_to_itself(stores):
         '{"type":"session_memory","session_id":"%s","memory_id":"%s","usage_type":"recalled",'
         '"created_at":"2026-01-01T00:00:00.000Z"}' % (session, theirs),
         '{"type":"docmem_placement","node_id":"memory:%s","project":%s,"parent_id":"%s","order_value":1,'
-        '"updated_at":"2099-01-01T00:00:00.000Z"}' % (theirs, project, summary),
+        '"updated_at":"%s"}' % (theirs, project, summary, clock.now()),
         '{"type":"project","path":%s,"name":"other","created_at":"2026-01-01T00:00:00.000Z"}' % other,
         '{"type":"memory","id":"%s","project":%s,"content":"Moved into the other project","sector":"semantic",'
         '"tier":"project","category":"general","importance":0.5,"salience":0.5,"created_at":"2026-01-01T00:00:00.000Z",'
-        '"updated_at":"2099-01-01T00:00:00.000Z"}' % (mine, other),
+        '"updated_at":"%s"}' % (mine, other, clock.now()),
     ]
     source = stores["tmp"] / "crossing.jsonl"
     source.write_text("\n".join(lines) + "\n")
-    result = run(stores["source"], stores["project"], "import", str(source), "--json")
+    result = run(stores["source"], stores["project"], "import", str(source), "--all-projects", "--json")
     report = json.loads(result.stdout)
     problems = " ".join(report["problems"])
     assert report["failed"] == 3, report

@@ -156,3 +156,11 @@ def test_an_empty_list_names_the_project_and_the_way_to_others(home: Path, proje
     listed = run(home, project_dir, "list")
     assert listed.returncode == 0
     assert str(project_dir) in listed.stdout and "--all-projects" in listed.stdout and "--project" in listed.stdout
+
+
+def test_export_counts_in_plain_english(home: Path, project_dir: Path, tmp_path: Path) -> None:
+    added(home, project_dir, "one memory")
+    added(home, project_dir, "another memory")
+    done = run(home, project_dir, "export", "--project", str(project_dir), "-o", str(tmp_path / "out.jsonl"))
+    assert done.returncode == 0, done.stderr
+    assert "Exported 1 project, 2 memories" in done.stderr

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import pytest
 
-from ccmemory import db as database, documents, memories, projects, sessions
+from ccmemory import clock, db as database, documents, memories, projects, sessions
 from ccmemory.docmem.nodes import Docmem
 from ccmemory.errors import NotFoundError
 from mcp_helpers import running_server
@@ -208,7 +208,7 @@ def test_an_export_of_one_project_imported_into_another_never_touches_the_first(
                 record[key] = "Overwritten by an import into beta"
         for key in ("updated_at", "ended_at"):
             if key in record:
-                record[key] = "2099-01-01T00:00:00.000Z"
+                record[key] = clock.now()  # newer than the export, and not in the future
         newer.append(json.dumps(record))
     (tmp_path / "as-is.jsonl").write_text(exported.stdout)
     (tmp_path / "newer.jsonl").write_text("\n".join(newer) + "\n")

@@ -149,7 +149,7 @@ def test_every_secret_through_every_channel_leaves_no_byte_in_the_data_directory
     _cli(home, project_dir, "docs", "ingest", str(project_dir / "cli.md"))
     export_file = project_dir.parent / "export.jsonl"
     imported = _export_file(export_file, project_dir, texts, secrets)
-    _cli(home, project_dir, "import", str(export_file))
+    _cli(home, project_dir, "import", str(export_file), "--into-project", str(project_dir))
 
     db = database.connect(home / "ccmemory.db")
     try:

@@ -11,6 +11,8 @@ its ``.claude/``) goes through here:
   included) must lie under the root's real path, checked on the opened descriptor (no window
   for a symlink swap between the check and the open); writes are made in the checked real
   folder and never through a final symlink, folders are created only inside the root;
+* **line by line, bounded**: :func:`bounded_lines` never holds more than one line of a set size
+  (a transcript or an import file cannot make a reader allocate without end);
 * CLAUDE.md is read and written without following a symlink (``O_NOFOLLOW``);
 * what ccmemory writes into a project (``.claude/memory/``: error log, structure cache, lock
   requests) is never written through a symlink: a cloned repository could hold
@@ -225,19 +227,13 @@ def read_head(path: str, max_bytes: int, *, root: str | None = None, follow: boo
 def lines(path: str, *, max_bytes: int, max_line_bytes: int, root: str | None = None) -> Iterator[bytes]:
     """The lines of a regular file (a JSONL transcript), at most ``max_bytes`` read in all.
 
-    A line longer than ``max_line_bytes`` is skipped whole, never held in memory; so a file of
-    one endless line, a FIFO or ``/dev/zero`` costs at most ``max_line_bytes`` of memory.
+    A line longer than ``max_line_bytes`` is skipped whole, never held in memory (see
+    :func:`bounded_lines`); so a file of one endless line, a FIFO or ``/dev/zero`` costs at most
+    ``max_line_bytes`` of memory.
     """
     with open_regular(path, root=root) as handle:
-        read = 0
-        partial = False  # inside a line longer than max_line_bytes: skip to its end
-        while read < max_bytes:
-            raw = handle.readline(max_line_bytes)
-            if not raw:
-                return
-            read += len(raw)
-            skip, partial = partial, len(raw) >= max_line_bytes and not raw.endswith(b"\n")
-            if not (skip or partial):
+        for raw in bounded_lines(handle, max_bytes, max_line_bytes):
+            if raw is not None:
                 yield raw
 
 
@@ -286,3 +282,29 @@ def replace_text(path: str, text: str, *, root: str | None = None) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def bounded_lines(handle: BinaryIO, max_total: int, max_line: int) -> Iterator[bytes | None]:
+    """The lines of an open binary file, reading at most ``max_total`` bytes in all.
+
+    A line longer than ``max_line`` bytes is never held whole: ``None`` is yielded in its place
+    as soon as its first ``max_line`` bytes are read (so a caller can count it, or stop: a file
+    that is one endless line is refused at once), and the rest of it is read and dropped piece
+    by piece. A file without a newline therefore costs at most ``max_line`` bytes of memory,
+    and the whole read at most ``max_total``.
+    """
+    read = 0
+    inside_long_line = False
+    while read < max_total:
+        raw = handle.readline(min(max_line, max_total - read))
+        if not raw:
+            return
+        read += len(raw)
+        ended = raw.endswith(b"\n")
+        if inside_long_line:
+            inside_long_line = not ended
+        elif not ended and len(raw) >= max_line:
+            inside_long_line = True
+            yield None
+        else:
+            yield raw

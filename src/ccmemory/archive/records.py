@@ -12,6 +12,23 @@ added as it was; a present one is updated only when the record is newer (its
 ``updated_at``, or a session's end); otherwise it is left alone. Every text
 field is redacted on the way in (strings inside tags, files and metadata too).
 
+The file is untrusted (a teammate's commit, a download, a file a cloned repository
+ships), so import is confined and every field is checked (:mod:`.fields`):
+
+* Where records go is the user's choice, never the file's: into one project
+  (``into_project``: every record lands there, whatever project it names), or, for a
+  restore of one's own backup (``all_projects``), into the projects it names that are
+  projects on this machine (an existing directory that is its own project root);
+  records naming any other path are skipped and reported (:class:`Skipped`).
+* User-wide memory files (``project`` null, shown to every project) are written only
+  with ``user_files``, and never over a user-wide file already here with other text
+  (that one is kept, and the record is reported as a conflict).
+* Values are checked as the tools check them (types, enums, lengths, finite numbers
+  in range, times no later than now plus a small skew), the memory-file limits hold
+  (size, :data:`~ccmemory.files.commands.MAX_FILES_PER_SCOPE` per scope), and a
+  session's ``transcript_path`` (a local file of the machine that wrote it) is neither
+  exported nor imported.
+
 Import never changes or moves a row of another project. A record whose id is
 already taken here by another project's row (a session, memory, document or
 docmem node) is added under a new id, derived from its own id and its project's
@@ -21,7 +38,8 @@ records of the same file that refer to it follow it; its outcome is
 rows of one project that this import writes to; others are refused and reported.
 
 Memory files are keyed by scope and path, not by id: ``project`` is null for the
-user-wide files every project shares, and those go with every export.
+user-wide files every project shares; they go with an export of every project, and
+with a ``--project`` export only when asked (:attr:`Scope.user_files`).
 
 Another module adds a kind of record with :func:`register`. Export writes the
 types in registration order and import reads them in file order, so a type
@@ -32,15 +50,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
+from .. import memories, projects
 from ..db import Database
 from ..docmem import virtual
-from ..docmem.nodes import node_hash
+from ..docmem.nodes import MAX_NODE_CHARS, check_context, node_hash, token_count
+from ..documents import MAX_DOCUMENT_BYTES
 from ..errors import ValidationError
 from ..files import commands as file_commands, paths as file_paths, store as file_store
+from ..migrations import SECTORS, TIERS
 from ..redaction import redact, redact_fields
+from . import fields
 
 ADDED, UPDATED, UNCHANGED = "added", "updated", "unchanged"
 #: A record added under a new id because another project here holds its own.
@@ -53,14 +76,31 @@ _ID_TABLES = {"session": "sessions", "memory": "memories", "document": "document
 #: The kind of id inside a virtual docmem node id (``memory:<id>``, ``section:<document id>:<ordinal>``).
 _VIRTUAL_KINDS = {"session": "session", "memory": "memory", "doc": "document", "section": "document",
                   "chunk": "document"}
+RELATIONSHIP_TYPES = ("SUPERSEDES", "RELATES_TO", "CONTRADICTS", "DERIVED_FROM")
+#: A memory's ``source`` names the writer (capture, summary, knowledge, mcp, …): a short lowercase word.
+_MAX_SOURCE_CHARS = 32
+#: Largest sibling order a docmem node or placement may carry (real ones stay near the sibling count).
+_MAX_ORDER = 1e12
+#: Most chunks one imported document may carry.
+_MAX_CHUNKS = 100_000
+
+
+class Skipped(ValidationError):
+    """A record left out by the import's confinement (not the file's fault): reported, not a failure."""
 
 
 @dataclass(frozen=True)
 class Scope:
-    """What an export covers: some projects (None: all) and rows changed since a time (None: all)."""
+    """What an export covers: some projects (None: all), rows changed since a time (None: all), and
+    whether the user-wide memory files go along (None: only with every project)."""
 
     project_ids: tuple[int, ...] | None = None
     since: str | None = None
+    user_files: bool | None = None
+
+    @property
+    def with_user_files(self) -> bool:
+        return self.project_ids is None if self.user_files is None else self.user_files
 
     def projects(self, column: str) -> tuple[str, list[Any]]:
         """A SQL condition on a project id column, and its parameters."""
@@ -77,12 +117,24 @@ class Scope:
 
 @dataclass
 class ImportContext:
-    """What loading a record needs: the database, the project mapping, the redaction, the ids given anew."""
+    """What loading a record needs: the database, where records may go, the redaction, the ids given anew.
+
+    ``into_project`` puts every record into that project; else ``all_projects`` lets records go to
+    the projects they name that are projects on this machine; with neither, no project record loads.
+    ``user_files`` lets user-wide memory files in (never over a different one already here).
+    """
 
     db: Database
     redact: Callable[[str], str]
     into_project: int | None = None
+    all_projects: bool = False
+    user_files: bool = False
     redacted: int = 0
+    #: The latest time a record may carry (now plus the allowed clock skew).
+    latest: str = field(default_factory=fields.latest_time)
+    #: Projects where this import added or changed something, and the user-wide files it wrote.
+    touched: set[int] = field(default_factory=set)
+    user_files_written: list[str] = field(default_factory=list)
     #: (kind, id in the file) -> the new id it got here, for every record given a new id.
     new_ids: dict[tuple[str, str], str] = field(default_factory=dict)
     #: (kind, id in the file) -> new id, for the records stored under a new id (what the report lists).
@@ -90,6 +142,7 @@ class ImportContext:
     #: The projects this import writes to: the one it goes into, or those the file names.
     written: set[int] = field(default_factory=set)
     _projects: dict[str, int] = field(default_factory=dict)
+    _refused: dict[str, Skipped] = field(default_factory=dict)
     _local: dict[tuple[str, str, int], str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -103,12 +156,39 @@ class ImportContext:
         if not isinstance(path, str) or not path:
             raise ValidationError("the record names no project")
         if path not in self._projects:
+            self.check_project_path(path)
             found = self.db.scalar("SELECT id FROM projects WHERE path = ?", (path,))
             if found is None:
                 raise ValidationError(f"its project {path!r} has no project record before it")
             self._projects[path] = found
             self.written.add(found)
         return self._projects[path]
+
+    def check_project_path(self, path: str) -> None:
+        """Refuse (:class:`Skipped`) a project path the user did not let this import write to.
+
+        Only with ``all_projects``, and only a project of this machine: an absolute path that
+        is a directory, its own real path and its own project root (what ccmemory would call
+        the project of a session started there). A file cannot plant memories for a path that
+        does not exist yet, or for a folder inside another project.
+        """
+        refused = self._refused.get(path)
+        if refused is not None:
+            raise refused
+        try:
+            self._check_project_path(path)
+        except Skipped as exc:
+            self._refused[path] = exc
+            raise
+
+    def _check_project_path(self, path: str) -> None:
+        if not self.all_projects:
+            raise Skipped(f"it names the project {path[:200]!r}; pass --into-project DIR to put it into a project, "
+                          "or --all-projects to restore the projects the file names")
+        if len(path) > fields.MAX_SHORT_CHARS or "\0" in path or not os.path.isabs(path) \
+                or not os.path.isdir(path) or os.path.realpath(path) != path or projects.project_root(path) != path:
+            raise Skipped(f"its project {path[:200]!r} is not a project directory on this machine; nothing was "
+                          "written for it (--into-project DIR puts records into a project of your choice)")
 
     def clean(self, value: Any) -> Any:
         """Text, or a JSON value's strings, with private spans and secrets redacted (counted); others unchanged."""
@@ -263,6 +343,7 @@ def upsert(ctx: ImportContext, table: str, key: str, row: dict[str, Any], versio
     if existing is None:
         ctx.db.execute(f"INSERT INTO {table}({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                        tuple(row.values()))
+        ctx.touched.add(row["project_id"])
         return ADDED
     if version is None or _version(row[version]) <= _version(existing[version]):
         return UNCHANGED
@@ -271,6 +352,7 @@ def upsert(ctx: ImportContext, table: str, key: str, row: dict[str, Any], versio
         return UNCHANGED
     ctx.db.execute(f"UPDATE {table} SET {', '.join(f'{c} = ?' for c in changed)} WHERE {key} = ?",
                    (*changed.values(), row[key]))
+    ctx.touched.add(row["project_id"])
     return UPDATED
 
 
@@ -301,17 +383,18 @@ def _export_projects(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
 def _load_project(ctx: ImportContext, record: dict[str, Any]) -> str:
     if ctx.into_project is not None:
         return UNCHANGED
-    path = record.get("path")
-    if not isinstance(path, str) or not path:
-        raise ValidationError("a project record needs a path")
+    path = fields.text(record, "path", blank=False)
+    assert path is not None
+    ctx.check_project_path(path)
     if ctx.db.scalar("SELECT 1 FROM projects WHERE path = ?", (path,)):
         ctx.project_id(path)
         return UNCHANGED
     if ctx.clean(path) != path:
         raise ValidationError("its path would be redacted (it looks like a secret)")
-    ctx.db.execute("INSERT INTO projects(path, name, created_at) VALUES (?, ?, ?)",
-                   (path, ctx.clean(record.get("name") or path), ctx.clean(record["created_at"])))
-    ctx.project_id(path)
+    name = fields.text(record, "name", required=False) or os.path.basename(path) or path
+    created = fields.time(record, "created_at", ctx.latest)
+    ctx.db.execute("INSERT INTO projects(path, name, created_at) VALUES (?, ?, ?)", (path, ctx.clean(name), created))
+    ctx.touched.add(ctx.project_id(path))
     return ADDED
 
 
@@ -324,7 +407,7 @@ def _export_sessions(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
         changed = f"({changed} OR s.id IN (SELECT session_id FROM memories WHERE updated_at >= ?))"
         since = [*since, scope.since]
     for row in db.rows(
-        "SELECT s.id, p.path AS project, s.started_at, s.ended_at, s.summary, s.transcript_path, s.metadata "
+        "SELECT s.id, p.path AS project, s.started_at, s.ended_at, s.summary, s.metadata "
         f"FROM sessions s JOIN projects p ON p.id = s.project_id WHERE {in_projects} AND {changed} "
         "ORDER BY s.started_at, s.id", [*params, *since],
     ):
@@ -333,15 +416,17 @@ def _export_sessions(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
 
 
 def _load_session(ctx: ImportContext, record: dict[str, Any]) -> str:
+    """A session; its ``transcript_path`` (a file of the machine that wrote it) is never taken from a file."""
     project = ctx.project_id(record.get("project"))
     row = {
-        "id": ctx.local_id("session", record["id"], project), "project_id": project,
-        "started_at": record["started_at"], "ended_at": record.get("ended_at"),
-        "summary": record.get("summary"), "transcript_path": record.get("transcript_path"),
-        "metadata": _dump(ctx.clean(record.get("metadata") or {})),
+        "id": ctx.local_id("session", record.get("id"), project), "project_id": project,
+        "started_at": fields.time(record, "started_at", ctx.latest),
+        "ended_at": fields.time(record, "ended_at", ctx.latest, required=False),
+        "summary": fields.text(record, "summary", max_chars=fields.MAX_SUMMARY_CHARS, required=False),
+        "metadata": _dump(ctx.clean(fields.json_object(record, "metadata"))),
     }
     ctx.clean_row(row, ("id", "metadata"))
-    return ctx.outcome("session", record["id"], upsert(ctx, "sessions", "id", row, "ended_at"))
+    return ctx.outcome("session", record.get("id"), upsert(ctx, "sessions", "id", row, "ended_at"))
 
 
 # -- memories -----------------------------------------------------------------------------------------------------
@@ -361,34 +446,58 @@ def _export_memories(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
 
 
 def _load_memory(ctx: ImportContext, record: dict[str, Any]) -> str:
-    row = {name: record.get(name) for name in _MEMORY_FIELDS}
-    project = row["project_id"] = ctx.project_id(record.get("project"))
-    row["id"] = ctx.local_id("memory", record.get("id"), project)
-    for name, shape in (("tags", list), ("files", list), ("metadata", dict)):
-        value = row[name] or shape()
-        if not isinstance(value, shape) or (shape is list and not all(isinstance(v, str) for v in value)):
-            raise ValidationError(f"its {name} must be {'a list of strings' if shape is list else 'an object'}")
-        row[name] = _dump(ctx.clean(value))
-    row["is_deleted"] = int(bool(row["is_deleted"]))
-    row["reference_count"] = row["reference_count"] or 0
-    row["source"] = row["source"] or "import"
-    if row["session_id"]:
+    """A memory, every field checked as :func:`ccmemory.memories.add` checks it (salience at most
+    :data:`~ccmemory.memories.MAX_SALIENCE`, content at most :data:`~ccmemory.memories.MAX_CONTENT_CHARS`)."""
+    project = ctx.project_id(record.get("project"))
+    content = fields.text(record, "content", max_chars=memories.MAX_CONTENT_CHARS, blank=False)
+    assert content is not None
+    content = ctx.clean(content)[:memories.MAX_CONTENT_CHARS]
+    if not content.strip():
+        raise ValidationError("nothing of its content is left once private spans are removed")
+    category = fields.text(record, "category", max_chars=100, required=False)
+    importance = fields.number(record, "importance", 0.0, 1.0, default=memories.DEFAULT_SALIENCE)
+    source = fields.text(record, "source", max_chars=_MAX_SOURCE_CHARS, required=False) or "import"
+    if not source.replace("_", "").replace("-", "").isalnum() or not source.isascii() or source != source.lower():
+        raise ValidationError(f"its source {source!r} is not a lowercase word")
+    row = {
+        "id": ctx.local_id("memory", record.get("id"), project), "project_id": project,
+        "session_id": record.get("session_id") or None, "content": content,
+        "sector": fields.choice(record, "sector", SECTORS, default=memories.classify_sector(content)),
+        "tier": fields.choice(record, "tier", TIERS, default="project"),
+        "category": memories.normalize_category(category),
+        "tags": _dump(ctx.clean(fields.strings(record, "tags"))),
+        "files": _dump(ctx.clean(fields.strings(record, "files"))),
+        "importance": importance,
+        "salience": min(fields.number(record, "salience", 0.0, 1.0, default=importance), memories.MAX_SALIENCE),
+        "reference_count": fields.whole(record, "reference_count", default=0),
+        "last_accessed": fields.time(record, "last_accessed", ctx.latest, required=False),
+        "created_at": fields.time(record, "created_at", ctx.latest),
+        "updated_at": fields.time(record, "updated_at", ctx.latest),
+        "valid_until": fields.time(record, "valid_until", ctx.latest, required=False),
+        "is_deleted": int(fields.flag(record, "is_deleted")),
+        "deleted_at": fields.time(record, "deleted_at", ctx.latest, required=False),
+        "source": source,
+        "dedupe_key": fields.text(record, "dedupe_key", max_chars=MAX_ID_CHARS, required=False),
+        "metadata": _dump(ctx.clean(fields.json_object(record, "metadata"))),
+    }
+    if row["session_id"] is not None:
         row["session_id"] = ctx.local_id("session", row["session_id"], project)
         if not ctx.db.scalar("SELECT 1 FROM sessions WHERE id = ? AND project_id = ?", (row["session_id"], project)):
             row["session_id"] = row["dedupe_key"] = None
-    ctx.clean_row(row, ("id", "session_id", "tags", "files", "metadata"))
+    ctx.clean_row(row, ("id", "session_id", "content", "tags", "files", "metadata"))
     return ctx.outcome("memory", record.get("id"), upsert(ctx, "memories", "id", row, "updated_at"))
 
 
 # -- relationships and session usage (links) ------------------------------------------------------------------------------
 
 def _link_type(name: str, table: str, columns: tuple[str, ...], owner: str, order: str,
-               ends: tuple[tuple[str, str], ...]) -> RecordType:
+               ends: tuple[tuple[str, str], ...], typed: tuple[str, tuple[str, ...]]) -> RecordType:
     """A row that links two others and has no id of its own: in scope through ``owner``, inserted unless present.
 
     ``owner`` joins the row (``x``) to what gives it a project (``o``). ``ends`` names the
     columns holding the linked ids and their kinds: both must be rows here of one project
-    this import writes to (ids given anew in this import are followed).
+    this import writes to (ids given anew in this import are followed). names the
+    column holding the link's type and the types allowed.
     """
 
     def export(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
@@ -398,7 +507,9 @@ def _link_type(name: str, table: str, columns: tuple[str, ...], owner: str, orde
                            f"WHERE {in_projects} AND {changed} ORDER BY {order}", [*params, *since])
 
     def load(ctx: ImportContext, record: dict[str, Any]) -> str:
-        row = {column: record[column] for column in columns}
+        row = {column: record.get(column) for column in columns}
+        row[typed[0]] = fields.choice(record, typed[0], typed[1])
+        row["created_at"] = fields.time(record, "created_at", ctx.latest)
         owners = set()
         for column, kind in ends:
             row[column] = ctx.reference(kind, row[column])
@@ -411,14 +522,18 @@ def _link_type(name: str, table: str, columns: tuple[str, ...], owner: str, orde
         ctx.clean_row(row, tuple(column for column, _ in ends))
         ctx.db.execute(f"INSERT OR IGNORE INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                        tuple(row.values()))
-        return ADDED if ctx.db.changes() else UNCHANGED
+        if not ctx.db.changes():
+            return UNCHANGED
+        ctx.touched.update(owners)
+        return ADDED
 
     return RecordType(name, export, load)
 
 
 _USAGE_LINK = _link_type("session_memory", "session_memories", ("session_id", "memory_id", "usage_type", "created_at"),
                          "sessions o ON o.id = x.session_id", "x.session_id, x.memory_id, x.usage_type",
-                         (("session_id", "session"), ("memory_id", "memory")))
+                         (("session_id", "session"), ("memory_id", "memory")),
+                         ("usage_type", memories.USAGE_TYPES))
 
 
 def _export_session_memories(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
@@ -467,22 +582,43 @@ def _export_documents(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
 
 
 def _load_document(ctx: ImportContext, record: dict[str, Any]) -> str:
+    """A document and its chunks: at most :data:`~ccmemory.documents.MAX_DOCUMENT_BYTES` of text, as ingest allows."""
     project = ctx.project_id(record.get("project"))
     row = {
-        "id": ctx.local_id("document", record["id"], project), "project_id": project, "title": record["title"],
-        "source_path": record.get("source_path"), "source_url": record.get("source_url"),
-        "content_hash": record["content_hash"], "created_at": record["created_at"],
-        "updated_at": record["updated_at"], "metadata": _dump(ctx.clean(record.get("metadata") or {})),
+        "id": ctx.local_id("document", record.get("id"), project), "project_id": project,
+        "title": fields.text(record, "title"),
+        "source_path": fields.text(record, "source_path", required=False),
+        "source_url": fields.text(record, "source_url", required=False),
+        "content_hash": fields.text(record, "content_hash", max_chars=MAX_ID_CHARS),
+        "created_at": fields.time(record, "created_at", ctx.latest),
+        "updated_at": fields.time(record, "updated_at", ctx.latest),
+        "metadata": _dump(ctx.clean(fields.json_object(record, "metadata"))),
     }
+    chunks = _chunks(record.get("chunks"))
     ctx.clean_row(row, ("id", "content_hash", "metadata"))
-    outcome = ctx.outcome("document", record["id"], upsert(ctx, "documents", "id", row, "updated_at"))
+    outcome = ctx.outcome("document", record.get("id"), upsert(ctx, "documents", "id", row, "updated_at"))
     if outcome != UNCHANGED:
         ctx.db.execute("DELETE FROM chunks WHERE document_id = ?", (row["id"],))
-        for chunk in record.get("chunks") or []:
+        for ordinal, heading, content in chunks:
             ctx.db.execute("INSERT INTO chunks(document_id, ordinal, heading, content) VALUES (?, ?, ?, ?)",
-                           (row["id"], chunk["ordinal"], ctx.clean(chunk.get("heading") or ""),
-                            ctx.clean(chunk["content"])))
+                           (row["id"], ordinal, ctx.clean(heading), ctx.clean(content)))
     return outcome
+
+
+def _chunks(value: Any) -> list[tuple[int, str, str]]:
+    """A document's chunks as (ordinal, heading, content), checked: distinct ordinals, bounded text."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > _MAX_CHUNKS or not all(isinstance(c, dict) for c in value):
+        raise ValidationError(f"its chunks must be a list of at most {_MAX_CHUNKS:,} objects")
+    chunks = [(fields.whole(chunk, "ordinal"), fields.text(chunk, "heading", required=False) or "",
+               fields.text(chunk, "content", max_chars=MAX_DOCUMENT_BYTES)) for chunk in value]
+    if len({ordinal for ordinal, _, _ in chunks}) != len(chunks):
+        raise ValidationError("two of its chunks have the same ordinal")
+    size = sum(len(content.encode("utf-8", "surrogatepass")) for _, _, content in chunks)  # type: ignore[union-attr]
+    if size > MAX_DOCUMENT_BYTES:
+        raise ValidationError(f"its chunks hold {size:,} bytes of text, more than a document's {MAX_DOCUMENT_BYTES:,}")
+    return chunks  # type: ignore[return-value]
 
 
 # -- docmem trees -------------------------------------------------------------------------------------------------
@@ -498,18 +634,25 @@ def _export_nodes(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
 
 
 def _load_node(ctx: ImportContext, record: dict[str, Any]) -> str:
+    """A docmem node, checked as docmem checks its nodes; its token count is counted here, not taken."""
     row = {name: record.get(name) for name in _NODE_FIELDS}
     project = row["project_id"] = ctx.project_id(record.get("project"))
     if ":" in str(row["id"]):
-        raise ValidationError(f"{row['id']!r} is a virtual node's id; only docmem nodes are imported")
+        raise ValidationError(f"{str(row['id'])[:80]!r} is a virtual node's id; only docmem nodes are imported")
     row["id"] = ctx.local_id("docmem_node", row["id"], project)
     if row["parent_id"] is not None:
         row["parent_id"] = ctx.node_reference(row["parent_id"], project)
-    row["content"] = row["content"] or ""
-    row["readonly"] = int(bool(row["readonly"]))
-    for name in ("context_type", "context_name", "context_value"):
-        row[name] = row[name] or ""
+    row["content"] = fields.text(record, "content", max_chars=MAX_NODE_CHARS, required=False) or ""
+    row["order_value"] = fields.number(record, "order_value", -_MAX_ORDER, _MAX_ORDER)
+    row["readonly"] = int(fields.flag(record, "readonly"))
+    row["hash"] = fields.text(record, "hash", max_chars=MAX_ID_CHARS, required=False)
+    row["created_at"] = fields.time(record, "created_at", ctx.latest)
+    row["updated_at"] = fields.time(record, "updated_at", ctx.latest)
+    contexts = ("context_type", "context_name", "context_value")
+    row.update((name, fields.text(record, name, max_chars=100, required=False) or "") for name in contexts)
     ctx.clean_row(row, ("id", "parent_id", "hash"))
+    check_context(*(row[name] for name in contexts))
+    row["token_count"] = token_count(row["content"])
     hashed = ("parent_id", "context_type", "context_name", "context_value", "content")
     as_exported = [record.get("parent_id"), *(record.get(name) or "" for name in hashed[1:])]
     if not row["hash"] or [row[name] for name in hashed] != as_exported:  # a new parent id, or text redacted
@@ -526,11 +669,13 @@ def _export_placements(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
 def _load_placement(ctx: ImportContext, record: dict[str, Any]) -> str:
     """A summary's placement of a virtual node: both must be this project's (ids given anew followed)."""
     project = ctx.project_id(record.get("project"))
-    node_id = ctx.node_reference(record["node_id"], project)
+    node_id = ctx.node_reference(record.get("node_id"), project)
     if not virtual.is_virtual(node_id) or virtual.get(ctx.db, project, node_id) is None:
-        raise ValidationError(f"its node {record['node_id']!r} is not captured memory of this project")
-    row = {"node_id": node_id, "project_id": project, "parent_id": ctx.node_reference(record["parent_id"], project),
-           "order_value": record["order_value"], "updated_at": record["updated_at"]}
+        raise ValidationError(f"its node {node_id[:80]!r} is not captured memory of this project")
+    row = {"node_id": node_id, "project_id": project,
+           "parent_id": ctx.node_reference(record.get("parent_id"), project),
+           "order_value": fields.number(record, "order_value", -_MAX_ORDER, _MAX_ORDER),
+           "updated_at": fields.time(record, "updated_at", ctx.latest)}
     ctx.clean_row(row, ("node_id", "parent_id"))
     return upsert(ctx, "docmem_placements", "node_id", row, "updated_at")
 
@@ -538,12 +683,15 @@ def _load_placement(ctx: ImportContext, record: dict[str, Any]) -> str:
 # -- memory files (Claude's memory tool) --------------------------------------------------------------------------
 
 def _export_memory_files(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
-    """Project files of the exported projects, and the user-wide files (``project`` null) every project shares."""
+    """Project files of the exported projects, and (when the scope says so) the user-wide files (``project``
+    null) every project shares."""
     in_projects, params = scope.projects("f.project_id")
     changed, since = scope.changed("f.updated_at")
+    user_files = "OR f.project_id IS NULL" if scope.with_user_files else ""
     for row in db.rows(
         "SELECT p.path AS project, f.path, f.content, f.version, f.created_at, f.updated_at FROM memory_files f "
-        f"LEFT JOIN projects p ON p.id = f.project_id WHERE ({in_projects} OR f.project_id IS NULL) AND {changed} "
+        f"LEFT JOIN projects p ON p.id = f.project_id WHERE (({in_projects}) AND f.project_id IS NOT NULL {user_files}) "
+        f"AND {changed} "
         "ORDER BY f.project_id IS NOT NULL, p.path, f.path", [*params, *since],
     ):
         row["path"] = file_paths.display(row["project"] is None, row["path"])
@@ -551,27 +699,54 @@ def _export_memory_files(db: Database, scope: Scope) -> Iterator[dict[str, Any]]
 
 
 def _load_memory_file(ctx: ImportContext, record: dict[str, Any]) -> str:
-    """A file is keyed by its scope and path; its path is checked like the tool's, its text redacted and bounded."""
+    """A file is keyed by its scope and path; its path is checked like the tool's, its text redacted and bounded.
+
+    A user-wide file (shown to every project) loads only when the import lets user files in, and
+    never replaces a user-wide file already here with other text: that one is the user's own, so
+    it is kept and the record is reported (:class:`Skipped`). A project file follows the usual rule
+    (a newer copy updates it). Neither scope grows past the tool's file limit.
+    """
     location = file_paths.parse_file(record.get("path"))
     if ctx.clean(location.path) != location.path:
         raise ValidationError("its path would be redacted (it looks like a secret)")
     if location.user != (record.get("project") is None):
-        raise ValidationError(f"{location.path} and its project {record.get('project')!r} disagree on the scope")
+        raise ValidationError(f"{location.path} and its project {str(record.get('project'))[:200]!r} disagree "
+                              "on the scope")
+    if location.user and not ctx.user_files:
+        raise Skipped(f"{location.path} is a user-wide memory file, shown to every project; not imported "
+                      "(pass --include-user-files to import user-wide files)")
     scope = None if location.user else ctx.project_id(record.get("project"))
-    content = ctx.clean(record["content"])
+    content = fields.text(record, "content", max_chars=None)
+    assert content is not None
     file_commands.check_size(location, content)
+    content = ctx.clean(content)
+    file_commands.check_size(location, content)  # redaction may lengthen it
+    created = fields.time(record, "created_at", ctx.latest)
+    updated = fields.time(record, "updated_at", ctx.latest)
+    version = fields.whole(record, "version", low=1, default=1)
     existing = file_store.get(ctx.db, scope, location.rel)
     if existing is None:
+        if file_store.count(ctx.db, scope) >= file_commands.MAX_FILES_PER_SCOPE:
+            raise ValidationError(f"{location.path} would make its scope hold more than "
+                                  f"{file_commands.MAX_FILES_PER_SCOPE:,} files, the most one scope holds")
         ctx.db.execute("INSERT INTO memory_files(project_id, path, content, version, created_at, updated_at) "
-                       "VALUES (?, ?, ?, ?, ?, ?)", (scope, location.rel, content, int(record.get("version") or 1),
-                                                     ctx.clean(record["created_at"]), ctx.clean(record["updated_at"])))
+                       "VALUES (?, ?, ?, ?, ?, ?)", (scope, location.rel, content, version, created, updated))
         outcome = ADDED
-    elif _version(record["updated_at"]) > _version(existing.updated_at) and content != existing.content:
+    elif content == existing.content:
+        return UNCHANGED
+    elif location.user:
+        raise Skipped(f"{location.path} is already here with other text; your copy is kept and the file's is "
+                      "not imported")
+    elif _version(updated) > _version(existing.updated_at):
         ctx.db.execute("UPDATE memory_files SET content = ?, version = version + 1, updated_at = ? WHERE id = ?",
-                       (content, ctx.clean(record["updated_at"]), existing.id))
+                       (content, updated, existing.id))
         outcome = UPDATED
     else:
         return UNCHANGED
+    if scope is None:
+        ctx.user_files_written.append(location.path)
+    else:
+        ctx.touched.add(scope)
     file_store.log(ctx.db, project_id=scope, session_id=None, source="import", command="import",
                    path=location.path, new_path=None, ok=True, detail=f"{outcome}, {len(content.encode())} bytes")
     return outcome
@@ -583,7 +758,8 @@ register(RecordType("memory", _export_memories, _load_memory))
 register(_link_type("relationship", "memory_relationships", ("source_id", "target_id", "relationship_type", "created_at"),
                     "memories o ON o.id = x.source_id",
                     "x.created_at, x.source_id, x.target_id, x.relationship_type",
-                    (("source_id", "memory"), ("target_id", "memory"))))
+                    (("source_id", "memory"), ("target_id", "memory")),
+                    ("relationship_type", RELATIONSHIP_TYPES)))
 register(RecordType("session_memory", _export_session_memories, _load_session_memory))
 register(RecordType("document", _export_documents, _load_document))
 register(RecordType("docmem_node", _export_nodes, _load_node))
