@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -11,7 +10,7 @@ from typing import Any
 
 import click
 
-from .. import compat, config, embeddings, migrations, paths, retention, status, vectors
+from .. import compat, config, embeddings, isolation, migrations, paths, retention, status, vectors
 from .. import db as database
 from .common import (emit_json, fail, handles_errors, json_option, load_settings, one_line, open_db, open_store,
                      project_option)
@@ -118,7 +117,7 @@ def _checks() -> list[dict[str, Any]]:
           "`ccmemory config` shows every setting; `ccmemory config set|unset NAME` fixes one")
     ignored = paths.ignored_settings()
     check("data dir", not ignored, "; ".join(ignored) or paths.data_dir(), "set CCMEMORY_HOME to an absolute path")
-    claude = shutil.which("claude")
+    claude = isolation.find_program("claude")  # never ./claude of the project
     if claude:
         check("claude code", *_claude_code_version(claude), f"update Claude Code to {compat.MIN_CLAUDE_CODE_TEXT} or "
               "newer (`claude update`)")

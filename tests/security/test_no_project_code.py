@@ -1,0 +1,283 @@
+"""No file of the project is ever imported or executed by ccmemory unless the user opted in (issue 19, item 1).
+
+The hostile repository is a real git repository whose top level holds packages named like
+ccmemory's own, its dependencies' and the standard library's (``ccmemory/``, ``mcp/``, ``json.py``,
+``pip/``, ``venv.py``, ``__future__.py``...), a project analyzer, and executables named ``git``
+and ``bin/python``. Each of them, when it runs, appends a line to a file in a folder outside the
+repository. Every entry point of ccmemory then runs with the repository as its current directory,
+as Claude Code, the user's shell and git start them, with a relative ``PYTHONPATH`` (``.``) and an
+empty ``PATH`` entry (the current directory), as a project's ``.claude/settings.json`` ``env`` or
+a careless shell profile gives them. No marker may appear, and each entry point still does its job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from anyio.from_thread import start_blocking_portal
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from hook_helpers import bash_call, common, rows, wait_for_background_captures
+from knowledge_helpers import AUTH, env_for, on_terminal, write_files
+from mcp_helpers import RunningServer
+from runtime_helpers import REPO_ROOT, fake_ready_runtime
+
+BIN = REPO_ROOT / "bin" / "ccmemory"
+GIT = shutil.which("git")
+
+#: Modules of the repository, each of which would shadow one that ccmemory, its dependencies or
+#: Python itself imports, if the repository were on sys.path.
+SHADOWS = ("ccmemory/__init__.py", "ccmemory/__main__.py", "mcp/__init__.py", "json.py", "typing.py",
+           "__future__.py", "runpy.py", "sitecustomize.py", "usercustomize.py", "venv.py", "pip/__init__.py",
+           "pip/__main__.py", "sqlite3/__init__.py", "click/__init__.py", "apsw.py", "anyio/__init__.py",
+           "hashlib.py", "shutil.py", "tempfile.py", "fastembed/__init__.py", "numpy/__init__.py")
+pytestmark = pytest.mark.skipif(os.name == "nt" or GIT is None, reason="POSIX shells and git")
+
+
+@dataclass
+class Hostile:
+    root: Path
+    markers: Path
+
+    def ran(self) -> list[str]:
+        """What of the repository ran: the markers written."""
+        return sorted(path.name for path in self.markers.iterdir())
+
+    def env(self, home: Path, **extra: str) -> dict[str, str]:
+        """A shell in the repository: a relative PYTHONPATH and the current directory on PATH."""
+        env = {key: value for key, value in os.environ.items()
+               if not key.startswith(("CLAUDE", "CCMEMORY_")) and not key.startswith("PYTHON")}
+        env.update({"CCMEMORY_HOME": str(home), "PYTHONPATH": ".", "PATH": os.pathsep + os.environ["PATH"],
+                    "HOME": str(home.parent / "user-home"), **extra})
+        return env
+
+
+def marker_code(markers: Path, name: str) -> str:
+    return (f"import os as _os\nwith open(_os.path.join({str(markers)!r}, {name!r}), 'a') as _f:\n"
+            "    _f.write(str(_os.getpid()) + '\\n')\n")
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Hostile:
+    root = tmp_path / "hostile"
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    root.mkdir()
+    subprocess.run([GIT, "init", "-q", str(root)], check=True)
+    files = {name: marker_code(markers, name.replace("/", "-")) for name in SHADOWS}
+    files[".claude/analyzers/python.py"] = (marker_code(markers, "analyzer")
+                                            + "def analyze(path, text):\n    return {'exports': ['from-analyzer']}\n")
+    files["src/app.py"] = "def visible():\n    pass\n"
+    files["pyproject.toml"] = "[project]\nname = 'hostile'\n[tool.uv]\nindex-url = 'http://127.0.0.1:9/'\n"
+    write_files(root, files)
+    for name in ("git", "bin/python", "uv", "claude"):
+        program = root / name
+        program.parent.mkdir(exist_ok=True)
+        program.write_text(f"#!/bin/sh\necho $$ >> {markers / ('program-' + name.replace('/', '-'))}\n")
+        program.chmod(0o755)
+    return Hostile(root, markers)
+
+
+@pytest.fixture
+def plugin_data(tmp_path: Path) -> tuple[Path, Path]:
+    """Claude Code's data folder of the plugin (in ``<tmp>/claude-config``) holding a ready runtime;
+    (folder, log of the runtime's uses)."""
+    folder, log = tmp_path / "claude-config" / "plugins" / "data" / "ccmemory-inline", tmp_path / "runtime-uses.log"
+    fake_ready_runtime(folder, log)
+    return folder, log
+
+
+def uses(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def wait_until(condition, timeout: float = 180) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def plugin_command(template: str) -> str:
+    return template.replace("${CLAUDE_PLUGIN_ROOT}", str(REPO_ROOT))
+
+
+def launcher_command(*args: str) -> list[str]:
+    """The launcher as ``.mcp.json`` starts it (with this interpreter for ``python3``)."""
+    server = json.loads((REPO_ROOT / ".mcp.json").read_text())["mcpServers"]["memory"]
+    return [sys.executable, *map(plugin_command, server["args"]), *args]
+
+
+def run_plugin_hook(event: str, payload: dict, home: Path, cwd: Path, env: dict[str, str]) -> None:
+    """A hook as Claude Code runs it: the command of ``hooks.json`` by the shell, the payload on stdin."""
+    hooks = json.loads((REPO_ROOT / "hooks.json").read_text())["hooks"]
+    command = plugin_command(hooks[event][0]["hooks"][0]["command"])
+    done = subprocess.run(["sh", "-c", command], input=json.dumps(payload).encode(), cwd=cwd, env=env,
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    wait_for_background_captures(home)
+
+
+@contextmanager
+def launcher_server(env: dict[str, str], cwd: Path) -> Iterator[RunningServer]:
+    """The MCP server as Claude Code starts it (``.mcp.json``, in the project), over stdio."""
+    command = launcher_command()
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(cwd))
+    with start_blocking_portal() as portal:
+        with portal.wrap_async_context_manager(Client(params, read_timeout_seconds=90)) as client:
+            yield RunningServer(portal, client, Path(env["CCMEMORY_HOME"]), cwd)
+
+
+def test_the_mcp_server_started_by_the_launcher_runs_nothing_of_the_project(hostile, plugin_data, tmp_path):
+    folder, log = plugin_data
+    env = hostile.env(tmp_path / "data", CLAUDE_PLUGIN_DATA=str(folder), CLAUDE_PLUGIN_ROOT=str(REPO_ROOT),
+                      CLAUDE_PROJECT_DIR=str(hostile.root))
+    with launcher_server(env, hostile.root) as server:
+        added = server.call("memory_add", {"content": "Releases are cut from the main branch on Tuesdays"})
+        assert not added.is_error, added.text
+        found = server.call("memory_search", {"query": "Tuesdays releases"})
+        assert not found.is_error and "Tuesdays" in found.text, found.text
+    # the repository's mcp/ package neither ran nor hid the SDK's mcp.server; the server ran with -P
+    assert uses(log) == ["-P -m ccmemory.mcp.server"]
+    assert hostile.ran() == []
+
+
+def test_the_launchers_embedding_pass_runs_nothing_of_the_project(hostile, plugin_data, tmp_path):
+    folder, log = plugin_data
+    env = hostile.env(tmp_path / "data", CLAUDE_PLUGIN_DATA=str(folder))
+    done = subprocess.run(launcher_command("--embed"), cwd=hostile.root, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert uses(log) == ["-P -m ccmemory embed"]
+    assert hostile.ran() == []
+
+
+def test_the_hooks_and_the_embedding_pass_session_end_starts_run_nothing_of_the_project(hostile, plugin_data,
+                                                                                       tmp_path):
+    folder, log = plugin_data
+    home = tmp_path / "data"
+    env = hostile.env(home, CLAUDE_PLUGIN_DATA=str(folder), CLAUDE_PLUGIN_ROOT=str(REPO_ROOT),
+                      CLAUDE_PROJECT_DIR=str(hostile.root))
+    run_plugin_hook("SessionStart", common("s1", hostile.root, "SessionStart", source="startup"), home,
+                    hostile.root, env)
+    run_plugin_hook("PostToolUse", bash_call("s1", hostile.root, "pytest -q", "3 passed", "t1"), home,
+                    hostile.root, env)
+    run_plugin_hook("SessionEnd", common("s1", hostile.root, "SessionEnd", reason="other"), home, hostile.root, env)
+    # SessionEnd started the launcher's --embed in its own session: wait for it to embed what was captured
+    assert wait_until(lambda: "-P -m ccmemory embed" in uses(log)), uses(log)
+    assert wait_until(lambda: not (folder / "embed.lock").exists())
+    embedded = [row["needs_embedding"] for row in rows(home, "SELECT needs_embedding FROM memories")]
+    assert embedded and set(embedded) == {0}, embedded
+    assert uses(log) == ["-P -m ccmemory embed"]
+    assert hostile.ran() == []
+
+
+def test_bin_ccmemory_runs_nothing_of_the_project(hostile, plugin_data, tmp_path):
+    _, log = plugin_data
+    env = hostile.env(tmp_path / "data", CLAUDE_CONFIG_DIR=str(tmp_path / "claude-config"))
+    helped = subprocess.run([str(BIN), "--help"], cwd=hostile.root, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert helped.returncode == 0 and "search" in helped.stdout, helped.stderr
+    found = subprocess.run([str(BIN), "search", "anything", "--mode", "keyword"], cwd=hostile.root, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0, found.stderr
+    assert uses(log) == ["-P -m ccmemory --help", "-P -m ccmemory search anything --mode keyword"]
+    assert hostile.ran() == []
+
+
+@pytest.mark.parametrize("value", ["bin/python", "./bin/python"])
+def test_a_relative_interpreter_override_is_refused(hostile, tmp_path, value):
+    env = hostile.env(tmp_path / "data", CCMEMORY_PYTHON=value)
+    for command in (launcher_command(), [str(BIN), "--version"]):
+        done = subprocess.run(command, cwd=hostile.root, env=env, capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert f"CCMEMORY_PYTHON is '{value}', a relative path" in done.stderr
+        assert "Set CCMEMORY_PYTHON to an absolute path" in done.stderr
+    assert hostile.ran() == []
+
+
+def plugin_cli_env(hostile: Hostile, tmp_path: Path) -> dict[str, str]:
+    """The shell of Claude's Bash tool in the repository, whose ``ccmemory`` is the plugin's ``bin/ccmemory``."""
+    home = tmp_path / "data"
+    return hostile.env(home, CLAUDE_CONFIG_DIR=str(tmp_path / "claude-config"),
+                       **{key: value for key, value in env_for(home).items() if key.startswith("GIT_")})
+
+
+def cli(hostile: Hostile, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN), *args], cwd=hostile.root, env=env, capture_output=True, text=True, timeout=180,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_init_and_a_real_commit_through_the_installed_hook_run_nothing_of_the_project(hostile, plugin_data,
+                                                                                     tmp_path):
+    env = plugin_cli_env(hostile, tmp_path)
+    done = cli(hostile, env, "init")
+    assert done.returncode == 0, done.stdout + done.stderr
+    hook = (hostile.root / ".git" / "hooks" / "pre-commit").read_text()
+    assert '"$ccmemory_python" -E -P -c ' in hook and "ccmemory git-hook pre-commit || true" in hook
+    write_files(hostile.root / ".claude" / "knowledge", {"architecture/auth.md": AUTH})
+    for args in (["add", "-A"], ["commit", "-q", "-m", "knowledge"]):
+        step = subprocess.run([GIT, *args], cwd=hostile.root, env=env, capture_output=True, text=True, timeout=300)
+        assert step.returncode == 0, step.stdout + step.stderr
+    # the hook indexed the committed knowledge: it ran, on ccmemory's own code
+    found = cli(hostile, env, "search", "RS256", "--mode", "keyword")
+    assert "architecture/auth.md" in found.stdout, found.stdout + found.stderr
+    assert hostile.ran() == []
+
+
+def analysis_json(hostile: Hostile, env: dict[str, str], *args: str) -> dict:
+    done = cli(hostile, env, *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_project_analyzers_run_only_after_the_user_allowed_them_at_a_terminal(hostile, plugin_data, tmp_path):
+    env = plugin_cli_env(hostile, tmp_path)
+    home = Path(env["CCMEMORY_HOME"])
+    deep = analysis_json(hostile, env, "analyze", "--deep")
+    assert deep["deep"]["analyzers"]["Python"] == "heuristic" and deep["deep"]["skipped_analyzers"] == ["python.py"]
+    assert any("ccmemory analyze --deep --trust-analyzers" in problem for problem in deep["problems"])
+    discovered = analysis_json(hostile, env, "discover")
+    assert discovered["analysis"]["deep"]["skipped_analyzers"] == ["python.py"]
+    assert any("--trust-analyzers" in problem for problem in discovered["problems"])
+    # Claude's Bash tool, a skill or a script has no terminal: it cannot allow them
+    refused = cli(hostile, env, "analyze", "--deep", "--trust-analyzers")
+    assert refused.returncode == 2 and "confirm at a terminal" in refused.stderr
+    code, said = on_terminal(home, hostile.root, "analyze", "--deep", "--trust-analyzers", answer="n",
+                             wait_for=b"[y/N]", program=[str(BIN)], **env)
+    assert code == 1 and "Not allowed" in said
+    assert hostile.ran() == []
+
+    code, said = on_terminal(home, hostile.root, "analyze", "--deep", "--trust-analyzers", answer="y",
+                             wait_for=b"[y/N]", program=[str(BIN)], **env)
+    assert code == 0 and "python.py" in said and "Allowed" in said, said
+    assert hostile.ran() == ["analyzer"]  # allowed, and only the analyzer ran
+    allowed = analysis_json(hostile, env, "discover")
+    assert allowed["analysis"]["deep"]["analyzers"]["Python"] == "custom:python.py"
+    assert (home / "trusted-analyzers.json").exists()  # the opt-in lives in the user's data dir...
+    assert not [path for path in hostile.root.rglob("*trusted*")]  # ...never in the repository
+
+    runs = len((hostile.markers / "analyzer").read_text().splitlines())
+    (hostile.root / ".claude" / "analyzers" / "_helper.py").write_text(marker_code(hostile.markers, "helper"))
+    changed = analysis_json(hostile, env, "analyze", "--deep")  # a file added next to the allowed ones
+    assert changed["deep"]["skipped_analyzers"] == ["python.py"]
+    assert any("changed since you allowed them" in problem for problem in changed["problems"])
+    with open(hostile.root / ".claude" / "analyzers" / "python.py", "a") as handle:
+        handle.write("# changed after the opt-in\n")
+    assert analysis_json(hostile, env, "discover")["analysis"]["deep"]["skipped_analyzers"] == ["python.py"]
+    assert len((hostile.markers / "analyzer").read_text().splitlines()) == runs  # neither ran again
+    assert hostile.ran() == ["analyzer"]
