@@ -1,13 +1,10 @@
 """No file of the project is ever imported or executed by ccmemory unless the user opted in (issue 19, item 1).
 
-The hostile repository is a real git repository whose top level holds packages named like
-ccmemory's own, its dependencies' and the standard library's (``ccmemory/``, ``mcp/``, ``json.py``,
-``pip/``, ``venv.py``, ``__future__.py``...), a project analyzer, and executables named ``git``
-and ``bin/python``. Each of them, when it runs, appends a line to a file in a folder outside the
-repository. Every entry point of ccmemory then runs with the repository as its current directory,
-as Claude Code, the user's shell and git start them, with a relative ``PYTHONPATH`` (``.``) and an
-empty ``PATH`` entry (the current directory), as a project's ``.claude/settings.json`` ``env`` or
-a careless shell profile gives them. No marker may appear, and each entry point still does its job.
+The hostile repository (``hostile_helpers``) records any of its files that runs. Every entry point of
+ccmemory runs with it as the current directory, as Claude Code, the user's shell and git start them,
+with a relative ``PYTHONPATH`` (``.``) and an empty ``PATH`` entry (the current directory), as a
+project's ``.claude/settings.json`` ``env`` or a careless shell profile gives them. No marker may
+appear, and each entry point still does its job.
 """
 
 from __future__ import annotations
@@ -19,7 +16,6 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -29,6 +25,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from hook_helpers import bash_call, common, rows, wait_for_background_captures
+from hostile_helpers import Hostile, make_hostile, marker_code
 from knowledge_helpers import AUTH, env_for, on_terminal, write_files
 from mcp_helpers import RunningServer
 from runtime_helpers import REPO_ROOT, fake_ready_runtime
@@ -36,57 +33,12 @@ from runtime_helpers import REPO_ROOT, fake_ready_runtime
 BIN = REPO_ROOT / "bin" / "ccmemory"
 GIT = shutil.which("git")
 
-#: Modules of the repository, each of which would shadow one that ccmemory, its dependencies or
-#: Python itself imports, if the repository were on sys.path.
-SHADOWS = ("ccmemory/__init__.py", "ccmemory/__main__.py", "mcp/__init__.py", "json.py", "typing.py",
-           "__future__.py", "runpy.py", "sitecustomize.py", "usercustomize.py", "venv.py", "pip/__init__.py",
-           "pip/__main__.py", "sqlite3/__init__.py", "click/__init__.py", "apsw.py", "anyio/__init__.py",
-           "hashlib.py", "shutil.py", "tempfile.py", "fastembed/__init__.py", "numpy/__init__.py")
 pytestmark = pytest.mark.skipif(os.name == "nt" or GIT is None, reason="POSIX shells and git")
-
-
-@dataclass
-class Hostile:
-    root: Path
-    markers: Path
-
-    def ran(self) -> list[str]:
-        """What of the repository ran: the markers written."""
-        return sorted(path.name for path in self.markers.iterdir())
-
-    def env(self, home: Path, **extra: str) -> dict[str, str]:
-        """A shell in the repository: a relative PYTHONPATH and the current directory on PATH."""
-        env = {key: value for key, value in os.environ.items()
-               if not key.startswith(("CLAUDE", "CCMEMORY_")) and not key.startswith("PYTHON")}
-        env.update({"CCMEMORY_HOME": str(home), "PYTHONPATH": ".", "PATH": os.pathsep + os.environ["PATH"],
-                    "HOME": str(home.parent / "user-home"), **extra})
-        return env
-
-
-def marker_code(markers: Path, name: str) -> str:
-    return (f"import os as _os\nwith open(_os.path.join({str(markers)!r}, {name!r}), 'a') as _f:\n"
-            "    _f.write(str(_os.getpid()) + '\\n')\n")
 
 
 @pytest.fixture
 def hostile(tmp_path: Path) -> Hostile:
-    root = tmp_path / "hostile"
-    markers = tmp_path / "markers"
-    markers.mkdir()
-    root.mkdir()
-    subprocess.run([GIT, "init", "-q", str(root)], check=True)
-    files = {name: marker_code(markers, name.replace("/", "-")) for name in SHADOWS}
-    files[".claude/analyzers/python.py"] = (marker_code(markers, "analyzer")
-                                            + "def analyze(path, text):\n    return {'exports': ['from-analyzer']}\n")
-    files["src/app.py"] = "def visible():\n    pass\n"
-    files["pyproject.toml"] = "[project]\nname = 'hostile'\n[tool.uv]\nindex-url = 'http://127.0.0.1:9/'\n"
-    write_files(root, files)
-    for name in ("git", "bin/python", "uv", "claude"):
-        program = root / name
-        program.parent.mkdir(exist_ok=True)
-        program.write_text(f"#!/bin/sh\necho $$ >> {markers / ('program-' + name.replace('/', '-'))}\n")
-        program.chmod(0o755)
-    return Hostile(root, markers)
+    return make_hostile(tmp_path / "hostile", tmp_path / "markers")
 
 
 @pytest.fixture
