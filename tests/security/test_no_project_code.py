@@ -233,3 +233,27 @@ def test_project_analyzers_run_only_after_the_user_allowed_them_at_a_terminal(ho
     assert analysis_json(hostile, env, "discover")["analysis"]["deep"]["skipped_analyzers"] == ["python.py"]
     assert len((hostile.markers / "analyzer").read_text().splitlines()) == runs  # neither ran again
     assert hostile.ran() == ["analyzer"]
+
+
+@pytest.mark.parametrize("variable", ["CLAUDE_CONFIG_DIR", "XDG_DATA_HOME"])
+def test_a_runtime_planted_through_a_relative_folder_variable_is_never_run(hostile, tmp_path, variable):
+    """A relative CLAUDE_CONFIG_DIR or XDG_DATA_HOME would resolve in the repository, where a ready-looking
+    runtime (venv-<key>: its key is predictable) claims to be this plugin's: bin/ccmemory must not run it."""
+    planted = {"CLAUDE_CONFIG_DIR": "cfg/plugins/data/ccmemory-ccmemory", "XDG_DATA_HOME": "xdg/ccmemory/runtime"}
+    python = fake_ready_runtime(hostile.root / planted[variable], tmp_path / "planted.log")
+    python.write_text(f"#!/bin/sh\necho $$ >> {hostile.markers / 'planted-runtime'}\n")
+    legit_log, home = tmp_path / "runtime-uses.log", tmp_path / "data"
+    if variable == "CLAUDE_CONFIG_DIR":  # the legit runtime: the launcher's fallback in the data dir
+        legit = fake_ready_runtime(home / "runtime", legit_log)
+        env = hostile.env(home)
+    else:  # the legit runtime: in Claude Code's folder; no CCMEMORY_HOME, so the data dir follows XDG_DATA_HOME
+        legit = fake_ready_runtime(tmp_path / "claude-config" / "plugins" / "data" / "ccmemory-market", legit_log)
+        env = hostile.env(home, CLAUDE_CONFIG_DIR=str(tmp_path / "claude-config"))
+        env.pop("CCMEMORY_HOME")
+    (legit.parent.parent / "ccmemory-ready.json").write_text(json.dumps({"plugin_root": "/another/install"}))
+    env[variable] = planted[variable].split("/")[0]
+    done = cli(hostile, env, "--version")
+    assert done.returncode == 0 and "ccmemory" in done.stdout, done.stdout + done.stderr
+    assert uses(legit_log) == ["-P -m ccmemory --version"]
+    assert hostile.ran() == []
+    assert not (hostile.root / "xdg" / "ccmemory" / "ccmemory.db").exists()
