@@ -24,7 +24,7 @@ from anyio.from_thread import start_blocking_portal
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from hook_helpers import bash_call, common, rows, wait_for_background_captures
+from hook_helpers import bash_call, common, rows, wait_for_background_captures, write_config
 from hostile_helpers import Hostile, make_hostile, marker_code
 from knowledge_helpers import AUTH, env_for, on_terminal, write_files
 from mcp_helpers import RunningServer
@@ -257,3 +257,24 @@ def test_a_runtime_planted_through_a_relative_folder_variable_is_never_run(hosti
     assert uses(legit_log) == ["-P -m ccmemory --version"]
     assert hostile.ran() == []
     assert not (hostile.root / "xdg" / "ccmemory" / "ccmemory.db").exists()
+
+
+def test_the_model_summary_worker_the_stop_hook_starts_runs_nothing_of_the_project(hostile, tmp_path):
+    home = tmp_path / "data"
+    claude = tmp_path / "fake-claude"
+    claude.write_text("#!/bin/sh\ncat > /dev/null\n"
+                      "echo '{\"type\": \"result\", \"is_error\": false, \"result\": \"- Ran the tests\"}'\n")
+    claude.chmod(0o755)
+    write_config(home, {"summary": {"mode": "claude", "claude_command": str(claude)}})
+    env = hostile.env(home, CLAUDE_PROJECT_DIR=str(hostile.root))
+    run_plugin_hook("PostToolUse", bash_call("s2", hostile.root, "pytest -q", "3 passed", "t1"), home,
+                    hostile.root, env)
+    stop = common("s2", hostile.root, "Stop", stop_hook_active=False, last_assistant_message="Done.")
+    run_plugin_hook("Stop", stop, home, hostile.root, env)
+
+    def summary() -> str:
+        found = rows(home, "SELECT content FROM memories WHERE session_id = 's2' AND source = 'summary'")
+        return found[0]["content"] if found else ""
+
+    assert wait_until(lambda: summary().startswith("Session summary (model-written)"), 60), summary()
+    assert hostile.ran() == []
