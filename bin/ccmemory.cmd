@@ -1,4 +1,5 @@
 @echo off
-rem ccmemory from a plugin install on Windows: the same script as bin/ccmemory, run by python3, else python.
+rem ccmemory from a plugin install on Windows: the same script as bin/ccmemory, run by python3, else python,
+rem isolated (-I) so that no file of the project it runs in is imported.
 where python3 >nul 2>nul
-if %errorlevel%==0 (python3 "%~dp0ccmemory" %*) else (python "%~dp0ccmemory" %*)
+if %errorlevel%==0 (python3 -I "%~dp0ccmemory" %*) else (python -I "%~dp0ccmemory" %*)

@@ -1,4 +1,7 @@
-"""ccmemory's hook entry point: ``python3 hooks/run.py <event>``.
+"""ccmemory's hook entry point: ``python3 -I -S hooks/run.py <event>``.
+
+``-I`` keeps every ``PYTHON*`` variable out: a relative ``PYTHONPATH`` entry would make
+Python import the project's files (even while it starts, before this script runs).
 
 ``<event>`` is post_tool_use (PostToolUse and PostToolUseFailure), stop,
 session_end or session_start. Runs under any python3 >= 3.9 with no

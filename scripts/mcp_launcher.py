@@ -27,7 +27,12 @@ pip, see BENCHMARKS.md); if uv fails, pip installs them. ``--install`` runs the
 build in the foreground instead.
 
 ``CCMEMORY_PYTHON`` names an interpreter that already has the dependencies
-(a development venv, CI): no environment is built then.
+(a development venv, CI): no environment is built then. It must be an absolute path.
+
+Claude Code starts this file in the project, and no file of the project may run: ``.mcp.json``
+runs it with ``python3 -I`` (no ``PYTHON*`` variable, no current directory), every Python
+started here runs with ``-P`` and the environment of ``ccmemory.isolation.child_env`` (see
+that module), and the build runs in the runtime home.
 """
 
 
@@ -45,6 +50,10 @@ from types import ModuleType
 
 PLUGIN_ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIR = PLUGIN_ROOT / "src"
+if str(SOURCE_DIR) not in sys.path[:1]:
+    sys.path.insert(0, str(SOURCE_DIR))
+from ccmemory import isolation  # noqa: E402  (the plugin's own; standard library only)
+
 SERVER_MODULE = "ccmemory.mcp.server"
 READY_FILE = "ccmemory-ready.json"
 LOCK_FILE = PLUGIN_ROOT / "requirements.lock"
@@ -74,16 +83,22 @@ def main(argv: list[str]) -> int:
             return embed_pending(venv_python(venv)) if is_ready(venv) else 0
         if argv:
             raise LauncherError(f"unknown arguments {argv}; use no argument (start the server), --install or --embed")
-        override = os.environ.get("CCMEMORY_PYTHON")
+        override = interpreter_override()
         if override:
-            return run_server(Path(override))
+            return run_server(override)
         venv = runtime_dir()
         if is_ready(venv):
             return run_server(venv_python(venv))
         return serve_while_building(venv)
-    except LauncherError as exc:
+    except (LauncherError, isolation.UnsafeSetting) as exc:
         print(f"ccmemory: {exc}", file=sys.stderr)
         return 1
+
+
+def interpreter_override() -> Path | None:
+    """``CCMEMORY_PYTHON`` when set: an absolute path, never one looked up in the project."""
+    value = os.environ.get("CCMEMORY_PYTHON")
+    return Path(isolation.absolute_program(value, "CCMEMORY_PYTHON")) if value else None
 
 
 def say(text: str) -> None:
@@ -107,8 +122,6 @@ def runtime_home() -> Path:
 
 def ccmemory_paths() -> ModuleType:
     """``ccmemory.paths`` from the plugin's own source."""
-    if str(SOURCE_DIR) not in sys.path:
-        sys.path.insert(0, str(SOURCE_DIR))
     from ccmemory import paths
 
     return paths
@@ -176,7 +189,7 @@ def serve_while_building(venv: Path) -> int:
                 f"dependency update; semantic search starts by itself when it is ready; progress: {log}")
 
     def full_server() -> list[str] | None:
-        return [str(venv_python(venv)), "-m", SERVER_MODULE] if is_ready(venv) else None
+        return isolation.python_command(str(venv_python(venv)), SERVER_MODULE) if is_ready(venv) else None
 
     from ccmemory.mcp import bootstrap
 
@@ -187,7 +200,7 @@ def start_detached_build() -> subprocess.Popen:
     """Run ``--build-detached`` in its own session, logging to the install log."""
     with open(install_log(), "ab") as out:
         return subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--build-detached"],
+            [sys.executable, "-I", str(Path(__file__).resolve()), "--build-detached"],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -263,13 +276,13 @@ def create_environment(venv: Path, reqs: list[str]) -> None:
     started = time.monotonic()
     shutil.rmtree(venv, ignore_errors=True)
     python = venv_python(venv)
-    uv = shutil.which("uv")
+    uv = isolation.find_program("uv")
     if uv:
         say(f"creating {venv} with uv")
         run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], "uv venv")
     else:
         say(f"creating {venv} with {sys.executable} -m venv")
-        run([sys.executable, "-m", "venv", str(venv)],
+        run(isolation.python_command(sys.executable, "venv", str(venv)),
             "python3 -m venv (on Debian/Ubuntu install the python3-venv package, or install uv)")
     if sys.platform != "win32":
         os.chmod(venv, 0o700)
@@ -296,7 +309,7 @@ def install_requirements(python: Path, reqs: list[str], uv: str | None) -> str:
     dependencies in a fraction of pip's time. uv does not read pip's configuration
     (a private index, a proxy set only there), so any uv failure falls back to pip.
     """
-    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+    pip = isolation.python_command(str(python), "pip", "install", "--disable-pip-version-check", "--no-input")
     if uv is None:
         say("installing uv into the environment with pip")
         try:
@@ -319,7 +332,9 @@ def install_requirements(python: Path, reqs: list[str], uv: str | None) -> str:
 
 
 def run(command: list[str], what: str) -> None:
-    result = subprocess.run(command, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    """One build step, in the runtime home: neither uv nor pip then reads a configuration of the project."""
+    result = subprocess.run(command, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT, cwd=runtime_home(),
+                            env=isolation.child_env())
     if result.returncode != 0:
         raise LauncherError(f"{what} failed with exit code {result.returncode}: {' '.join(command)}")
 
@@ -369,7 +384,7 @@ def _embed_rounds(python: Path, lock: Path, again: Path) -> int:
         try:
             while True:
                 again.unlink(missing_ok=True)
-                code = subprocess.run([str(python), "-m", "ccmemory", "embed"], env=server_env(),
+                code = subprocess.run(isolation.python_command(str(python), "ccmemory", "embed"), env=server_env(),
                                       stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT).returncode
                 if code != 0 or not again.exists():
                     break
@@ -380,17 +395,16 @@ def _embed_rounds(python: Path, lock: Path, again: Path) -> int:
 
 
 def server_env() -> dict[str, str]:
-    """The server's environment: the user's, with the plugin's own source first on ``PYTHONPATH``."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SOURCE_DIR), env.get("PYTHONPATH")]))
-    return env
+    """The server's environment: the user's, made safe for the project's directory, the plugin's own
+    source first on ``PYTHONPATH``."""
+    return isolation.child_env(python_path=[str(SOURCE_DIR)])
 
 
 def run_server(python: Path) -> int:
     """Replace this process by the server so Claude Code's signals and pipes reach it directly."""
     if not python.exists():
         raise LauncherError(f"the Python {python} does not exist (check CCMEMORY_PYTHON)")
-    command = [str(python), "-m", SERVER_MODULE]
+    command = isolation.python_command(str(python), SERVER_MODULE)
     if sys.platform == "win32":
         try:
             return subprocess.call(command, env=server_env())

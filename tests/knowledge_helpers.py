@@ -63,10 +63,12 @@ def ccmemory(home: Path, root: Path, *args: str, stdin: str = "", **extra: str) 
 
 
 def on_terminal(home: Path, root: Path, *args: str, answer: str | None = None, wait_for: bytes = b"",
-                **extra: str) -> tuple[int, str]:
-    """Run the CLI with a pseudo-terminal as stdin/stdout/stderr; type ``answer`` once ``wait_for`` shows."""
+                program: list[str] | None = None, **extra: str) -> tuple[int, str]:
+    """Run the CLI (``program``, default ``python -m ccmemory``) with a pseudo-terminal as stdin/stdout/stderr;
+    type ``answer`` once ``wait_for`` shows."""
     leader, follower = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "ccmemory", *args], cwd=root, env=env_for(home, **extra),
+    process = subprocess.Popen([*(program or [sys.executable, "-m", "ccmemory"]), *args], cwd=root,
+                               env=env_for(home, **extra),
                                stdin=follower, stdout=follower, stderr=follower, close_fds=True)
     os.close(follower)
     output = b""

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 from ccmemory import analysis
-from ccmemory.analysis import analyzers, languages, structure
+from ccmemory.analysis import analyzers, languages, structure, trust
 from ccmemory.knowledge import settings as project_settings
-from knowledge_helpers import write_files as write
+from knowledge_helpers import on_terminal, write_files as write
 
 
 def run(root: Path, deep: bool = False) -> dict:
@@ -109,13 +109,17 @@ def test_language_detection_table():
     assert languages.language_of("README", b"hello") == "Text"
 
 
-def test_custom_analyzer_is_loaded_and_a_broken_one_falls_back(tmp_path):
+def test_custom_analyzer_is_loaded_and_a_broken_one_falls_back(home, tmp_path):
     root = write(tmp_path / "custom", {
         "src/app.py": "def visible():\n    pass\n",
         ".claude/analyzers/python.py": "def analyze(path, text):\n    return {'exports': ['from-custom:' + path]}\n",
         ".claude/analyzers/go.py": "this is not python(\n",
         "cmd/main.go": "package main\nfunc Run() {}\n",
     })
+    skipped = run(root, deep=True)  # the repository's code runs only once the user allowed it
+    assert skipped["deep"]["analyzers"]["Python"] == "heuristic"
+    assert skipped["deep"]["skipped_analyzers"] == ["go.py", "python.py"]
+    trust.allow(str(root), trust.read(str(root)))
     result = run(root, deep=True)
     assert result["deep"]["exports"]["src/app.py"][0]["name"] == "from-custom:src/app.py"
     assert result["deep"]["analyzers"]["Python"] == "custom:python.py"
@@ -251,8 +255,8 @@ def test_quick_flag_gives_structure_and_stats_only(home, tmp_path):
     assert "node_modules" not in text and "vendor" not in text
     assert not any(label in text for label in ("Exports:", "Conventions:", "Frameworks:", "Analyzers:"))
     assert not probe.exists()  # no source file was opened by an analyzer
-    cli(home, root, "--deep", "--json")
-    assert probe.exists()  # the probe does detect deep work
+    code, output = on_terminal(home, root, "analyze", "--deep", "--trust-analyzers", answer="y", wait_for=b"[y/N]")
+    assert code == 0 and probe.exists(), output  # the probe does detect deep work (of an allowed analyzer)
 
 
 def test_source_directories_of_any_language_root_config_and_docs(home, tmp_path):

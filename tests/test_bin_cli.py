@@ -37,8 +37,8 @@ def test_the_cli_runs_on_the_runtime_the_mcp_launcher_built(tmp_path, project_di
     memory = json.loads(added.stdout)
     found = run_bin(env, "search", "Fridays", "--mode", "keyword", cwd=project_dir)
     assert memory["id"][:8] in found.stdout
-    assert log.read_text().splitlines() == ["-m ccmemory add Deploys go out on Fridays --json",
-                                            "-m ccmemory search Fridays --mode keyword"]
+    assert log.read_text().splitlines() == ["-P -m ccmemory add Deploys go out on Fridays --json",
+                                            "-P -m ccmemory search Fridays --mode keyword"]
 
 
 def test_claude_config_dir_is_honoured_and_an_override_wins(tmp_path, project_dir):
@@ -46,7 +46,7 @@ def test_claude_config_dir_is_honoured_and_an_override_wins(tmp_path, project_di
     fake_ready_runtime(tmp_path / "elsewhere" / "plugins" / "data" / "ccmemory-market", log)
     env = {**plain_env(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "elsewhere")}
     assert run_bin(env, "--version", cwd=project_dir).returncode == 0
-    assert log.read_text().strip() == "-m ccmemory --version"
+    assert log.read_text().strip() == "-P -m ccmemory --version"
     import sys
 
     direct = run_bin({**env, "CCMEMORY_PYTHON": sys.executable}, "--version", cwd=project_dir)

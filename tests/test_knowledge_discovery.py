@@ -14,6 +14,7 @@ from ccmemory import memories, projects, search
 from ccmemory import db as database
 from ccmemory.knowledge import lock, promotion, settings as project_settings
 
+from knowledge_helpers import on_terminal
 from mcp_helpers import running_server
 
 
@@ -93,6 +94,8 @@ def test_an_interrupted_discovery_saves_partial_results(home, tmp_path):
     slow = "import time\ndef analyze(path, text):\n    time.sleep(0.3)\n    return {'exports': ['x']}\n"
     extra = {f"src/part_{n:02d}.ts": f"export const part{n} = {n}\n" for n in range(60)}
     root = repo(tmp_path, {**extra, ".claude/analyzers/typescript.py": slow})
+    code, output = on_terminal(home, root, "analyze", "--trust-analyzers", answer="y", wait_for=b"[y/N]")
+    assert code == 0, output  # the slow analyzer runs only once the user allowed it
     env = {**os.environ, "CCMEMORY_HOME": str(home)}
     process = subprocess.Popen([sys.executable, "-m", "ccmemory", "discover", "--project", str(root)], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -59,7 +59,7 @@ def test_every_hook_runs_an_existing_script_through_python() -> None:
 def test_the_mcp_server_starts_through_the_stdlib_launcher() -> None:
     server = load(".mcp.json")["mcpServers"]["memory"]
     assert server["command"] == "python3"
-    assert server["args"] == ["${CLAUDE_PLUGIN_ROOT}/scripts/mcp_launcher.py"]
+    assert server["args"] == ["-I", "${CLAUDE_PLUGIN_ROOT}/scripts/mcp_launcher.py"]  # no PYTHON* variable
     launcher = (ROOT / "scripts/mcp_launcher.py").read_text()
     imports = set(re.findall(r"^(?:from|import) (\w+)", launcher, re.MULTILINE))
     assert imports <= {"__future__", "hashlib", "json", "os", "shutil", "subprocess", "sys", "time", "pathlib",

@@ -191,8 +191,7 @@ def claude_plugin_options(settings_file: str | None = None) -> dict[str, str]:
     values hooks receive as ``CLAUDE_PLUGIN_OPTION_<KEY>``. Empty when unreadable.
     """
     if settings_file is None:
-        base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
-        settings_file = os.path.join(base, "settings.json")
+        settings_file = os.path.join(paths.claude_config_dir(), "settings.json")
     try:
         with open(settings_file, encoding="utf-8") as handle:
             configs = json.load(handle).get("pluginConfigs") or {}

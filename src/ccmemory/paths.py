@@ -51,10 +51,18 @@ def default_data_dir() -> str:
     """The platform's per-user data directory for ccmemory."""
     home = os.path.expanduser("~")
     if sys.platform == "win32":
-        return os.path.join(os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local"), "ccmemory")
+        return os.path.join(usable_dir(os.environ.get("LOCALAPPDATA")) or os.path.join(home, "AppData", "Local"),
+                            "ccmemory")
     if sys.platform == "darwin":
         return os.path.join(home, "Library", "Application Support", "ccmemory")
-    return os.path.join(os.environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share"), "ccmemory")
+    # A relative XDG_DATA_HOME (invalid per the XDG spec) would put the memory and the runtime in the project.
+    return os.path.join(usable_dir(os.environ.get("XDG_DATA_HOME")) or os.path.join(home, ".local", "share"),
+                        "ccmemory")
+
+
+def claude_config_dir() -> str:
+    """Claude Code's configuration folder: ``CLAUDE_CONFIG_DIR`` when it is absolute, else ``~/.claude``."""
+    return usable_dir(os.environ.get("CLAUDE_CONFIG_DIR")) or os.path.join(os.path.expanduser("~"), ".claude")
 
 
 def ensure_private_dir(path: str) -> str:

@@ -5,17 +5,19 @@ Built in: TypeScript/JavaScript (exports, types, function signatures). Any
 other language falls back to universal heuristics (top-level definitions by
 keyword). A project can add or replace one with ``.claude/analyzers/<language>.py``
 (e.g. ``python.py``, ``typescript.py``: the language name in lower case, spaces
-and ``+``/``#`` as ``_``, ``p``, ``sharp``) defining ``analyze(path, text)``; it
-runs as project code, like the project's own build scripts, and an analyzer
-that fails is reported and the heuristics are used instead.
+and ``+``/``#`` as ``_``, ``p``, ``sharp``) defining ``analyze(path, text)``. That is
+the repository's code: it runs only once the user allowed these exact files for this
+project (:mod:`.trust`); until then they are reported as skipped and the heuristics
+are used. An analyzer that fails is reported and the heuristics are used instead.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
+import types
 from typing import Any, Callable
+
+from . import trust
 
 Analyzer = Callable[[str, str], dict[str, Any]]
 
@@ -98,22 +100,26 @@ def custom_file_name(language: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name) + ".py"
 
 
-def load_custom(root: str, problems: list[str]) -> dict[str, Analyzer]:
-    """Analyzers from ``<root>/.claude/analyzers/*.py``, keyed by the file's stem."""
-    folder = os.path.join(root, ".claude", "analyzers")
-    found: dict[str, Analyzer] = {}
-    if not os.path.isdir(folder):
-        return found
-    for name in sorted(os.listdir(folder)):
-        if not name.endswith(".py") or name.startswith("_"):
-            continue
-        path = os.path.join(folder, name)
+def load_custom(root: str, problems: list[str], skipped: list[str] | None = None) -> dict[str, Analyzer]:
+    """The project's own analyzers, keyed by file name, when the user allowed them (:mod:`.trust`).
+
+    Not allowed: none is loaded, their names go to ``skipped`` and ``problems`` says how to allow
+    them. Allowed: each runs from the bytes whose digest the user allowed, never from a second read.
+    """
+    found = trust.read(root)
+    if not found.modules:
+        return {}
+    if not trust.is_trusted(root, found):
+        problems.append(trust.skipped_message(root, found))
+        if skipped is not None:
+            skipped.extend(sorted(found.modules))
+        return {}
+    loaded: dict[str, Analyzer] = {}
+    for name, source in sorted(found.modules.items()):
         try:
-            spec = importlib.util.spec_from_file_location(f"ccmemory_custom_analyzer_{name[:-3]}", path)
-            if spec is None or spec.loader is None:
-                raise ImportError("not a loadable Python file")
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            module = types.ModuleType(f"ccmemory_custom_analyzer_{name[:-3]}")
+            module.__file__ = f"{found.folder}/{name}"
+            exec(compile(source, module.__file__, "exec"), module.__dict__)
             function = getattr(module, "analyze")
             if not callable(function):
                 raise TypeError("analyze is not a function")
@@ -121,8 +127,8 @@ def load_custom(root: str, problems: list[str]) -> dict[str, Analyzer]:
             problems.append(f"Custom analyzer .claude/analyzers/{name} could not be loaded ({exc}); "
                             "using the built-in analysis instead")
             continue
-        found[name] = function
-    return found
+        loaded[name] = function
+    return loaded
 
 
 def pick(language: str, custom: dict[str, Analyzer]) -> tuple[str, Analyzer]:

@@ -53,6 +53,7 @@ FRAMEWORKS = (
 class Deep:
     exports: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     analyzers: dict[str, str] = field(default_factory=dict)  # language -> analyzer used
+    skipped_analyzers: list[str] = field(default_factory=list)  # the project's own, not allowed by the user
     directory_analyzers: dict[str, list[str]] = field(default_factory=dict)  # top-level dir ("." root) -> analyzers
     naming: dict[str, Any] = field(default_factory=dict)
     file_naming: str = ""
@@ -108,8 +109,8 @@ def analyze(structure: Structure, *, deadline: float = DEEP_DEADLINE_SECONDS,
     """Exports and conventions of the sampled source files."""
     started = time.monotonic()
     problems = problems if problems is not None else []
-    custom = analyzers.load_custom(structure.root, problems)
     result = Deep(frameworks=_frameworks(structure.manifests or Manifests(structure.root)))
+    custom = analyzers.load_custom(structure.root, problems, result.skipped_analyzers)
     sample = _sample(structure)
     result.source_files = sum(1 for info in structure.files if info.code)
     languages = {info.path: info.language for info in structure.files}

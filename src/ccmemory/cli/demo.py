@@ -22,7 +22,7 @@ from pathlib import Path
 import click
 
 from .. import db as database
-from .. import embeddings, memories, projects, search, sessions
+from .. import embeddings, isolation, memories, projects, search, sessions
 from .common import echo, preview
 
 DEMO_QUERIES = ("why did the webhook tests fail", "verify_signature")
@@ -31,8 +31,9 @@ DEMO_QUERIES = ("why did the webhook tests fail", "verify_signature")
 def _hook(name: str, payload: dict, env: dict[str, str], cwd: Path) -> tuple[float, str]:
     started = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-c", f"from ccmemory.hooks.runner import main; main({name!r})"],
-        input=json.dumps(payload), capture_output=True, text=True, env=env, cwd=cwd, timeout=120,
+        [sys.executable, "-P", "-c", f"from ccmemory.hooks.runner import main; main({name!r})"],
+        input=json.dumps(payload), capture_output=True, text=True, cwd=cwd, timeout=120,
+        env=isolation.child_env(env, python_path=[isolation.package_parent()]),
     )
     return (time.perf_counter() - started) * 1000, result.stdout
 

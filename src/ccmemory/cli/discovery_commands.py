@@ -10,6 +10,7 @@ import click
 
 from .. import projects
 from ..knowledge import discovery, promotion, settings as project_settings
+from .analysis_commands import allow_analyzers, trust_analyzers_option
 from .common import (INTERRUPTED_EXIT, default_project_dir, echo, emit_json, fail, handles_errors, json_option,
                      open_store, project_option)
 
@@ -21,12 +22,15 @@ def _interrupt_on_terminate(_signum: int, _frame: Any) -> None:
 @click.command()
 @click.option("--save/--no-save", default=True, show_default=True,
               help="Store the findings as discovery memories, or only print them.")
+@trust_analyzers_option
 @project_option
 @json_option
 @handles_errors
-def discover(save: bool, project_dir: str | None, as_json: bool) -> None:
+def discover(save: bool, trust_analyzers: bool, project_dir: str | None, as_json: bool) -> None:
     """Deep analysis of the project, saved as discovery memories (one run at a time)."""
     settings = project_settings.load(projects.project_root(project_dir or default_project_dir()))
+    if trust_analyzers:
+        allow_analyzers(settings)
     db, project = open_store(settings.root) if save else (None, None)
     signal.signal(signal.SIGTERM, _interrupt_on_terminate)
     say = (lambda text: None) if as_json else (lambda text: echo(f"Discovery: {text}...", err=True))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -11,7 +10,7 @@ from typing import Any
 
 import click
 
-from .. import compat, config, embeddings, migrations, paths, retention, status, vectors
+from .. import compat, config, embeddings, isolation, migrations, paths, retention, status, vectors
 from .. import db as database
 from .common import (echo, emit_json, fail, handles_errors, json_option, load_settings, one_line, open_db, open_store,
                      project_option)
@@ -119,7 +118,7 @@ def _checks() -> list[dict[str, Any]]:
           "`ccmemory config` shows every setting; `ccmemory config set|unset NAME` fixes one")
     ignored = paths.ignored_settings()
     check("data dir", not ignored, "; ".join(ignored) or paths.data_dir(), "set CCMEMORY_HOME to an absolute path")
-    claude = _on_path("claude")
+    claude = isolation.find_program("claude")  # never ./claude of the project
     if claude:
         check("claude code", *_claude_code_version(claude), f"update Claude Code to {compat.MIN_CLAUDE_CODE_TEXT} or "
               "newer (`claude update`)")
@@ -133,13 +132,6 @@ def _checks() -> list[dict[str, Any]]:
 def pending_text(count: int) -> str:
     """How many items wait for a vector, with the command that embeds them when there are any."""
     return f"{count} (run `ccmemory embed`)" if count else "0"
-
-
-def _on_path(name: str) -> str | None:
-    """``name`` found in the absolute folders of PATH only: a relative entry ('', '.') would run a
-    program of whatever project the command is started in."""
-    folders = [folder for folder in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(folder)]
-    return shutil.which(name, path=os.pathsep.join(folders)) if folders else None
 
 
 def _claude_code_version(claude: str) -> tuple[bool, str]:

@@ -9,7 +9,8 @@ gives up after ``summary.timeout_seconds``, killing the whole ``claude``
 process group. Any failure leaves the extractive summary in place. The
 rewrite only lands if no newer Stop changed the summary meanwhile.
 
-Run as ``python -m ccmemory.hooks.model_summary <session id> <summary memory id>``.
+Run as ``python -m ccmemory.hooks.model_summary <session id> <summary memory id>``; the Stop hook
+starts it isolated from the project's directory (:func:`ccmemory.isolation.isolated_module_command`).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any, Sequence
 
+from .. import isolation
 from . import log
 from .privacy import RECURSION_GUARD_ENV
 
@@ -36,12 +37,11 @@ _child: subprocess.Popen | None = None
 
 def start_detached(session_id: str, memory_id: str) -> None:
     """Start the worker in its own process session, so Stop returns at once and Claude Code never waits."""
-    package_parent = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    env = isolation.child_env()
     env[RECURSION_GUARD_ENV] = "1"
     subprocess.Popen(
-        [sys.executable, "-m", "ccmemory.hooks.model_summary", session_id, memory_id],
+        isolation.isolated_module_command(sys.executable, isolation.package_parent(),
+                                          "ccmemory.hooks.model_summary", session_id, memory_id),
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True, env=env, close_fds=True,
     )

@@ -73,12 +73,15 @@ def start_embedding() -> None:
     import subprocess
     import sys
 
+    from ..isolation import child_env
+
     root = os.environ.get("CLAUDE_PLUGIN_ROOT")
     launcher = os.path.join(root, "scripts", "mcp_launcher.py") if root else ""
-    if not launcher or not os.path.isfile(launcher):
+    if not launcher or not os.path.isabs(launcher) or not os.path.isfile(launcher):
         return
     try:
-        subprocess.Popen([sys.executable, launcher, "--embed"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        subprocess.Popen([sys.executable, "-I", launcher, "--embed"], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                         env=child_env())
     except OSError as exc:
         log.error("session_end", f"could not start embedding after the session: {exc}")

@@ -6,6 +6,12 @@ keeps all its lines; the block goes right after its first line, so an ``exit``
 at its end cannot skip it, and ends in ``|| true``, so it cannot fail the
 commit. A hook in another language is left alone with a message saying what to add.
 
+Git runs the hook in the repository, whose files must never run: the block starts the
+interpreter that installed it by absolute path with ``-E -P`` (no ``PYTHON*`` variable, no
+current directory on ``sys.path``) and puts the folder holding that ccmemory package first
+on ``sys.path`` itself (:func:`ccmemory.isolation.isolated_module_command`); the fallback
+``ccmemory`` on PATH is used only when PATH finds it at an absolute path.
+
 The block runs ``ccmemory git-hook pre-commit`` (:func:`run_pre_commit`): it
 returns at once when no staged file is under the knowledge directory,
 takes ``.claude/memory/index.lock`` (shared with ``ccmemory index``) so two runs
@@ -27,7 +33,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable
 
-from .. import safe_files
+from .. import isolation, safe_files
 from ..errors import ValidationError
 from ..safe_files import UnsafeFileError, open_text_for_writing
 from . import lock
@@ -51,8 +57,11 @@ class HookResult:
 
 
 def _git(root: str, *args: str) -> subprocess.CompletedProcess[str] | None:
+    git = isolation.find_program("git")  # never a ./git of the repository
+    if git is None:
+        return None
     try:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS)
+        return subprocess.run([git, *args], cwd=root, capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS)
     except (OSError, subprocess.TimeoutExpired):
         return None
 
@@ -66,15 +75,25 @@ def hooks_dir(root: str) -> str | None:
 
 
 def block(python: str | None = None) -> str:
-    """The lines added to the hook: this interpreter's ccmemory, else one on PATH, else a note."""
-    python = python or sys.executable
+    """The lines added to the hook: this interpreter's ccmemory, else one on PATH, else a note.
+
+    Neither can pick up a file of the repository, the hook's current directory (see the module).
+    """
+    python = os.path.abspath(python or sys.executable)
+    source = isolation.package_parent()
+    command = isolation.isolated_module_command('"$ccmemory_python"', '"$ccmemory_source"', "ccmemory", "git-hook",
+                                                "pre-commit", flags=("-E", "-P"))
+    code = command.index("-c") + 1
+    command[code] = shlex.quote(command[code])
     return "\n".join([
         BEGIN,
         f"ccmemory_python={shlex.quote(python)}",
-        'if [ -x "$ccmemory_python" ]; then',
-        '  "$ccmemory_python" -m ccmemory git-hook pre-commit || true',
-        "elif command -v ccmemory >/dev/null 2>&1; then",
-        "  ccmemory git-hook pre-commit || true",
+        f"ccmemory_source={shlex.quote(source)}",
+        'ccmemory_path=$(command -v ccmemory 2>/dev/null)',
+        'if [ -x "$ccmemory_python" ] && [ -d "$ccmemory_source/ccmemory" ]; then',
+        f"  {' '.join(command)} || true",
+        'elif [ "${ccmemory_path#/}" != "$ccmemory_path" ]; then',
+        '  "$ccmemory_path" git-hook pre-commit || true',
         "else",
         '  echo "ccmemory: not found; .claude/knowledge was not re-indexed (the commit goes on)" >&2',
         "fi",
@@ -116,8 +135,8 @@ def install(root: str, python: str | None = None) -> HookResult:
         if existing is not None and not _is_shell_script(existing):
             return HookResult("unsupported", shown,
                               f"{shown} is not a shell script, so it was left alone. To re-index knowledge on "
-                              f"commit, make it run: {shlex.quote(python or sys.executable)} -m ccmemory git-hook "
-                              "pre-commit (its exit status can be ignored)")
+                              f"commit, make it run: {shlex.quote(python or sys.executable)} -E -P -m ccmemory "
+                              "git-hook pre-commit (its exit status can be ignored)")
         os.makedirs(folder, exist_ok=True)
         if existing is None:
             text, action = "#!/bin/sh\n" + lines, "installed"
