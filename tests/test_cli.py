@@ -183,8 +183,8 @@ def test_search_shows_the_top_5_with_scores_and_cut_previews_and_limit_n(home, p
     rows = [line for line in default.stdout.splitlines() if re.match(r"\d+\. \[\d\.\d\d\] ", line)]
     assert [row.split(".")[0] for row in rows] == ["1", "2", "3", "4", "5"]
     previews = [line.strip() for line in default.stdout.splitlines() if line.startswith("   ")]
-    assert len(previews) == 5 and all(p.startswith("Deploy step") and p.endswith("...") and len(p) == 100
-                                      for p in previews)
+    assert len(previews) == 5 and all(p.startswith("Deploy step") and p.endswith("the…") and len(p) <= 100
+                                      for p in previews)  # cut after a whole word
     three = run(home, project_dir, "search", "deploy pipeline", "--mode", "keyword", "--limit=3")
     assert len([line for line in three.stdout.splitlines() if re.match(r"\d+\. \[", line)]) == 3
 

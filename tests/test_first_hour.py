@@ -164,3 +164,46 @@ def test_export_counts_in_plain_english(home: Path, project_dir: Path, tmp_path:
     done = run(home, project_dir, "export", "--project", str(project_dir), "-o", str(tmp_path / "out.jsonl"))
     assert done.returncode == 0, done.stderr
     assert "Exported 1 project, 2 memories" in done.stderr
+
+
+def test_cuts_end_at_words_and_are_never_longer_than_what_they_replace() -> None:
+    import random
+
+    from ccmemory import excerpts
+
+    words = "we decided to reject before any side effect so the webhook tests pass again supercalifragilistic".split()
+    chooser = random.Random(7)
+    for _ in range(2000):
+        text = " ".join(chooser.choice(words) for _ in range(chooser.randint(1, 120)))
+        for limit in (12, 40, 100, 300):
+            for shorten in (excerpts.one_line, excerpts.ends, excerpts.cut):
+                shown = shorten(text, limit)
+                if len(text) <= limit:
+                    assert shown == text
+                    continue
+                assert len(shown) <= limit and len(shown) < len(text)
+                kept = shown.replace("…", " ").replace("\n", " ").split()
+                kept = [word for word in kept if word not in ("[", "]", "characters", "elided") and not word.isdigit()]
+                # whole words only; the first may be cut when that one word alone is longer than the room
+                assert all(word in words for word in kept[1:]), (shorten.__name__, limit, shown)
+                assert not kept or any(word.startswith(kept[0]) for word in words), (shorten.__name__, limit, shown)
+
+
+def test_the_demo_previews_and_next_session_say_the_useful_thing_first(tmp_path: Path) -> None:
+    env = {**os.environ}
+    env.pop("CCMEMORY_HOME", None)
+    done = subprocess.run([sys.executable, "-m", "ccmemory", "demo", "--home", str(tmp_path / "demo")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    searches = done.stdout[done.stdout.index("\nSearch ("):done.stdout.index("What the next session is given")]
+    hits = [line for line in searches.splitlines() if line[:1].isdigit()]
+    assert hits and all(" reflective/" in line or " episodic/" in line or " semantic/" in line
+                        or " procedural/" in line for line in hits)  # <id> <sector>/<category> <date>
+    previews = [line.strip() for line in searches.splitlines() if line.startswith("   ")]
+    assert previews and not any(line.startswith("Session summary (") for line in previews)
+    assert any(line.startswith(("Request:", "Outcome:")) for line in previews)
+    context = done.stdout[done.stdout.index("<ccmemory-context>"):]
+    assert "Files read: app\n" not in context and "Files read: app," not in context
+    assert "characters elided" not in context
+    session = next(line for line in context.splitlines() if "] 20" in line and " session: " in line)
+    assert session.split(" session: ", 1)[1].startswith(("Request:", "Outcome:"))

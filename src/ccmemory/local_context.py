@@ -30,7 +30,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-from . import clock
+from . import clock, excerpts
 
 DETAILED = 20
 KEPT = 40
@@ -45,11 +45,6 @@ HUMAN_FILE = "local-context.md"
 def directory_key(directory: str) -> str:
     """Directories are identified by their real path."""
     return os.path.realpath(directory)
-
-
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 # -- the switch --------------------------------------------------------------------------------------
@@ -111,9 +106,9 @@ def record(db: Any, directory: str, *, session_id: str | None, title: str, detai
         db.execute(
             "INSERT INTO local_context_entries(directory, session_id, at, title, details, files, theme, last_seq) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, session_id, at or clock.now(), _one_line(title, 200),
-             json.dumps([_one_line(d, 300) for d in details[:MAX_DETAIL_LINES]]), json.dumps(files[:20]),
-             _one_line(theme, 80) or OTHER_THEME, last_seq),
+            (key, session_id, at or clock.now(), excerpts.one_line(title, 200),
+             json.dumps([excerpts.one_line(d, 300) for d in details[:MAX_DETAIL_LINES]]), json.dumps(files[:20]),
+             excerpts.one_line(theme, 80) or OTHER_THEME, last_seq),
         )
         for old in db.rows("SELECT id, at, title, theme FROM local_context_entries WHERE directory = ? "
                            "ORDER BY id DESC LIMIT -1 OFFSET ?", (key, KEPT)):
@@ -177,7 +172,7 @@ def _entry_line(entry: dict[str, Any]) -> str:
 def _one_line_entry(entry: dict[str, Any], *, bracketed: bool = True) -> str:
     files = f" (files: {', '.join(os.path.basename(f) for f in entry['files'][:4])})" if entry["files"] else ""
     line = _entry_line(entry) if bracketed else f"{entry['at'][:16].replace('T', ' ')}: {entry['title']}"
-    return _one_line(line + files, 240)
+    return excerpts.one_line(line + files, 240)
 
 
 def render(db: Any, directory: str) -> str:
@@ -194,8 +189,8 @@ def render(db: Any, directory: str) -> str:
     if grouped:
         lines += ["", "## Earlier work by theme"]
         for theme in grouped:
-            latest = "; ".join(_one_line(t, 80) for t in reversed(theme["titles"]))
-            lines.append(_one_line(f"- {theme['theme']}: {theme['entries']} entries, {theme['first_at'][:10]} to "
+            latest = "; ".join(excerpts.one_line(t, 80) for t in reversed(theme["titles"]))
+            lines.append(excerpts.one_line(f"- {theme['theme']}: {theme['entries']} entries, {theme['first_at'][:10]} to "
                                    f"{theme['last_at'][:10]}; latest: {latest}", 400))
     older, recent = kept[:-DETAILED] if len(kept) > DETAILED else [], kept[-DETAILED:]
     if older:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import clock
+from . import clock, excerpts
 from .db import Database
 from .errors import NotFoundError, ValidationError
 from .redaction import redact
@@ -90,6 +90,7 @@ def summary_memory_ids(db: Database, session_ids: Sequence[str]) -> dict[str, st
     return {row["session_id"]: row["id"] for row in rows}
 
 
+#: The labelled lines a gist keeps, most useful first: what was asked, how it ended, what was done.
 _GIST_LABELS = ("Request:", "Outcome:", "Did:")
 
 
@@ -101,6 +102,10 @@ def gist(summary: str | None, limit: int) -> str:
     """
     lines = [line.strip() for line in (summary or "").splitlines() if line.strip()]
     body = lines[1:] if lines and lines[0].startswith("Session summary") else lines
-    picked = [line for line in body if line.startswith(_GIST_LABELS)] or body
-    flat = " ".join(" ".join(picked).split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    picked = [line for label in _GIST_LABELS for line in body if line.startswith(label)] or body
+    return excerpts.one_line(" ".join(picked), limit)
+
+
+def preview(content: str, source: str, limit: int) -> str:
+    """One line for a memory in a list of hits: a session summary's gist, else the text's start."""
+    return gist(content, limit) if source == "summary" else excerpts.one_line(content, limit)

@@ -12,7 +12,7 @@ from typing import BinaryIO, Iterator, TextIO
 
 import click
 
-from .. import projects, quoting
+from .. import excerpts, projects, quoting
 from ..archive import jsonl, markdown, records
 from ..errors import ValidationError
 from ..redaction import redact
@@ -65,11 +65,7 @@ def _private_output(path: str) -> Iterator[TextIO]:
 
 def counted(counts: dict[str, int]) -> str:
     """``{"project": 1, "memory": 7}`` as "1 project, 7 memories" ("nothing" when empty)."""
-    def plural(name: str) -> str:
-        return name[:-1] + "ies" if name.endswith("y") else name + "s"
-
-    parts = [f"{n} {name.replace('_', ' ') if n == 1 else plural(name.replace('_', ' '))}" for name, n in counts.items()]
-    return ", ".join(parts) or "nothing"
+    return ", ".join(excerpts.counted(n, name.replace("_", " ")) for name, n in counts.items()) or "nothing"
 
 
 @click.command(name="export")

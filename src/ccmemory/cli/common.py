@@ -21,8 +21,9 @@ from typing import Any, Callable, TypeVar
 import click
 
 from .. import db as database
-from .. import projects, quoting
+from .. import excerpts, knowledge, projects, quoting, sessions
 from ..errors import CCMemoryError, NotFoundError, ValidationError
+from ..memories import Memory
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: Exit status of a command stopped by Ctrl+C (or SIGTERM) after keeping what it had done: 128 + SIGINT.
@@ -130,8 +131,7 @@ def report_search(result: Any, query: str, as_json: bool) -> bool:
 
 def one_line(exc: BaseException, limit: int = 300) -> str:
     """An error's message on one line, cut to ``limit`` characters (onnxruntime's run to several lines)."""
-    text = " ".join(str(exc).split())
-    return text if len(text) <= limit else text[:limit] + "…"
+    return excerpts.one_line(str(exc), limit)
 
 
 def fail(message: str, code: int = 1) -> None:
@@ -156,7 +156,14 @@ def handles_errors(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def preview(text: str, width: int = 100) -> str:
-    """One line of a text, cut to ``width`` characters."""
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 3] + "..."
+def preview(memory: Memory, width: int = 100) -> str:
+    """A memory on one line, cut after a word: a session summary shows its request and outcome first."""
+    return sessions.preview(memory.content, memory.source, width)
+
+
+def describe(memory: Memory) -> str:
+    """The head line of a memory in the CLI: knowledge reference, short id, sector/category, date, marks."""
+    marks = "".join((" [SUPERSEDED]" if memory.is_superseded else "", " [DELETED]" if memory.is_deleted else ""))
+    where = knowledge.reference(memory)
+    return (f"{where + ' ' if where else ''}{memory.id[:8]} {memory.sector}/{memory.category} "
+            f"{memory.created_at[:10]}{marks}")

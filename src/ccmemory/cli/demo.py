@@ -23,7 +23,7 @@ import click
 
 from .. import db as database
 from .. import embeddings, isolation, memories, projects, search, sessions
-from .common import echo, preview
+from .common import describe, echo, preview
 
 DEMO_QUERIES = ("why did the webhook tests fail", "verify_signature")
 
@@ -78,8 +78,8 @@ def demo(home: str | None) -> None:
         result = search.search_with_info(db, query, project_id=project_id, embedder=embedder, limit=3)
         echo(f"\nSearch ({result.mode_used}): {query}")
         for number, hit in enumerate(result.hits, 1):
-            echo(f"{number}. [{hit.score:.2f}] {hit.memory.id[:8]} {hit.memory.sector}")
-            echo(f"   {preview(hit.memory.content)}")
+            echo(f"{number}. [{hit.score:.2f}] {describe(hit.memory)}")
+            echo(f"   {preview(hit.memory)}")
     db.close()
 
     next_session = {"session_id": str(uuid.uuid4()), "transcript_path": str(project / ".next.jsonl"),

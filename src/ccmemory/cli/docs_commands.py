@@ -6,10 +6,10 @@ import click
 
 from .groups import WholeHelpGroup
 
-from .. import documents
+from .. import documents, excerpts
 from ..search import DEFAULT_LIMIT, MAX_LIMIT, MODES
-from .common import (search_embedder, echo, emit_json, handles_errors, json_option, open_store, preview,
-                     project_option, report_search)
+from .common import (search_embedder, echo, emit_json, handles_errors, json_option, open_store, project_option,
+                     report_search)
 
 
 @click.group(cls=WholeHelpGroup)
@@ -55,7 +55,7 @@ def search_docs(query: str, limit: int, mode: str, project_dir: str | None, as_j
     for number, hit in enumerate(result.hits, 1):
         source = hit.document.source_path or hit.document.source_url or "inline"
         echo(f"{number}. [{hit.score:.2f}] {hit.document.title}#{hit.chunk.heading or 'top'} ({source})")
-        echo(f"   {preview(hit.chunk.content)}")
+        echo(f"   {excerpts.one_line(hit.chunk.content, 100)}")
         echo()
 
 

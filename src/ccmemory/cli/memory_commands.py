@@ -6,21 +6,14 @@ import sys
 
 import click
 
-from .. import knowledge, memories, projects, search as searching
+from .. import memories, projects, search as searching
 from ..knowledge import promotion
 from ..db import Database
-from ..memories import CATEGORIES, Memory
+from ..memories import CATEGORIES
 from ..redaction import REDACTED
 from ..migrations import SECTORS
-from .common import (default_project_dir, echo, emit_json, fail, handles_errors, json_option, open_db, open_store,
-                     preview, project_option, report_search, search_embedder)
-
-
-def _describe(memory: Memory) -> str:
-    marks = "".join((" [SUPERSEDED]" if memory.is_superseded else "", " [DELETED]" if memory.is_deleted else ""))
-    where = knowledge.reference(memory)
-    return (f"{where + ' ' if where else ''}{memory.id[:8]} {memory.sector}/{memory.category} "
-            f"{memory.created_at[:10]}{marks}")
+from .common import (default_project_dir, describe, echo, emit_json, fail, handles_errors, json_option, open_db,
+                     open_store, preview, project_option, report_search, search_embedder)
 
 
 def _valid_category(value: str) -> str:
@@ -119,8 +112,8 @@ def search(query: str, limit: int, mode: str, sector: str | None, include_supers
     if not report_search(result, query, as_json):
         return
     for number, hit in enumerate(result.hits, 1):
-        echo(f"{number}. [{hit.score:.2f}] {_describe(hit.memory)}")
-        echo(f"   {preview(hit.memory.content)}")
+        echo(f"{number}. [{hit.score:.2f}] {describe(hit.memory)}")
+        echo(f"   {preview(hit.memory)}")
         if hit.superseded_by:
             echo(f"   superseded by {hit.superseded_by[:8]}")
         echo()
@@ -149,7 +142,7 @@ def list_command(category: str | None, sector: str | None, limit: int, include_d
         echo(f"No memories{narrowed} in the project at {root}. `ccmemory list --project PATH` lists "
                    "another project's; `ccmemory stats --all-projects` counts every project's.")
     for memory in found:
-        echo(f"{_describe(memory)}  {preview(memory.content, 80)}")
+        echo(f"{describe(memory)}  {preview(memory, 80)}")
 
 
 @click.command()
@@ -165,7 +158,7 @@ def get(memory_ids: tuple[str, ...], as_json: bool, project_dir: str | None) -> 
         emit_json({"memories": [memory.to_dict() for memory in found], "missing": missing})
     else:
         for memory in found:
-            echo(f"{memory.id}  {_describe(memory)}")
+            echo(f"{memory.id}  {describe(memory)}")
             echo(f"salience {memory.salience:.2f}  references {memory.reference_count}  "
                        f"tier {memory.tier}  source {memory.source}")
             if memory.tags or memory.files:

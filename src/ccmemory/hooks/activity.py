@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from typing import Any, Sequence
 
 from .. import local_context
-from .capture import cut
+from ..excerpts import cut, ends
 from ..redaction import redact
 
 CHANGING_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
@@ -56,8 +56,9 @@ def build_entry(observations: Sequence[Any], *, prompt: str | None, last_message
     for memory in observations:
         tool = memory.metadata.get("tool") or (memory.tags[0] if memory.tags else "tool")
         tally[tool] = tally.get(tool, 0) + 1
-        target = changed if tool in CHANGING_TOOLS else read
-        target.extend(f for f in memory.files if f not in target)
+        target = changed if tool in CHANGING_TOOLS else read if tool == "Read" else None  # Grep/Glob name folders
+        if target is not None:
+            target.extend(f for f in memory.files if f not in target)
         first = memory.content.split("\n", 1)[0]
         if tool == "Bash":
             commands.append(cut(first.split(": ", 1)[-1], 120))
@@ -81,7 +82,7 @@ def build_entry(observations: Sequence[Any], *, prompt: str | None, last_message
     if errors:
         details.append("Errors: " + "; ".join(errors[-2:]))
     if outcome:
-        details.append("Outcome: " + cut(" ".join(outcome.split()), 200))
+        details.append("Outcome: " + ends(outcome, 200))
     title = request or "Tool work: " + ", ".join(f"{n} {tool}" for tool, n in sorted(tally.items()))
     return {"title": title, "details": details, "files": changed or read,
             "theme": theme_of(changed or read, root, bool(commands)),

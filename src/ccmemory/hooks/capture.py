@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 from ..config import Config
+from ..excerpts import cut
 from . import log, payload as payloads
 from ..redaction import redact, redact_value
 from .runner import RECEIVED_AT
@@ -117,15 +118,6 @@ def result_size(tool: str, response: Any) -> int:
     if tool in _FILE_CHANGING and isinstance(response, dict):
         response = {k: v for k, v in response.items() if k not in _ECHO_FIELDS}
     return len(_dumps(response))
-
-
-def cut(text: str, limit: int) -> str:
-    """Keep the head (60 %) and tail (30 %) of a long text with a note of what was elided."""
-    if len(text) <= limit:
-        return text
-    head = int(limit * 0.6)
-    tail = int(limit * 0.3)
-    return f"{text[:head]}\n[… {len(text) - head - tail} characters elided …]\n{text[len(text) - tail:]}"
 
 
 def _dumps(value: Any) -> str:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from typing import Any, Sequence
 
 from .. import quoting
+from ..excerpts import one_line
 from ..config import Config
 from . import payload as payloads
 from .capture import SOURCE as CAPTURE_SOURCE
@@ -61,37 +62,37 @@ def estimate_tokens(text: str) -> int:
     return max(1, -(-len(text) // CHARS_PER_TOKEN))
 
 
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
 def _quoted_line(text: str, limit: int) -> str:
     """Stored text escaped for the model (:func:`ccmemory.quoting.escape`), then flattened and cut to ``limit``.
 
     Escaping first keeps a line within ``limit`` however much the escapes lengthen it.
     """
-    return _one_line(quoting.escape(text), limit)
+    return one_line(quoting.escape(text), limit)
+
+
+#: The summary lines a session's bullet keeps, in the order shown: the most useful first.
+_ENTRY_ORDER = ("Request:", "Outcome:", "Decisions:", "Did:", "Files changed:")
 
 
 def _session_entry(session: dict[str, Any], memory_id: str | None) -> str:
-    """A session summary condensed into one bullet: request, what it did, outcome, decisions, files changed.
+    """A session summary condensed into one bullet, most useful first: request, outcome, decisions, what it
+    did, files changed.
 
     The id shown is the summary memory's (what ``memory_get`` and ``memory_timeline`` take).
     The outcome is Claude's last reply, which may quote what it read: the bullet is escaped
     and shown inside the fence like every stored text.
     """
     lines = [line.strip() for line in (session.get("summary") or "").splitlines() if line.strip()]
-    keep: list[str] = []
+    labelled: dict[str, list[str]] = {label: [] for label in _ENTRY_ORDER}
     in_decisions = False
     for line in lines[1:]:
-        if line.startswith(("Request:", "Did:", "Outcome:", "Files changed:")):
-            keep.append(line)
-        elif line == "Decisions:":
-            keep.append("Decisions:")
+        label = next((name for name in _ENTRY_ORDER if line.startswith(name)), None)
+        if label:
+            labelled[label].append(line)
         elif line.startswith("- ") and in_decisions:
-            keep.append(line[2:] + ";")
+            labelled["Decisions:"].append(line[2:] + ";")
         in_decisions = line == "Decisions:" or (in_decisions and line.startswith("- "))
+    keep = [line for label in _ENTRY_ORDER for line in labelled[label]]
     body = " ".join(keep or lines[1:] or lines)
     date = (session.get("ended_at") or session.get("started_at") or "")[:10]
     shown = f"[{memory_id[:8]}] {date} session" if memory_id else f"{date} session {session['id']}"

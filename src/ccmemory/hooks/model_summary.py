@@ -127,7 +127,7 @@ def _on_terminate(signum: int, frame: Any) -> None:
 def run(session_id: str, memory_id: str) -> None:
     """Summarize one session with the model and rewrite its summary memory if it is still current."""
     from .. import config as settings, db as database, paths
-    from .capture import cut
+    from ..excerpts import cut
     from ..redaction import redact
     from .summary import session_observations, store_summary
 

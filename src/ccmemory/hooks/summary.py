@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 from ..config import Config
 from . import activity, failures, log, payload as payloads
-from .capture import cut
+from ..excerpts import cut
 from ..redaction import redact
 
 SUMMARY_SOURCE = "summary"

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .. import clock, memories, safe_files
+from .. import clock, excerpts, memories, safe_files
 from ..db import Database
 from ..errors import NotFoundError
 from .settings import ProjectSettings
@@ -57,7 +57,7 @@ def slug_of(text: str, limit: int = 60) -> str:
 def title_of(text: str) -> str:
     first = next((line.strip() for line in text.splitlines() if line.strip()), "Discovery")
     first = first.lstrip("#").strip()
-    return first if len(first) <= 80 else first[:79].rstrip() + "…"
+    return excerpts.one_line(first, 80)
 
 
 def _document(memory: memories.Memory, at: str) -> str:

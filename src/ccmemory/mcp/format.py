@@ -18,7 +18,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from .. import knowledge, quoting
 from ..hooks.context import estimate_tokens
 from ..memories import Memory
-from ..sessions import gist
+from ..excerpts import counted, one_line
+from ..sessions import gist, preview
 
 SNIPPET_CHARS = 160
 SESSION_SNIPPET_CHARS = 140
@@ -29,17 +30,9 @@ STORED = "what ccmemory stored (tool calls, replies, files, web pages, imports)"
 DOCUMENTS = "sections of documents ccmemory stored (files, web pages)"
 
 
-def count(number: int, noun: str) -> str:
-    """``1 memory``, ``3 memories``."""
-    if number == 1:
-        return f"1 {noun}"
-    return f"{number} {noun[:-1] + 'ies' if noun.endswith('y') else noun + 's'}"
-
-
 def snippet(text: str | None, limit: int) -> str:
-    """``text`` on one line, cut at ``limit`` characters with an ellipsis."""
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    """``text`` on one line, cut after a word at ``limit`` characters with an ellipsis."""
+    return one_line(text or "", limit)
 
 
 def stamp(iso: str | None) -> str:
@@ -75,7 +68,7 @@ def index_entry(
         context.append(f"{related} related")
     if context:
         lines.append("    " + " · ".join(context))
-    lines.append("    " + snippet(memory.content, SNIPPET_CHARS))
+    lines.append("    " + preview(memory.content, memory.source, SNIPPET_CHARS))
     return "\n".join(lines)
 
 
@@ -89,7 +82,7 @@ def search_results(query: str, mode: str, hits: Sequence[Any], warnings: Iterabl
                     related=hit.related_count)
         for i, hit in enumerate(hits, 1)
     ]
-    header = (f'{count(len(hits), "memory")} for "{snippet(query, 80)}" ({mode}). '
+    header = (f'{counted(len(hits), "memory")} for "{snippet(query, 80)}" ({mode}). '
               "Full text: memory_get(ids); context: memory_timeline(anchor_id).")
     return "\n".join([*notes, header, quoting.quote("\n".join(entries), STORED)])
 
@@ -111,7 +104,7 @@ def memory_list(
                     session=sessions.get(memory.session_id or ""), related=related.get(memory.id, 0))
         for i, memory in enumerate(memories, 1)
     ]
-    header = f"{count(len(memories), 'memory')}{what}, newest first. Full text: memory_get(ids)."
+    header = f"{counted(len(memories), 'memory')}{what}, newest first. Full text: memory_get(ids)."
     return "\n".join([header, quoting.quote("\n".join(entries), STORED)])
 
 
@@ -193,5 +186,5 @@ def document_hits(query: str, hits: Sequence[Any], warnings: Iterable[str] = ())
         entries.append(f"[{i}] {quoting.escape(hit.document.title)}{heading} (score {hit.score:.2f}, "
                        f"{quoting.escape(source)})\n"
                        f"    {quoting.escape(snippet(hit.chunk.content, CHUNK_SNIPPET_CHARS))}")
-    header = f'{count(len(hits), "section")} for "{snippet(query, 80)}".'
+    header = f'{counted(len(hits), "section")} for "{snippet(query, 80)}".'
     return "\n".join([*notes, header, quoting.quote_escaped("\n".join(entries), DOCUMENTS)])
