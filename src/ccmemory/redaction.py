@@ -74,6 +74,7 @@ _PATH = re.compile(
     r"|[A-Za-z0-9_.\-/\\]{0,300}\.(?:pem|key|crt|cer|csr|p12|pfx|jks|keystore|json|ya?ml|txt|env|gpg|asc|ppk|pub"
     r"|der|kdbx|cfg|conf|ini|toml|properties)"
 )
+_YAML_KEY = re.compile(r"[ \t]{0,80}(?:-[ \t]{1,8})?[\"']?([A-Za-z0-9_$\-]{1,80})[\"']?[ \t]{0,8}:(?:[ \t]|$)")
 _EXTEND = re.compile(r"[^\s\"'`,;&|)}\]<>]*")
 _NAME_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _MAX_NAME_BACK = 80
@@ -101,6 +102,7 @@ class _Rules:
         self.key_not_secret = set(names["key_qualifiers_not_secret"])
         self.key_prefixes = set(names["glued_key_prefixes"])
         self.code_objects = set(names["code_objects"])
+        self.schema_keys = set(names["schema_keys"])
         single = self.words | set(self.glued) | {"key"}
         self.anchors = _minimal_anchors(single | {pair[0] for pair in self.pairs if not single & set(pair)})
         self.compiled: dict[str, re.Pattern[str]] = {}
@@ -190,7 +192,8 @@ def _judge_name(name: str) -> bool:
     (``sort_key``, ``public_key``), and glued names (``PGPASSWORD``, ``SSHPASS``, ``apikey``).
     """
     table = rules()
-    words = [w.lower().rstrip("0123456789") for w in _WORD_SPLIT.split(name.strip("-$@:'\"`[]")) if w]
+    words = [w.lower() for w in _WORD_SPLIT.split(name.strip("-$@:'\"`[]")) if w]
+    words = [w if w in table.value_suffixes else w.rstrip("0123456789") for w in words]
     words = [w for w in words if w]
     if not words:
         return False
@@ -335,6 +338,9 @@ def _block_end(text: str, match: re.Match[str]) -> int | None:
     indent = len(first) - len(first.lstrip(" \t"))
     if indent <= key_indent:
         return None
+    child = _YAML_KEY.match(first)
+    if child and child.group(1).lower() in rules().schema_keys:  # a schema or a reference, not a value
+        return None
     end = match.end("secret")
     lines = 0
     while lines < MAX_BLOCK_LINES and end < len(text) and end - match.start("secret") < MAX_BLOCK_CHARS:
@@ -356,8 +362,15 @@ def _block_end(text: str, match: re.Match[str]) -> int | None:
     return len(text[:end].rstrip("\r"))
 
 
-def _occurrences(lower: str, words: list[str]) -> list[tuple[int, int]]:
-    """(start, end) of every occurrence of every word in ``lower``, in order."""
+def _name_starts(text: str, lower: str, words: list[str]) -> list[tuple[int, int]]:
+    """(start of the name, end of the secret word) around every occurrence of a secret word, in order.
+
+    The name starts after the last character before the word that cannot be part of a name,
+    looking back at most :data:`_MAX_NAME_BACK` characters; an occurrence inside a longer run of
+    name characters cannot be a name the rules read, and one whose name starts where an earlier
+    one's does is the same candidate. ``str.find`` and ``str.rstrip`` do the work, so a text made
+    of secret words costs a bounded amount per occurrence.
+    """
     found = []
     for word in words:
         position = lower.find(word)
@@ -365,31 +378,33 @@ def _occurrences(lower: str, words: list[str]) -> list[tuple[int, int]]:
             found.append((position, position + len(word)))
             position = lower.find(word, position + 1)
     found.sort()
-    return found
+    starts: list[tuple[int, int]] = []
+    last = -1
+    for anchor_start, anchor_end in found:
+        floor = max(anchor_start - _MAX_NAME_BACK, 0)
+        window = text[floor:anchor_start]
+        start = anchor_start - (len(window) - len(window.rstrip(_NAME_CHARS)))
+        if start == floor and floor > 0 and text[floor - 1] in _NAME_CHARS or start == last:
+            continue
+        starts.append((start, anchor_end))
+        last = start
+    return starts
 
 
-def _rule_spans(rule: dict[str, Any], text: str, anchors: list[tuple[int, int]] | None) -> list[tuple[int, int, str]]:
+def _rule_spans(rule: dict[str, Any], text: str, names: list[tuple[int, int]] | None) -> list[tuple[int, int, str]]:
     """Where one rule finds secrets in ``text``: (start, end, replacement).
 
-    A named rule is tried only at the name around each occurrence of a secret word (found with
-    ``str.find`` in the lower-cased text), not at every identifier; others search the text.
-    Either way a rejected candidate moves the scan forward, so every position is read a bounded
-    number of times.
+    A named rule is tried only at the names around the secret words (:func:`_name_starts`), not
+    at every identifier; others search the text. Either way a rejected candidate moves the scan
+    forward, so every position is read a bounded number of times.
     """
     pattern = rules().pattern(rule["regex"])
     spans: list[tuple[int, int, str]] = []
-    if anchors is not None:
+    if names is not None:
         resume = 0
-        tried = -1
-        for anchor_start, anchor_end in anchors:
-            if anchor_start < resume:
+        for start, anchor_end in names:
+            if start < resume:
                 continue
-            floor = max(anchor_start - _MAX_NAME_BACK, 0)
-            window = text[floor:anchor_start]
-            start = anchor_start - (len(window) - len(window.rstrip(_NAME_CHARS)))
-            if start == tried:
-                continue
-            tried = start
             match = pattern.match(text, start)
             if match is None or match.end("name") < anchor_end:
                 continue
@@ -451,12 +466,12 @@ def _scan(text: str) -> list[tuple[int, int, str]]:
         keywords = table.keywords(rule)
         if keywords and not any(k in lower for k in keywords):
             continue
-        anchors = None
+        names = None
         if rule.get("anchors") == "names":
             if named is None:
-                named = _occurrences(lower, table.anchors)
-            anchors = named
-        spans.extend(_rule_spans(rule, text, anchors))
+                named = _name_starts(text, lower, table.anchors)
+            names = named
+        spans.extend(_rule_spans(rule, text, names))
     return spans
 
 
