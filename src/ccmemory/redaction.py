@@ -280,9 +280,8 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         return _base64_private_key(value)
     if not is_secret_name(match.group("name")):
         return False
-    if check == "name-prose":  # after "is": a plain word is prose ("the token is invalid"), not a credential
-        loose = group != "bare" or ":" in match.group("sep") or "=" in match.group("sep")
-        return plausible_value(value) if loose else _opaque(value)
+    if check == "name-prose" and group == "bare" and match.group("sep").strip(" \t:="):
+        return _opaque(value)  # after "is": a plain word is prose ("the token is invalid"), not a credential
     return plausible_value(value, expressions=group == "bare")
 
 
