@@ -251,6 +251,11 @@ def _opaque(value: str) -> bool:
     return plausible_value(value) and not value.isalpha()
 
 
+def _machine_made(value: str) -> bool:
+    """Letters and digits mixed, at least 8 characters: a credential, not a word of prose (``password field``)."""
+    return len(value) >= 8 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
 def _base64_private_key(value: str) -> bool:
     import binascii
 
@@ -263,7 +268,7 @@ def _base64_private_key(value: str) -> bool:
 
 
 def _secret_group(match: re.Match[str]) -> str | int:
-    for group in ("secret", "dq", "sq", "bq", "bare"):
+    for group in ("secret", "tq", "dq", "sq", "bq", "bare"):
         if group in match.re.groupindex and match.group(group) is not None:
             return group
     return 0
@@ -282,6 +287,8 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         return False
     if check == "name-prose" and group == "bare" and match.group("sep").strip(" \t:="):
         return _opaque(value)  # after "is": a plain word is prose ("the token is invalid"), not a credential
+    if check == "name-machine" and group == "bare":  # "PASSWORD X" with no sign between: X must look machine-made
+        return _machine_made(value) and plausible_value(value, expressions=True)
     return plausible_value(value, expressions=group == "bare")
 
 

@@ -164,7 +164,7 @@ def _names_table() -> dict:
 def _secret_names() -> list[str]:
     names = _names_table()
     found = [f"MY_{word.upper()}" for word in names["words"]] + [f"{word}" for word in names["words"]]
-    found += [f"{first}_{last}" for first, last in names["pairs"]]
+    found += [f"MY_{first}_{last}" for first, last in names["pairs"]]
     found += [f"DB{word.upper()}" for word in names["glued_suffixes"]]
     found += [f"{prefix}Key" for prefix in names["glued_key_prefixes"]]
     found += ["FERNET_KEY", "client-key-data", "MY_PASSWORD_B64", "tokenValue"]
