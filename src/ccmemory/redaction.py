@@ -106,6 +106,8 @@ class _Rules:
         single = self.words | set(self.glued) | {"key"}
         self.anchors = _minimal_anchors(single | {pair[0] for pair in self.pairs if not single & set(pair)})
         self.compiled: dict[str, re.Pattern[str]] = {}
+        self.gates = [frozenset(self.keywords(rule)) for rule in self.rules]
+        self.all_keywords = sorted(frozenset().union(*self.gates))
 
     def pattern(self, source: str) -> re.Pattern[str]:
         compiled = self.compiled.get(source)
@@ -274,7 +276,7 @@ def _secret_group(match: re.Match[str]) -> str | int:
     return 0
 
 
-def _checked(check: str | None, match: re.Match[str], group: str | int, value: str) -> bool:
+def _checked(check: str | None, match: re.Match[str], group: str | int, value: str, text: str) -> bool:
     if check is None:
         return True
     if check == "value":
@@ -283,7 +285,7 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         return _opaque(value)
     if check == "base64-private-key":
         return _base64_private_key(value)
-    if not is_secret_name(match.group("name")):
+    if not is_secret_name(text[match.start("name"):match.end("name")]):
         return False
     if check == "name-prose" and group == "bare" and match.group("sep").strip(" \t:="):
         return _opaque(value)  # after "is": a plain word is prose ("the token is invalid"), not a credential
@@ -293,10 +295,14 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
 
 
 def _accepted(rule: dict[str, Any], match: re.Match[str], text: str) -> tuple[int, int, str] | None:
-    """The span a rule's match redacts, or None when its check says the candidate is not a secret."""
+    """The span a rule's match redacts, or None when its check says the candidate is not a secret.
+
+    Values and names are read from ``text`` at the match's positions: a ``lower`` rule matched
+    the lower-cased copy, whose positions are the same.
+    """
     group = _secret_group(match)
     start, end = match.span(group)
-    if not _checked(rule.get("check"), match, group, match.group(group)):
+    if not _checked(rule.get("check"), match, group, text[start:end], text):
         return None
     extend = rule.get("extend")
     if extend == "indented":
@@ -397,22 +403,25 @@ def _name_starts(text: str, lower: str, words: list[str]) -> list[tuple[int, int
     return starts
 
 
-def _rule_spans(rule: dict[str, Any], text: str, names: list[tuple[int, int]] | None) -> list[tuple[int, int, str]]:
+def _rule_spans(rule: dict[str, Any], text: str, lower: str,
+                names: list[tuple[int, int]] | None) -> list[tuple[int, int, str]]:
     """Where one rule finds secrets in ``text``: (start, end, replacement).
 
-    A named rule is tried only at the names around the secret words (:func:`_name_starts`), not
-    at every identifier; others search the text. Either way a rejected candidate moves the scan
+    A named rule is tried only at the names around the secret words (:func:`_name_starts`), an
+    anchored one only where its anchor occurs (:func:`_anchor_starts`), not at every position;
+    others search the text. Either way a rejected candidate moves the scan
     forward, so every position is read a bounded number of times.
     """
     pattern = rules().pattern(rule["regex"])
+    subject = lower if rule.get("lower") else text
     spans: list[tuple[int, int, str]] = []
     if names is not None:
         resume = 0
         for start, anchor_end in names:
             if start < resume:
                 continue
-            match = pattern.match(text, start)
-            if match is None or match.end("name") < anchor_end:
+            match = pattern.match(subject, start)
+            if match is None or match.end("name" if "name" in pattern.groupindex else 0) < anchor_end:
                 continue
             span = _accepted(rule, match, text)
             if span is not None:
@@ -421,7 +430,7 @@ def _rule_spans(rule: dict[str, Any], text: str, names: list[tuple[int, int]] | 
         return spans
     position = 0
     while position <= len(text):
-        match = pattern.search(text, position)
+        match = pattern.search(subject, position)
         if match is None:
             break
         span = _accepted(rule, match, text)
@@ -463,22 +472,40 @@ def _scan(text: str) -> list[tuple[int, int, str]]:
     """Every rule's spans in ``text`` as it stands (overlapping, unsorted)."""
     table = rules()
     lower = _lowered(text)
+    present = {keyword for keyword in table.all_keywords if keyword in lower}
     spans: list[tuple[int, int, str]] = []
     for block in table.blocks:
         if any(k in lower for k in block["keywords"]):
             spans.extend(_block_spans(block, text))
-    named: list[tuple[int, int]] | None = None
-    for rule in table.rules:
-        keywords = table.keywords(rule)
-        if keywords and not any(k in lower for k in keywords):
+    starts: dict[Any, list[tuple[int, int]]] = {}
+    for rule, gate in zip(table.rules, table.gates):
+        if gate and present.isdisjoint(gate):
             continue
-        names = None
+        candidates = None
         if rule.get("anchors") == "names":
-            if named is None:
-                named = _name_starts(text, lower, table.anchors)
-            names = named
-        spans.extend(_rule_spans(rule, text, names))
+            candidates = starts.get("names")
+            if candidates is None:
+                candidates = starts["names"] = _name_starts(text, lower, table.anchors)
+        elif "anchor" in rule:
+            anchor = rule["anchor"]
+            key = (anchor["regex"], bool(rule.get("lower")))
+            candidates = starts.get(key)
+            if candidates is None:
+                candidates = starts[key] = _anchor_starts(lower if rule.get("lower") else text, anchor)
+        spans.extend(_rule_spans(rule, text, lower, candidates))
     return spans
+
+
+def _anchor_starts(text: str, anchor: dict[str, Any]) -> list[tuple[int, int]]:
+    """(start, end of the anchor) for every occurrence of a rule's anchor regex, the start found by going back
+    over the anchor's ``back`` characters (at most ``max_back``)."""
+    back, max_back = anchor["back"], anchor["max_back"]
+    found = []
+    for hit in rules().pattern(anchor["regex"]).finditer(text):
+        floor = max(hit.start() - max_back, 0)
+        window = text[floor:hit.start()]
+        found.append((hit.start() - (len(window) - len(window.rstrip(back))), hit.end()))
+    return found
 
 
 def _decode(text: str) -> tuple[str, list[int], list[int], list[int]] | None:
