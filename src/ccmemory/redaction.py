@@ -412,6 +412,8 @@ def _rule_spans(rule: dict[str, Any], text: str, lower: str,
     others search the text. Either way a rejected candidate moves the scan
     forward, so every position is read a bounded number of times.
     """
+    if names is not None and not names:
+        return []  # no candidate: not even worth compiling the pattern (a hook process compiles each once)
     pattern = rules().pattern(rule["regex"])
     subject = lower if rule.get("lower") else text
     spans: list[tuple[int, int, str]] = []
