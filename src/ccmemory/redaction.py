@@ -315,7 +315,7 @@ def _accepted(rule: dict[str, Any], match: re.Match[str], text: str) -> tuple[in
         if extend == "config-line" and _config_line(text, match):
             stop = text.find("\n", end, end + MAX_LINE_VALUE)
             end = len(text) if stop < 0 and len(text) - end <= MAX_LINE_VALUE else (stop if stop >= 0 else end)
-            end = len(text[:end].rstrip())
+            end = start + len(text[start:end].rstrip())
     return start, end, rule.get("replacement", REDACTED)
 
 
@@ -371,7 +371,8 @@ def _block_end(text: str, match: re.Match[str]) -> int | None:
                 break
             end = stop
         lines += 1
-    return len(text[:end].rstrip("\r"))
+    value_start = match.start("secret")
+    return value_start + len(text[value_start:end].rstrip("\r"))
 
 
 def _name_starts(text: str, lower: str, words: list[str]) -> list[tuple[int, int]]:

@@ -259,6 +259,9 @@ ADVERSARIAL = {
     "url-schemes": "a." * (_MEGABYTE // 2) + "://x@",
     "name-value": '{"name": "x", "value": ' * (_MEGABYTE // 23),
     "xml": "<password>" * (_MEGABYTE // 10),
+    "config-lines": "password: abc123x  \n" * (_MEGABYTE // 20),
+    "yaml-blocks": "password:\n  abc123x\n" * (_MEGABYTE // 20),
+    "escaped-json-pairs": '{\\"api_key\\": \\"abc123x\\"}, ' * (_MEGABYTE // 28),
     "mixed": ("PASSWORD=abc123 " + "x" * 50 + ' \\"token\\": \\"v\\" %5F ') * (_MEGABYTE // 90),
 }
 
