@@ -108,6 +108,62 @@ def _cases() -> list[tuple[str, str, str]]:
     return cases
 
 
+def _password() -> str:
+    return _j(_r(UPPER, 2), _r(LOWER, 5), _r(DIGITS, 3), _r(LOWER, 4))
+
+
+def _symbolic(lead: str) -> str:
+    """A password starting with ``lead`` ($ or %), as people choose them: not a variable reference."""
+    return _j(lead, _r(UPPER, 1), _r(LOWER, 4), _r(DIGITS, 2), "!", _r(ALNUM, 6))
+
+
+def _passphrase() -> str:
+    words = ["correct", "horse", "battery", "staple", "orange", "violet", "tundra", "marble", "quartz", "lantern"]
+    return ".".join(_RNG.sample(words, 4)) + _r(DIGITS, 2)
+
+
+def issue19_cases() -> list[tuple[str, str, str]]:
+    """The forms issue 19 found reaching the database, several variants each (format, text, secret)."""
+    cases: list[tuple[str, str, str]] = []
+
+    def add(fmt: str, make_secret, contexts: list[str]) -> None:
+        for context in contexts:
+            secret = make_secret()
+            cases.append((fmt, context.format(s=secret), secret))
+
+    add("env-glued-name", _password, ["PGPASSWORD={s} psql -h db.internal app", "export SSHPASS='{s}'",
+                                      "SSHPASS={s} sshpass -e ssh deploy@10.0.0.7", "MYSQL_PWD={s} mysql -u root",
+                                      "set ADMINPASS={s}", "$env:DBPASSWORD = \"{s}\""])
+    add("env-key-name", _password, ["FERNET_KEY={s}", "export DJANGO_SECRET_KEY=\"{s}\"", "SIGNING_KEY: {s}",
+                                    "ENCRYPTION_KEY={s} ./run.sh", "docker run -e MASTER_KEY={s} app"])
+    add("gate-word", _password, ["cookie={s}", "salt: {s}", "SENTRY_DSN={s}", "otp = '{s}'", "signature={s}",
+                                 "x-hub-signature: {s}", "session_cookie={s}", "pin: {s}"])
+    add("cookie-header", _password, ["Cookie: theme=dark; session={s}; lang=en",
+                                     "curl -H 'Cookie: csrftoken=abc; sessionid={s}' https://app.local",
+                                     "Set-Cookie: sid={s}; Path=/; HttpOnly; Secure", "curl -b 'session={s}' https://x"])
+    add("pgpass-line", _password, ["db.internal:5432:app:appuser:{s}", "*:*:*:postgres:{s}",
+                                   "echo 'localhost:5432:*:me:{s}' >> ~/.pgpass"])
+    add("netrc-line", _password, ["machine api.github.com login octo password {s}",
+                                  "default login anonymous password {s}"])
+    add("dollar-password", lambda: _symbolic("$"), ["DB_PASSWORD={s}", "password: {s}", '{{"password": "{s}"}}'])
+    add("percent-password", lambda: _symbolic("%"), ["DB_PASSWORD={s}", "password: {s}", "--password {s}"])
+    add("dotted-passphrase", _passphrase, ["passphrase: {s}", "GPG_PASSPHRASE={s}", "password = {s}"])
+    add("yaml-next-line", _password, ["password:\n  {s}\nuser: app", "db:\n  password: |\n    {s}\n  host: x",
+                                      "token: >-\n  {s}\nnext: 1"])
+    add("escaped-json", _password, ['{{\\"db_password\\": \\"{s}\\"}}', '"{{\\"apiKey\\":\\"{s}\\"}}"',
+                                    'echo "{{\\"token\\": \\"{s}\\", \\"user\\": 1}}"'])
+    add("url-encoded-name", _password, ["db%5Fpassword={s}", "pass%77ord={s}&user=bob", "%70assword={s}",
+                                        "api%5Fkey={s}"])
+    add("kubeconfig", lambda: _j("LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo", _r(ALNUM + "+/", 60)),
+        ["    client-key-data: {s}", "client-key-data: {s}"])
+    add("kubeconfig-token", _password, ["    token: {s}"])
+    add("php-define", _password, ["define('DB_PASSWORD', '{s}');", 'define("AUTH_KEY", "{s}");',
+                                  "'password' => '{s}',", "$cfg['db_password'] = '{s}';"])
+    add("call-argument", _password, ['psycopg2.connect(user="app", password="{s}")',
+                                     "os.environ['API_TOKEN'] = '{s}'", "getenv('SECRET_KEY', '{s}')"])
+    return cases
+
+
 def _lookalikes() -> list[str]:
     words = [
         "max_tokens=4096", "token_count = len(tokens)", "--token-file ~/.config/gh/token", "secret_name: db-creds",
@@ -133,6 +189,9 @@ def _lookalikes() -> list[str]:
     return words
 
 
-SECRETS = _cases()
+_EARLIER = _cases()
+#: The forms of issue 19 (secrets that reached the database through the capture hook), part of SECRETS.
+ISSUE19 = issue19_cases()
+SECRETS = _EARLIER + ISSUE19
 LOOKALIKES = _lookalikes()
 FORMATS = sorted({fmt for fmt, _, _ in SECRETS})

@@ -344,7 +344,8 @@ def test_mcp_error_results_are_gotchas() -> None:
      "[REDACTED] and [REDACTED]"),
     ("Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic [REDACTED]"),
     ("the author = bob", "the author = bob"),
-    ("keep <private>x</private> this <PRIVATE>unclosed", "keep  this "),
+    ("keep <private>x</private> this <PRIVATE>unclosed",
+     "keep  this [private: 17 characters hidden, no closing tag]"),
 ])
 def test_redaction_precision(text: str, expected: str) -> None:
     assert redaction.redact(text) == expected

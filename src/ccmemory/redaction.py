@@ -6,18 +6,35 @@ and the hook log on every line, so hooks, MCP tools, the CLI and import
 all get the same treatment; capture also calls it on each field before cutting it to size, so a
 secret is never cut in half first.
 
-* ``<private>…</private>`` spans are removed (an unclosed tag hides everything after it), and so
-  is ccmemory's own ``<ccmemory-context>`` block, so injected memory is not recorded back.
+* ``<private>…</private>`` spans are removed, and so is ccmemory's own ``<ccmemory-context>``
+  block, so injected memory is not recorded back. Tags are found case-insensitively in the
+  original text (never in a lower-cased copy, whose positions can differ). An unclosed tag hides
+  everything after it but leaves a visible ``[private: N characters hidden, no closing tag]``,
+  so a literal ``<private>`` in a command does not silently swallow the rest of an observation.
 * Secrets are found by the rules in ``rules/secrets.json`` (data, not code): token shapes of known
-  services, private key blocks, ``Authorization``/``Bearer`` values, passwords in URLs and in
-  command lines (``curl -u``, ``mysql -p``, ``sshpass -p``, ``docker login -p``), and assignments,
-  fields and flags whose name *ends* in a secret word (``DB_PASSWORD=…``, ``"apiKey": …``,
-  ``--token …``; not ``token_count``, ``--token-file``, ``password_hash``).
+  services, private key blocks (PEM and base64-encoded PEM), ``Authorization``/``Cookie`` header
+  values, passwords in URLs, ``.pgpass``/``.netrc`` lines and command lines (``curl -u``,
+  ``mysql -p``, ``sshpass -p``, ``login -p`` …), and every assignment, field, flag, header,
+  subscript, call argument, XML element or YAML block whose *name* ends in a secret word
+  (``PGPASSWORD=…``, ``"apiKey": …``, ``--token …``, ``define('DB_PASSWORD', …)``,
+  ``client-key-data: …``, ``password:\\n  value``; not ``token_count``, ``--token-file``,
+  ``password_hash``). What counts as a secret name is the ``names`` table of the rule file.
+* Escapes are decoded before scanning (JSON/C backslash escapes, ``\\uXXXX``, percent-encoding,
+  HTML entities; up to :data:`MAX_DECODE_ROUNDS` nested layers): the decoded text is scanned too
+  and each hit is mapped back to the span of the original text it came from, so
+  ``{\\"db_password\\": \\"…\\"}`` and ``db%5Fpassword=…`` are redacted where they stand.
+* A value is kept only when it is plainly not a credential: a bare variable reference
+  (``$DB_PASSWORD``, ``${X}``, ``%X%``, ``$(cmd)``), a template (``{{ … }}``, ``<your-token>``), a
+  mask (``***``), a type (``str``), a short number, or, after an unquoted name, code
+  (``getpass()``, ``settings.API_KEY``, ``os.environ[…]``) or a file path. ``$ecr3t!``, ``%Qz9…``
+  and ``correct.horse.battery.staple`` are secrets.
 
 Linear time: every rule pattern has bounded repetition only (a test checks the parsed patterns),
 so one match attempt reads at most a fixed number of characters; each rule runs only when one of
-its keywords occurs in the text; a rejected candidate resumes the scan past its name. Standard
-library only and compiled lazily: the capture hook imports this module on every tool call.
+its keywords occurs in the text (the named rules' keywords are derived from the ``names`` table,
+so no secret word can be missing from the gate); a rejected candidate resumes the scan past its
+name. Standard library only and compiled lazily: the capture hook imports this module on every
+tool call, under any Python from 3.9.
 """
 
 from __future__ import annotations
@@ -25,6 +42,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from bisect import bisect_right
 
 TYPE_CHECKING = False  # typing costs the capture hook milliseconds; annotations are strings
 if TYPE_CHECKING:
@@ -33,14 +51,39 @@ if TYPE_CHECKING:
 REDACTED = "[REDACTED]"
 CONTEXT_TAG = "ccmemory-context"
 RULES_PATH = os.path.join(os.path.dirname(__file__), "rules", "secrets.json")
+#: Nested layers of escaping undone before scanning (a JSON string holding escaped JSON is two).
+MAX_DECODE_ROUNDS = 3
+#: Lines and characters a YAML block value under a secret name may span.
+MAX_BLOCK_LINES, MAX_BLOCK_CHARS = 500, 100_000
+#: Characters a config-line value (``password: correct horse battery``) may run to its line's end.
+MAX_LINE_VALUE = 1000
 
-_WORD_SPLIT = r"[_.\-]+|(?<=[a-z0-9])(?=[A-Z])"
-_PLACEHOLDER = r"(?i)\d{1,5}|\[REDACTED.{0,40}|\*{1,100}|x{3,100}|\.{3}|…|[$%<].{0,1000}|\{\{.{0,1000}"
-_EXPRESSION = (
-    r"(?:os\.environ|os\.getenv|process\.env|getenv|env|secrets|vars)[.(\[].{0,1000}"
-    r"|[A-Za-z_][A-Za-z0-9_]{0,100}\(.{0,1000}"
-    r"|[A-Za-z_][A-Za-z0-9_]{0,100}(?:\.[A-Za-z_][A-Za-z0-9_]{0,100}){1,10}(?:\(.{0,1000})?"
+_WORD_SPLIT = re.compile(r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])")
+_PLACEHOLDER = re.compile(
+    r"\d{1,3}|\[REDACTED.{0,40}|\[private: .{0,80}|\*{1,100}|[xX]{3,100}|\.{3}|…|-{1,100}"
+    r"|\$(?:[A-Za-z_]{1,100}|[A-Z_][A-Z0-9_]{0,100})"  # $DB_PASSWORD, $password: a shell or PHP variable
+    r"|\$\{[^{}\n]{1,200}\}?|\$\{\{.{0,300}|\$\(.{0,1000}"  # ${X}, ${{ secrets.X }}, $(command)
+    r"|%[A-Za-z_][A-Za-z0-9_]{0,100}%|%\(?[A-Za-z_]{0,40}\)?[sdrfix]"  # %X% (Windows), %s / %(name)s
+    r"|<[A-Za-z0-9_ .:/\-]{1,100}>|\{\{.{0,1000}|\{[A-Za-z_][A-Za-z0-9_.]{0,100}\}"  # <token>, {{ x }}, {name}
 )
+_CALL = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:\.[A-Za-z_$][A-Za-z0-9_$]{0,100}){0,10}[(\[].{0,1000}")
+_DOTTED = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:\.[A-Za-z_$][A-Za-z0-9_$]{0,100}){1,10}")
+_CONSTANT = re.compile(r"[A-Z][A-Z0-9]{0,100}_[A-Z0-9_]{1,100}")
+_PATH = re.compile(
+    r"(?:~|\.{1,2}|[A-Za-z]:)?[/\\][A-Za-z0-9_.\-/\\]{0,300}"
+    r"|[A-Za-z0-9_.\-/\\]{0,300}\.(?:pem|key|crt|cer|csr|p12|pfx|jks|keystore|json|ya?ml|txt|env|gpg|asc|ppk|pub"
+    r"|der|kdbx|cfg|conf|ini|toml|properties)"
+)
+_YAML_KEY = re.compile(r"[ \t]{0,80}(?:-[ \t]{1,8})?[\"']?([A-Za-z0-9_$\-]{1,80})[\"']?[ \t]{0,8}:(?:[ \t]|$)")
+_EXTEND = re.compile(r"[^\s\"'`,;&|)}\]<>]*")
+_NAME_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
+_MAX_NAME_BACK = 80
+_ESCAPE = re.compile(
+    r"\\(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[\\\"'/nrtbf])|%[0-9A-Fa-f]{2}"
+    r"|&(?:quot|apos|amp|lt|gt|#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6});"
+)
+_SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
+_ENTITIES = {"quot": '"', "apos": "'", "amp": "&", "lt": "<", "gt": ">"}
 
 
 class _Rules:
@@ -53,6 +96,33 @@ class _Rules:
         self.words = set(names["words"])
         self.pairs = {tuple(pair) for pair in names["pairs"]}
         self.not_secret = set(names["not_secret_values"])
+        self.value_suffixes = set(names["value_suffixes"])
+        self.glued = tuple(names["glued_suffixes"])
+        self.glued_not_secret = set(names["glued_not_secret"])
+        self.key_not_secret = set(names["key_qualifiers_not_secret"])
+        self.key_prefixes = set(names["glued_key_prefixes"])
+        self.code_objects = set(names["code_objects"])
+        self.schema_keys = set(names["schema_keys"])
+        single = self.words | set(self.glued) | {"key"}
+        self.anchors = _minimal_anchors(single | {pair[0] for pair in self.pairs if not single & set(pair)})
+        self.compiled: dict[str, re.Pattern[str]] = {}
+        self.gates = [frozenset(self.keywords(rule)) for rule in self.rules]
+        self.all_keywords = sorted(frozenset().union(*self.gates))
+
+    def pattern(self, source: str) -> re.Pattern[str]:
+        compiled = self.compiled.get(source)
+        if compiled is None:
+            compiled = self.compiled[source] = re.compile(source)
+        return compiled
+
+    def keywords(self, rule: dict[str, Any]) -> list[str]:
+        """What must occur (lower-cased) in a text for ``rule`` to run: for named rules, every secret word."""
+        return self.anchors if rule.get("anchors") == "names" else rule["keywords"]
+
+
+def _minimal_anchors(words: set[str]) -> list[str]:
+    """The words no other word of the set occurs in: finding these finds every name ending in any of them."""
+    return sorted(w for w in words if not any(o != w and o in w for o in words))
 
 
 _loaded: _Rules | None = None
@@ -67,29 +137,39 @@ def rules() -> _Rules:
     return _loaded
 
 
+_TAGS: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {}
+
+
 def strip_private(text: str) -> str:
-    """Remove ``<private>`` spans and ccmemory's own injected context (an unclosed tag runs to the end)."""
+    """Remove ``<private>`` spans and ccmemory's own injected context.
+
+    Tags match case-insensitively on the original text. An unclosed tag hides the rest of the
+    text and leaves ``[private: N characters hidden, no closing tag]`` in its place, so the
+    reader sees that something was withheld (a command that merely mentions ``<private>``).
+    """
     if "<" not in text:
         return text
-    lower = text.lower()
     for tag in ("private", CONTEXT_TAG):
-        opening, closing = f"<{tag}>", f"</{tag}>"
-        if opening not in lower:
+        patterns = _TAGS.get(tag)
+        if patterns is None:
+            patterns = _TAGS[tag] = (re.compile(f"<{tag}>", re.IGNORECASE), re.compile(f"</{tag}>", re.IGNORECASE))
+        opening, closing = patterns
+        start = opening.search(text)
+        if start is None:
             continue
         kept: list[str] = []
         position = 0
-        while True:
-            start = lower.find(opening, position)
-            if start < 0:
-                kept.append(text[position:])
+        while start is not None:
+            kept.append(text[position:start.start()])
+            end = closing.search(text, start.end())
+            if end is None:
+                kept.append(f"[private: {len(text) - start.start():,} characters hidden, no closing tag]")
+                position = len(text)
                 break
-            kept.append(text[position:start])
-            end = lower.find(closing, start + len(opening))
-            if end < 0:
-                break
-            position = end + len(closing)
+            position = end.end()
+            start = opening.search(text, position)
+        kept.append(text[position:])
         text = "".join(kept)
-        lower = text.lower()
     return text
 
 
@@ -107,68 +187,203 @@ _name_verdicts: dict[str, bool] = {}
 
 
 def _judge_name(name: str) -> bool:
+    """The name's last word (after value-like suffixes: ``_data``, ``_b64``, ``_prod`` …) is a secret word.
+
+    Secret words are the ``words`` of the table, the last word of a ``pairs`` entry after its
+    first, ``<anything>_key`` unless the qualifier says what kind of non-secret key it is
+    (``sort_key``, ``public_key``), and glued names (``PGPASSWORD``, ``SSHPASS``, ``apikey``).
+    """
     table = rules()
-    words = [w.lower().rstrip("0123456789") for w in re.split(_WORD_SPLIT, name.lstrip("-")) if w]
+    words = [w.lower() for w in _WORD_SPLIT.split(name.strip("-$@:'\"`[]")) if w]
+    words = [w if w in table.value_suffixes else w.rstrip("0123456789") for w in words]
     words = [w for w in words if w]
     if not words:
         return False
-    if words[-1] in table.words:
+    if _secret_ending(words, table):
         return True
-    return len(words) > 1 and (words[-2], words[-1]) in table.pairs
+    while len(words) > 1 and words[-1] in table.value_suffixes:
+        words.pop()
+        if _secret_ending(words, table):
+            return True
+    return False
+
+
+def _secret_ending(words: list[str], table: _Rules) -> bool:
+    last = words[-1]
+    if last in table.words:
+        return True
+    if len(words) > 1:
+        if (words[-2], last) in table.pairs:
+            return True
+        if last == "key" and words[-2] not in table.key_not_secret:
+            return True
+    if last in table.glued_not_secret:
+        return False
+    if last.endswith("key") and last[:-3] in table.key_prefixes:
+        return True
+    return any(last.endswith(word) and last != word for word in table.glued)
 
 
 def plausible_value(value: str, *, expressions: bool = False) -> bool:
     """Whether a value could be a secret: not a placeholder or variable (``$TOKEN``, ``<key>``, ``***``).
 
-    With ``expressions`` code is refused too (``get_password()``, ``settings.TOKEN``): after a
-    bare name such text is more likely a program than a credential.
+    With ``expressions`` (an unquoted value after a name) code and file paths are refused too
+    (``get_password()``, ``settings.TOKEN``, ``os.environ[…]``, ``./key.pem``): such text is more
+    likely a program than a credential. A dotted value counts as code only when it reads like
+    one (``self.password``, ``config.db.password``), not ``correct.horse.battery.staple``.
     """
     value = value.strip()
-    if len(value) < 3 or value.lower() in rules().not_secret or re.fullmatch(_PLACEHOLDER, value):
+    if len(value) < 3 or value.lower() in rules().not_secret or _PLACEHOLDER.fullmatch(value):
         return False
-    return not (expressions and re.fullmatch(_EXPRESSION, value))
+    return not (expressions and (_is_code(value) or _PATH.fullmatch(value)))
+
+
+def _is_code(value: str) -> bool:
+    if _CALL.fullmatch(value):
+        return True
+    if not _DOTTED.fullmatch(value):
+        return False
+    parts = value.split(".")
+    return (parts[0].lower().lstrip("$_") in rules().code_objects or is_secret_name(parts[-1])
+            or any(_CONSTANT.fullmatch(part) for part in parts))
 
 
 def _opaque(value: str) -> bool:
-    """A bearer credential looks machine-made: not a plain word (``Bearer authentication``)."""
+    """A credential after a bare word looks machine-made: not a plain word (``Bearer authentication``)."""
     return plausible_value(value) and not value.isalpha()
 
 
+def _machine_made(value: str) -> bool:
+    """Letters and digits mixed, at least 8 characters: a credential, not a word of prose (``password field``)."""
+    return len(value) >= 8 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def _base64_private_key(value: str) -> bool:
+    import binascii
+
+    head = value[:120]
+    head = head[:len(head) - len(head) % 4]
+    try:
+        return b"PRIVATE KEY" in binascii.a2b_base64(head)
+    except (binascii.Error, ValueError):
+        return False
+
+
 def _secret_group(match: re.Match[str]) -> str | int:
-    for group in ("secret", "dq", "sq", "bare"):
+    for group in ("secret", "tq", "dq", "sq", "bq", "bare"):
         if group in match.re.groupindex and match.group(group) is not None:
             return group
     return 0
 
 
-_EXTEND = r"[^\s\"'`,;&|)}\]<>]*"
-
-
-_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-_MAX_NAME_BACK = 64
+def _checked(check: str | None, match: re.Match[str], group: str | int, value: str, text: str) -> bool:
+    if check is None:
+        return True
+    if check == "value":
+        return plausible_value(value)
+    if check == "opaque":
+        return _opaque(value)
+    if check == "base64-private-key":
+        return _base64_private_key(value)
+    if not is_secret_name(text[match.start("name"):match.end("name")]):
+        return False
+    if check == "name-prose" and group == "bare" and match.group("sep").strip(" \t:="):
+        return _opaque(value)  # after "is": a plain word is prose ("the token is invalid"), not a credential
+    if check == "name-machine" and group == "bare":  # "PASSWORD X" with no sign between: X must look machine-made
+        return _machine_made(value) and plausible_value(value, expressions=True)
+    return plausible_value(value, expressions=group == "bare")
 
 
 def _accepted(rule: dict[str, Any], match: re.Match[str], text: str) -> tuple[int, int, str] | None:
-    """The span a rule's match redacts, or None when its check says the candidate is not a secret."""
-    check = rule.get("check")
+    """The span a rule's match redacts, or None when its check says the candidate is not a secret.
+
+    Values and names are read from ``text`` at the match's positions: a ``lower`` rule matched
+    the lower-cased copy, whose positions are the same.
+    """
     group = _secret_group(match)
     start, end = match.span(group)
-    value = match.group(group)
-    accepted = (
-        (check == "name" and is_secret_name(match.group("name")) and plausible_value(value, expressions=True))
-        or (check == "value" and plausible_value(value))
-        or (check == "opaque" and _opaque(value))
-        or check is None
-    )
-    if not accepted:
+    if not _checked(rule.get("check"), match, group, text[start:end], text):
         return None
-    if rule.get("extend") and group == "bare":
-        end = re.compile(_EXTEND).match(text, end).end()
+    extend = rule.get("extend")
+    if extend == "indented":
+        end = _block_end(text, match)
+        if end is None:
+            return None
+        start += len(match.group(group)) - len(match.group(group).lstrip(" \t"))
+    elif extend and group == "bare":
+        end = _EXTEND.match(text, end).end()
+        if extend == "config-line" and _config_line(text, match):
+            stop = text.find("\n", end, end + MAX_LINE_VALUE)
+            end = len(text) if stop < 0 and len(text) - end <= MAX_LINE_VALUE else (stop if stop >= 0 else end)
+            end = start + len(text[start:end].rstrip())
     return start, end, rule.get("replacement", REDACTED)
 
 
-def _occurrences(lower: str, words: list[str]) -> list[tuple[int, int]]:
-    """(start, end) of every occurrence of every word in ``lower``, in order."""
+def _line_prefix(text: str, position: int) -> str:
+    """The text between the start of ``position``'s line and it (at most 200 characters)."""
+    line_start = text.rfind("\n", max(position - 200, 0), position) + 1
+    if line_start == 0 and position > 200:
+        return "x" * 201
+    return text[line_start:position]
+
+
+def _config_line(text: str, match: re.Match[str]) -> bool:
+    """A ``name: value`` or ``name = value`` line of a config file, whose value runs to the end of the line."""
+    sep = match.group("sep")
+    if not (sep.strip(" \t\"'`]") == ":" or (sep[:1] in " \t" and sep.strip() == "=")):
+        return False
+    prefix = _line_prefix(text, match.start("name")).strip(" \t\"'")
+    return prefix in ("", "-", "export", "#")
+
+
+def _block_end(text: str, match: re.Match[str]) -> int | None:
+    """Where a YAML value on the lines after a secret name ends: the lines indented deeper than the name's line.
+
+    None when the name is not a YAML key at the start of its line (``def password():`` is code)
+    or the next line is not indented deeper (an empty value).
+    """
+    prefix = _line_prefix(text, match.start("name"))
+    if prefix.strip(" \t-\"'") or len(prefix) > 120:
+        return None
+    key_indent = len(prefix) - len(prefix.lstrip(" \t"))
+    first = match.group("secret")
+    indent = len(first) - len(first.lstrip(" \t"))
+    if indent <= key_indent:
+        return None
+    child = _YAML_KEY.match(first)
+    if child and child.group(1).lower() in rules().schema_keys:  # a schema or a reference, not a value
+        return None
+    end = match.end("secret")
+    lines = 0
+    while lines < MAX_BLOCK_LINES and end < len(text) and end - match.start("secret") < MAX_BLOCK_CHARS:
+        stop = text.find("\n", end + 1)
+        line = text[end + 1:stop if stop >= 0 else len(text)]
+        body = line.lstrip(" \t")
+        if body.strip() and len(line) - len(body) < indent:
+            break
+        if body.strip():
+            end = stop if stop >= 0 else len(text)
+        elif stop < 0:
+            break
+        else:  # a blank line belongs to the block only when an indented line follows it
+            following = text[stop + 1:text.find("\n", stop + 1) if text.find("\n", stop + 1) >= 0 else len(text)]
+            if len(following) - len(following.lstrip(" \t")) < indent or not following.strip():
+                break
+            end = stop
+        lines += 1
+    value_start = match.start("secret")
+    return value_start + len(text[value_start:end].rstrip("\r"))
+
+
+def _name_starts(text: str, lower: str, words: list[str]) -> list[tuple[int, int]]:
+    """(start of the name, end of the secret word) around every occurrence of a secret word, in order.
+
+    The name starts after the last character before the word that cannot be part of a name,
+    looking back at most :data:`_MAX_NAME_BACK` characters; an occurrence inside a longer run of
+    name characters cannot be a name the rules read, and one whose name starts where an earlier
+    one's does is the same candidate. ``str.find`` and ``str.rstrip`` do the work, so a text made
+    of secret words costs a bounded amount per occurrence.
+    """
     found = []
     for word in words:
         position = lower.find(word)
@@ -176,30 +391,40 @@ def _occurrences(lower: str, words: list[str]) -> list[tuple[int, int]]:
             found.append((position, position + len(word)))
             position = lower.find(word, position + 1)
     found.sort()
-    return found
+    starts: list[tuple[int, int]] = []
+    last = -1
+    for anchor_start, anchor_end in found:
+        floor = max(anchor_start - _MAX_NAME_BACK, 0)
+        window = text[floor:anchor_start]
+        start = anchor_start - (len(window) - len(window.rstrip(_NAME_CHARS)))
+        if start == floor and floor > 0 and text[floor - 1] in _NAME_CHARS or start == last:
+            continue
+        starts.append((start, anchor_end))
+        last = start
+    return starts
 
 
-def _rule_spans(rule: dict[str, Any], text: str, lower: str) -> list[tuple[int, int, str]]:
+def _rule_spans(rule: dict[str, Any], text: str, lower: str,
+                names: list[tuple[int, int]] | None) -> list[tuple[int, int, str]]:
     """Where one rule finds secrets in ``text``: (start, end, replacement).
 
-    A rule with ``anchors`` (the named rules) is tried only at the name around each occurrence
-    of an anchor word (a secret word, found with ``str.find`` in the lower-cased text), not at
-    every identifier; others search the text. Either way a rejected candidate moves the scan
+    A named rule is tried only at the names around the secret words (:func:`_name_starts`), an
+    anchored one only where its anchor occurs (:func:`_anchor_starts`), not at every position;
+    others search the text. Either way a rejected candidate moves the scan
     forward, so every position is read a bounded number of times.
     """
-    pattern = re.compile(rule["regex"])
+    if names is not None and not names:
+        return []  # no candidate: not even worth compiling the pattern (a hook process compiles each once)
+    pattern = rules().pattern(rule["regex"])
+    subject = lower if rule.get("lower") else text
     spans: list[tuple[int, int, str]] = []
-    if "anchors" in rule:
+    if names is not None:
         resume = 0
-        for anchor_start, anchor_end in _occurrences(lower, rule["anchors"]):
-            if anchor_start < resume:
+        for start, anchor_end in names:
+            if start < resume:
                 continue
-            start = anchor_start
-            floor = max(start - _MAX_NAME_BACK, 0)
-            while start > floor and text[start - 1] in _NAME_CHARS:
-                start -= 1
-            match = pattern.match(text, start)
-            if match is None or match.end("name") < anchor_end:
+            match = pattern.match(subject, start)
+            if match is None or match.end("name" if "name" in pattern.groupindex else 0) < anchor_end:
                 continue
             span = _accepted(rule, match, text)
             if span is not None:
@@ -208,7 +433,7 @@ def _rule_spans(rule: dict[str, Any], text: str, lower: str) -> list[tuple[int, 
         return spans
     position = 0
     while position <= len(text):
-        match = pattern.search(text, position)
+        match = pattern.search(subject, position)
         if match is None:
             break
         span = _accepted(rule, match, text)
@@ -222,7 +447,8 @@ def _rule_spans(rule: dict[str, Any], text: str, lower: str) -> list[tuple[int, 
 
 def _block_spans(block: dict[str, Any], text: str) -> list[tuple[int, int, str]]:
     """Whole blocks from a begin marker to its end marker (or to the end of the text)."""
-    begin, end_marker = re.compile(block["begin"]), re.compile(block["end"])
+    table = rules()
+    begin, end_marker = table.pattern(block["begin"]), table.pattern(block["end"])
     spans: list[tuple[int, int, str]] = []
     position = 0
     while True:
@@ -237,20 +463,122 @@ def _block_spans(block: dict[str, Any], text: str) -> list[tuple[int, int, str]]
         position = stop
 
 
-def find_secrets(text: str) -> list[tuple[int, int, str]]:
-    """Non-overlapping (start, end, replacement) spans of every secret in ``text``, in order."""
-    table = rules()
+def _lowered(text: str) -> str:
+    """``text`` lower-cased position for position (a few characters lower-case to two, such as İ)."""
     lower = text.lower()
-    if len(lower) != len(text):  # a few characters lower-case to two (İ): keep positions aligned
+    if len(lower) != len(text):
         lower = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+    return lower
+
+
+def _scan(text: str) -> list[tuple[int, int, str]]:
+    """Every rule's spans in ``text`` as it stands (overlapping, unsorted)."""
+    table = rules()
+    lower = _lowered(text)
+    present = {keyword for keyword in table.all_keywords if keyword in lower}
     spans: list[tuple[int, int, str]] = []
     for block in table.blocks:
         if any(k in lower for k in block["keywords"]):
             spans.extend(_block_spans(block, text))
-    for rule in table.rules:
-        keywords = rule["keywords"]
-        if not keywords or any(k in lower for k in keywords):
-            spans.extend(_rule_spans(rule, text, lower))
+    starts: dict[Any, list[tuple[int, int]]] = {}
+    for rule, gate in zip(table.rules, table.gates):
+        if gate and present.isdisjoint(gate):
+            continue
+        candidates = None
+        if rule.get("anchors") == "names":
+            candidates = starts.get("names")
+            if candidates is None:
+                candidates = starts["names"] = _name_starts(text, lower, table.anchors)
+        elif "anchor" in rule:
+            anchor = rule["anchor"]
+            key = (anchor["regex"], bool(rule.get("lower")))
+            candidates = starts.get(key)
+            if candidates is None:
+                candidates = starts[key] = _anchor_starts(lower if rule.get("lower") else text, anchor)
+        spans.extend(_rule_spans(rule, text, lower, candidates))
+    return spans
+
+
+def _anchor_starts(text: str, anchor: dict[str, Any]) -> list[tuple[int, int]]:
+    """(start, end of the anchor) for every occurrence of a rule's anchor regex, the start found by going back
+    over the anchor's ``back`` characters (at most ``max_back``)."""
+    back, max_back = anchor["back"], anchor["max_back"]
+    found = []
+    for hit in rules().pattern(anchor["regex"]).finditer(text):
+        floor = max(hit.start() - max_back, 0)
+        window = text[floor:hit.start()]
+        found.append((hit.start() - (len(window) - len(window.rstrip(back))), hit.end()))
+    return found
+
+
+def _decode(text: str) -> tuple[str, list[int], list[int], list[int]] | None:
+    """``text`` with one layer of escapes undone, and where each escape was: (decoded, at, source, width).
+
+    Each escape decodes to one character at ``at[i]`` of the decoded text, from ``width[i]``
+    characters at ``source[i]`` of ``text``. None when there is nothing to undo.
+    """
+    if "\\" not in text and "%" not in text and "&" not in text:
+        return None
+    parts: list[str] = []
+    at: list[int] = []
+    source: list[int] = []
+    width: list[int] = []
+    position = 0
+    shift = 0
+    for escape in _ESCAPE.finditer(text):
+        token = escape.group()
+        if token[0] == "%":
+            char = chr(int(token[1:], 16))
+        elif token[0] == "&":
+            name = token[1:-1]
+            number = int(name[2:], 16) if name[:2] in ("#x", "#X") else int(name[1:]) if name[0] == "#" else None
+            char = _ENTITIES[name] if number is None else chr(min(number, 0x10FFFF))
+        elif token[1] in "ux":
+            char = chr(int(token[2:], 16))
+        else:
+            char = _SIMPLE_ESCAPES.get(token[1], token[1])
+        parts.append(text[position:escape.start()])
+        parts.append(char)
+        at.append(escape.start() - shift)
+        source.append(escape.start())
+        width.append(len(token))
+        shift += len(token) - 1
+        position = escape.end()
+    if not at:
+        return None
+    parts.append(text[position:])
+    return "".join(parts), at, source, width
+
+
+def _to_source(position: int, at: list[int], source: list[int], width: list[int]) -> int:
+    """The position in the encoded text of ``position`` in the decoded one (an escape maps to its whole)."""
+    index = bisect_right(at, position) - 1
+    if index < 0:
+        return position
+    if position == at[index]:
+        return source[index]
+    return source[index] + width[index] + position - at[index] - 1
+
+
+def find_secrets(text: str) -> list[tuple[int, int, str]]:
+    """Non-overlapping (start, end, replacement) spans of every secret in ``text``, in order.
+
+    The text is scanned as it stands and again after each layer of escapes is undone; a hit
+    in a decoded layer is mapped back to the characters of ``text`` it came from.
+    """
+    spans = _scan(text)
+    layers: list[tuple[list[int], list[int], list[int]]] = []
+    current = text
+    for _ in range(MAX_DECODE_ROUNDS):
+        decoded = _decode(current)
+        if decoded is None:
+            break
+        current, at, source, width = decoded
+        layers.append((at, source, width))
+        for start, end, replacement in _scan(current):
+            for layer in reversed(layers):
+                start, end = _to_source(start, *layer), _to_source(end, *layer)
+            spans.append((start, end, replacement))
     spans.sort()
     merged: list[tuple[int, int, str]] = []
     for start, end, replacement in spans:

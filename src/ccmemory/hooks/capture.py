@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 from ..config import Config
 from ..excerpts import cut
 from . import log, payload as payloads
-from ..redaction import redact, redact_value
+from ..redaction import redact, redact_value, strip_private
 from .runner import RECEIVED_AT
 
 MAX_OBSERVATION_CHARS = 8000
@@ -129,9 +129,10 @@ def _clean(value: Any, limit: int) -> str:
 
     A huge value is first cut to its head and tail with :data:`REDACTION_MARGIN` characters to
     spare, so the scanner reads a bounded amount and still sees whole every secret that can
-    reach the kept text.
+    reach the kept text. Private spans are removed from the whole text first (one linear
+    search): a ``<private>`` opened in the head and closed in the tail hides the middle too.
     """
-    text = value if isinstance(value, str) else _dumps(redact_value(value))
+    text = strip_private(value) if isinstance(value, str) else _dumps(redact_value(value))
     head, tail = int(limit * 0.6), int(limit * 0.3)
     if len(text) > limit + 2 * REDACTION_MARGIN:
         kept_head = redact(text[:head + REDACTION_MARGIN]).lstrip()[:head]

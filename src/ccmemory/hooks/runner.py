@@ -75,6 +75,8 @@ def run(name: str, detach_capture: bool = False) -> None:
                 return
             try:
                 _handler(name)(data, load(), cwd)
+            except Exception as exc:  # logged before the marker goes, so whoever waits for it sees the error
+                _log_failure(name, exc)
             finally:
                 detach.finished(session_id)
             return
@@ -83,9 +85,16 @@ def run(name: str, detach_capture: bool = False) -> None:
             for problem in config.problems:
                 log.error("config", problem)
         _handler(name)(data, config, cwd)
-    except payloads.PayloadError as exc:
-        log.error(name, str(exc))
     except Exception as exc:
+        _log_failure(name, exc)
+
+
+def _log_failure(name: str, exc: Exception) -> None:
+    from .payload import PayloadError
+
+    if isinstance(exc, PayloadError):
+        log.error(name, str(exc))
+    else:
         log.error(name, f"{type(exc).__name__}: {exc} ({_where(exc)})")
 
 
