@@ -3,7 +3,7 @@
 Run: python bench/bench_hooks.py [--runs 60] [--python /usr/bin/python3] [--no-write]
 
 Every sample is a fresh process started the way Claude Code starts it
-(``python3 -S hooks/run.py <event>``, as hooks.json runs it, with the JSON payload on stdin), timed from
+(``python3 -I -S hooks/run.py <event>``, with the flags hooks.json gives it, with the JSON payload on stdin), timed from
 spawn to exit. Bare ``python -c pass`` runs are interleaved with the capture
 runs in the same loop, so both see the same machine load. Bytecode caching is
 on (as for users); the cache goes to a temporary PYTHONPYCACHEPREFIX so the
@@ -42,6 +42,17 @@ def percentile(values: list[float], pct: float) -> float:
     ordered = sorted(values)
     index = max(0, min(len(ordered) - 1, int(round(pct / 100 * len(ordered) + 0.5)) - 1))
     return ordered[index]
+
+
+def hook_flags() -> list[str]:
+    """The interpreter flags hooks.json starts every hook with (``-I -S``), so the bench runs what Claude Code runs."""
+    import json
+    import shlex
+
+    config = json.loads((REPO / "hooks.json").read_text())
+    command = config["hooks"]["PostToolUse"][0]["hooks"][0]["command"].split("||")[0]
+    words = shlex.split(command)
+    return [word for word in words[1:] if word.startswith("-")]
 
 
 def timed(command: list[str], payload: bytes | None, env: dict[str, str]) -> float:
@@ -99,6 +110,7 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
     args = parser.parse_args()
     hooks = REPO / "hooks"
+    flags = hook_flags()
     python = args.python
     with tempfile.TemporaryDirectory(prefix="ccmemory-bench-hooks-") as tmp:
         base = Path(tmp)
@@ -107,7 +119,7 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items()
                if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "CLAUDE_PLUGIN_DATA", "CCMEMORY_DISABLE")}
         env.update(CCMEMORY_HOME=str(base / "home"), PYTHONPYCACHEPREFIX=str(base / "pycache"))
-        capture = [python, "-S", str(hooks / "run.py"), "post_tool_use"]
+        capture = [python, *flags, str(hooks / "run.py"), "post_tool_use"]
         bare = [python, "-c", "pass"]
         for number in range(3):  # warm-up: bytecode cache, database creation
             timed(capture, bash_payload(project, "warmup", number), env)
@@ -129,12 +141,12 @@ def main() -> None:
             session = f"s{number}"
             for call in range(3):
                 timed(capture, bash_payload(project, session, call), env)
-            stop_ms.append(timed([python, "-S", str(hooks / "run.py"), "stop"], event_payload(
+            stop_ms.append(timed([python, *flags, str(hooks / "run.py"), "stop"], event_payload(
                 project, session, "Stop", stop_hook_active=False,
                 last_assistant_message="Fixed the failing tests because the fixture leaked state."), env))
-            end_ms.append(timed([python, "-S", str(hooks / "run.py"), "session_end"],
+            end_ms.append(timed([python, *flags, str(hooks / "run.py"), "session_end"],
                                 event_payload(project, session, "SessionEnd", reason="other"), env))
-            start_ms.append(timed([python, "-S", str(hooks / "run.py"), "session_start"],
+            start_ms.append(timed([python, *flags, str(hooks / "run.py"), "session_start"],
                                   event_payload(project, f"next{number}", "SessionStart", source="startup"), env))
         held.close()
 
