@@ -20,7 +20,9 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Any, Sequence
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 from .. import isolation
 from . import log

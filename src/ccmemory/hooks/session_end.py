@@ -21,7 +21,9 @@ next session's first search finds it by meaning. Vectors are never computed here
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 from ..config import Config
 from . import log, payload as payloads

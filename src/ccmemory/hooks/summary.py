@@ -25,7 +25,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Sequence
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 from ..config import Config
 from . import activity, failures, log, payload as payloads
