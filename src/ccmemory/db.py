@@ -23,7 +23,7 @@ from . import paths
 from .errors import StorageError
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # typing costs hooks ~8 ms of start-up; annotations are never evaluated
+if TYPE_CHECKING:
     from typing import Any, Callable, Dict, Iterator, Sequence, Union
 
     Params = Union[Sequence[Any], Dict[str, Any]]

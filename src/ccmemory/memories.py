@@ -18,7 +18,7 @@ from .migrations import SECTORS, TIERS
 from .redaction import redact, redact_fields
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # the capture hook imports this module: typing would cost it ~8 ms
+if TYPE_CHECKING:
     from typing import Any, Iterable, Sequence
 
 CATEGORIES = ("architecture", "component", "domain", "pattern", "gotcha", "discovery", "general")

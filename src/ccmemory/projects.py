@@ -14,7 +14,7 @@ from .db import Database
 from .errors import NotFoundError
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # the hooks import this module
+if TYPE_CHECKING:
     from typing import Any
 
 

@@ -44,7 +44,7 @@ import os
 import re
 from bisect import bisect_right
 
-TYPE_CHECKING = False  # typing costs the capture hook milliseconds; annotations are strings
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import os
-TYPE_CHECKING = False  # typing costs the capture hook milliseconds; annotations are strings
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 

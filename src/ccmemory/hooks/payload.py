@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-TYPE_CHECKING = False  # typing costs the capture hook milliseconds; annotations are strings
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 

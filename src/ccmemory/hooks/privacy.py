@@ -10,7 +10,7 @@ What is removed from text that is recorded (private spans, secrets) is :mod:`ccm
 from __future__ import annotations
 
 import os
-TYPE_CHECKING = False  # typing costs the capture hook milliseconds; annotations are strings
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Mapping
 
