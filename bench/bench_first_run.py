@@ -161,7 +161,7 @@ def rpc(process: subprocess.Popen, message: dict[str, Any]) -> dict[str, Any] | 
 
 
 def bench_backlog(scratch: Path, size: int) -> list[str]:
-    from ccmemory import db as database, embeddings, memories, projects
+    from ccmemory import db as database, memories, projects
 
     home = scratch / "backlog-home"
     project = scratch / "backlog-project"

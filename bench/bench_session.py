@@ -18,8 +18,6 @@ seconds per turn, during which the background captures finish.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sqlite3
 import statistics
 import sys

@@ -1,7 +1,8 @@
 """Distinct real texts for vector benchmarks: docstrings and signatures of the Python sources on this machine.
 
 Walks the given folders (default: the interpreter's standard library and its
-site-packages, ``/usr/lib``, ``/usr/local/lib``, ``/opt``, ``~/.pyenv/versions``) for ``.py`` files, parses each with :mod:`ast`, and yields, for
+site-packages, ``/usr/lib``, ``/usr/local/lib``, ``/opt``, ``~/.pyenv/versions``) for ``.py``
+files, parses each with :mod:`ast`, and yields, for
 every module, class and function with a docstring, one text: its qualified
 name and signature line, then the docstring's first paragraph (≤ 240
 characters). Texts are deduplicated exactly, so no vector is a copy of another.

@@ -86,7 +86,8 @@ def _cases() -> list[tuple[str, str, str]]:
         ["DATABASE_URL=postgres://app:{s}@db.internal:5432/prod", "git clone https://deploy:{s}@git.example.com/r.git"])
     add("authorization-basic", lambda: base64.b64encode(_j("admin:", _r(ALNUM, 12)).encode()).decode(),
         ["curl -H 'Authorization: Basic {s}' https://api.example.com", "authorization: Basic {s}"])
-    add("bearer-token", lambda: _r(ALNUM, 40), ["Authorization: Bearer {s}", "requests.get(url, headers={{'Authorization': 'Bearer {s}'}})"])
+    add("bearer-token", lambda: _r(ALNUM, 40),
+        ["Authorization: Bearer {s}", "requests.get(url, headers={{'Authorization': 'Bearer {s}'}})"])
     add("docker-login", lambda: _r(ALNUM, 20), ["docker login -u ci -p {s} registry.example.com",
                                                 "podman login --password {s} quay.io"])
     add("curl-user", lambda: _r(ALNUM, 16), ["curl -u admin:{s} https://jenkins.local/api/json",

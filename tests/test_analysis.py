@@ -32,7 +32,8 @@ TS_APP = {
     "src/index.ts": "// entry\nexport function startServer(port: number): Promise<void> { return run(port) }\n"
                     "export interface Order { id: string }\nexport type Money = number\nexport const VERSION = '1'\n"
                     "export default class Shop {}\nexport { helper as assist } from './util'\n",
-    "src/cli.ts": "#!/usr/bin/env node\n// cli\nconst parseArgs = (argv: string[]) => argv\nexport async function main(argv: string[]): Promise<number> { return 0 }\n",
+    "src/cli.ts": "#!/usr/bin/env node\n// cli\nconst parseArgs = (argv: string[]) => argv\n"
+                  "export async function main(argv: string[]): Promise<number> { return 0 }\n",
     "src/util.js": "function helper() {}\nmodule.exports = { helper, other: 1 }\nexports.extra = 2\n",
     "src/styles/site.css": "body { margin: 0 }\n",
     "tests/shop.test.ts": "import { startServer } from '../src'\n",
@@ -77,7 +78,8 @@ def test_deep_analysis_exports_types_signatures_conventions(tmp_path):
 def test_any_language_is_analysed_with_heuristics(tmp_path):
     root = write(tmp_path / "mixed", {
         "pyproject.toml": '[project]\nname = "tool"\n[project.scripts]\ntool = "tool.cli:main"\n',
-        "tool/__init__.py": "", "tool/cli.py": "# the CLI\ndef main_entry(arg_value):\n    return arg_value\n\nclass Runner:\n    pass\n",
+        "tool/__init__.py": "",
+        "tool/cli.py": "# the CLI\ndef main_entry(arg_value):\n    return arg_value\n\nclass Runner:\n    pass\n",
         "service/main.go": "// Package main\npackage main\n\nfunc HandleRequest(w http.ResponseWriter) {}\n",
         "engine/src/lib.rs": "// engine\npub fn compute_total(items: &[u32]) -> u32 { 0 }\npub struct Ledger;\n",
         "scripts/deploy": "#!/usr/bin/env bash\necho deploy\n",

@@ -14,7 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from ccmemory import config
 from hook_helpers import bash_call, common, memories_of, run_hook

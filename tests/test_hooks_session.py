@@ -154,9 +154,9 @@ def test_session_start_injects_summaries_and_salient_memories(home: Path, projec
     old1, old2 = summary_id(home, "old1"), summary_id(home, "old2")
     assert sessions_part.index(f"[{old2[:8]}]") < sessions_part.index(f"[{old1[:8]}]")
     assert "Outcome: Moved hashing to bcrypt." in sessions_part
-    lines = [l for l in memories_part.splitlines() if l.startswith("- [")]
+    lines = [line for line in memories_part.splitlines() if line.startswith("- [")]
     assert lines[0].startswith(f"- [{decision.id[:8]}] ") and "semantic/architecture: The API uses cursor" in lines[0]
-    assert any(newer.id[:8] in l for l in lines)
+    assert any(newer.id[:8] in line for line in lines)
     assert faded.id[:8] not in text and gone.id[:8] not in text and "Session summary (" not in memories_part
     assert len(text) <= 2000 * context.CHARS_PER_TOKEN
 

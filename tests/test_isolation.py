@@ -79,7 +79,7 @@ def test_store_operations_from_another_project_find_nothing_and_change_nothing(
     p = two_projects
     before = snapshot(db)
     for memory_id in (p["old"], p["old"][:8], p["new"][:12]):
-        for name, operation in _store_operations(p):
+        for _name, operation in _store_operations(p):
             with pytest.raises(NotFoundError):
                 operation(db, memory_id)
         assert memories.get_many(db, [memory_id], project_id=p["b"]) == ([], [memory_id])

@@ -10,7 +10,6 @@ from a copy of the installed package whose template was damaged, as a broken ins
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys

@@ -32,7 +32,8 @@ def test_the_three_condensation_rules(db, tmp_path: Path) -> None:
     recent = text.split("## The last 20 entries\n")[1]
     # Rule 1: the newest 20 in full, each with its details.
     assert [line for line in recent.splitlines() if line.startswith("[")] == \
-        [f"[{e['at'][:16].replace('T', ' ')}] task {n}" for n, e in zip(range(80, 100), local_context.entries(db, str(tmp_path))[-20:])]
+        [f"[{e['at'][:16].replace('T', ' ')}] task {n}"
+         for n, e in zip(range(80, 100), local_context.entries(db, str(tmp_path))[-20:])]
     assert recent.count("  - detail ") == 20 * 6
     # Rule 2: entries 21-40 one line each, no details.
     one_line = text.split("one line each\n")[1].split("\n\n")[0].splitlines()

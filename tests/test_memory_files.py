@@ -128,7 +128,7 @@ def test_a_long_view_is_capped_and_pages_with_view_range(db, call) -> None:
     assert len(first) <= VIEW_MAX_CHARS + 200
     note = first.rsplit("\n", 1)[-1]
     assert note.startswith("[… lines ") and "Call view with view_range [" in note
-    start, end = (int(n) for n in note.split("view_range [")[1].rstrip(" to read on.]").split(", "))
+    start, end = (int(n) for n in note.split("view_range [")[1].rstrip(" to read on.]").split(", "))  # noqa: B005 - strips the characters of the note's tail
     assert end == 1000
     seen = [line for line in first.splitlines()[1:-1]]
     while True:

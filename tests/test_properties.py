@@ -396,7 +396,7 @@ def _arguments(tool_name: str) -> st.SearchStrategy[dict[str, Any]]:
         return unknown
     anything = st.one_of(JSON, LONG, st.sampled_from(WORDS),
                          st.lists(st.one_of(TEXT, near(memories.MAX_ID_CHARS)), max_size=25))
-    values = {name: st.booleans().flatmap(lambda valid, enum=spec.get("enum"): st.sampled_from(enum) if valid and enum
+    values = {name: st.booleans().flatmap(lambda valid, enum=spec.get("enum"): st.sampled_from(enum) if valid and enum  # noqa: B008
                                           else anything) for name, spec in properties.items()}
     required = {name: values[name] for name in schema.get("required", ())}
     optional = {name: value for name, value in values.items() if name not in required}

@@ -120,7 +120,7 @@ def load_custom(root: str, problems: list[str], skipped: list[str] | None = None
             module = types.ModuleType(f"ccmemory_custom_analyzer_{name[:-3]}")
             module.__file__ = f"{found.folder}/{name}"
             exec(compile(source, module.__file__, "exec"), module.__dict__)
-            function = getattr(module, "analyze")
+            function = module.analyze
             if not callable(function):
                 raise TypeError("analyze is not a function")
         except Exception as exc:

@@ -127,7 +127,7 @@ def import_file(db: Database, source: BinaryIO, *, redact: Callable[[str], str],
     report = ImportReport()
     context = records.ImportContext(db, redact, into_project, all_projects=all_projects, user_files=user_files)
     lines = enumerate(safe_files.bounded_lines(source, MAX_FILE_BYTES, MAX_LINE_BYTES), 1)
-    for number, line in lines:
+    for _number, line in lines:
         if line is None or line.strip():
             _read_header(line)
             break

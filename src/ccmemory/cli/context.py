@@ -13,7 +13,7 @@ import click
 
 from .groups import WholeHelpGroup
 
-from .. import config as settings, local_context, projects
+from .. import local_context, projects
 from ..hooks import context as session_context, privacy
 from .common import (default_project_dir, echo, emit_json, fail, handles_errors, load_settings, open_db,
                      project_option)

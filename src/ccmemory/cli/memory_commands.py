@@ -12,8 +12,8 @@ from ..db import Database
 from ..memories import CATEGORIES
 from ..redaction import REDACTED
 from ..migrations import SECTORS
-from .common import (default_project_dir, describe, echo, emit_json, fail, handles_errors, json_option, open_db,
-                     open_store, preview, project_option, report_search, search_embedder)
+from .common import (default_project_dir, describe, echo, emit_json, fail, handles_errors, json_option, open_store,
+                     preview, project_option, report_search, search_embedder)
 
 
 def _valid_category(value: str) -> str:
@@ -69,7 +69,7 @@ def add(content: str | None, category: str, sector: str | None, tags: str, impor
     if content is None:
         if sys.stdin.isatty():
             content = click.edit("\n# Write the memory above; lines starting with # are dropped.\n")
-            content = "\n".join(l for l in (content or "").splitlines() if not l.startswith("#")).strip()
+            content = "\n".join(line for line in (content or "").splitlines() if not line.startswith("#")).strip()
         else:
             content = sys.stdin.read().strip()
     db, project = open_store(project_dir)

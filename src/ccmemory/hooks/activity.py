@@ -11,6 +11,7 @@ the area of the project it touched most.
 from __future__ import annotations
 
 import os
+import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,11 +44,30 @@ def theme_of(files: Sequence[str], root: str, ran_commands: bool) -> str:
     return "shell commands" if ran_commands else "conversation"
 
 
+_DECISION_CUES = re.compile(
+    r"\b(decided|decision|chose|chosen|opted|instead of|going with|went with|switched to|we will|we'll use|"
+    r"I'll use|prefer|trade-?off|because|so that|rather than)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def decisions(texts: Sequence[str], limit: int = 5) -> list[str]:
+    """Sentences that state a choice or a reason, in order, without repeats."""
+    found: list[str] = []
+    for text in texts:
+        for sentence in _SENTENCE_END.split(text):
+            sentence = sentence.strip(" -*•\t")
+            if 20 <= len(sentence) <= 300 and _DECISION_CUES.search(sentence) and sentence not in found:
+                found.append(sentence)
+                if len(found) == limit:
+                    return found
+    return found
+
+
 def build_entry(observations: Sequence[Any], *, prompt: str | None, last_message: str | None,
                 root: str) -> dict[str, Any] | None:
     """The entry for one turn (observations oldest first), or None when the turn did nothing worth a line."""
-    from .summary import decisions
-
     changed: list[str] = []
     read: list[str] = []
     commands: list[str] = []

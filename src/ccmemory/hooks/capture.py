@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 from ..config import Config
 from ..excerpts import cut
+from ..memories import CAPTURE_SOURCE, LOOKUP_TOOLS
 from . import log, payload as payloads
 from ..redaction import redact, redact_value, strip_private
 from .runner import RECEIVED_AT
@@ -52,10 +53,8 @@ MAX_LISTED_NAMES = 10
 MAX_SCOPE_SOURCE_CHARS = 2_000_000
 
 #: ``memories.source`` of the observations stored here.
-SOURCE = "capture"
+SOURCE = CAPTURE_SOURCE
 SALIENCE_FAILURE = 0.75
-#: Tools that only look things up: routine, so they fade, and no evidence of what a session did.
-LOOKUP_TOOLS = ("Read", "Grep", "Glob", "LS")
 SALIENCE = {
     "Write": 0.6, "Edit": 0.6, "MultiEdit": 0.6, "NotebookEdit": 0.6,
     "Task": 0.55, "Agent": 0.55,

@@ -24,7 +24,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
 
-from .. import isolation
 from . import log
 from .privacy import RECURSION_GUARD_ENV
 
@@ -35,18 +34,6 @@ INSTRUCTIONS = (
 )
 MAX_PROMPT_CHARS = 40_000
 _child: subprocess.Popen | None = None
-
-
-def start_detached(session_id: str, memory_id: str) -> None:
-    """Start the worker in its own process session, so Stop returns at once and Claude Code never waits."""
-    env = isolation.child_env()
-    env[RECURSION_GUARD_ENV] = "1"
-    subprocess.Popen(
-        isolation.isolated_module_command(sys.executable, isolation.package_parent(),
-                                          "ccmemory.hooks.model_summary", session_id, memory_id),
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, env=env, close_fds=True,
-    )
 
 
 def build_prompt(summary: str, observations: Sequence[Any]) -> str:

@@ -24,17 +24,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
 
 from ..config import Config
 from . import activity, failures, log, payload as payloads
+from .activity import decisions
 from ..excerpts import cut
+from ..memories import SUMMARY_SOURCE
 from ..redaction import redact
 
-SUMMARY_SOURCE = "summary"
 SUMMARY_SALIENCE = 0.65
 LOOKED_ONLY_SALIENCE = 0.35
 #: Commands that only look: running them is not doing something.
@@ -49,12 +49,6 @@ MAX_PROMPTS = 1000
 #: Functions or classes named per changed file (an Edit's scope, see ccmemory.hooks.capture.edit_scope).
 MAX_SCOPES = 6
 _CHANGING_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
-_DECISION_CUES = re.compile(
-    r"\b(decided|decision|chose|chosen|opted|instead of|going with|went with|switched to|we will|we'll use|"
-    r"I'll use|prefer|trade-?off|because|so that|rather than)\b",
-    re.IGNORECASE,
-)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def user_prompts(transcript_path: str | None) -> list[str]:
@@ -100,19 +94,6 @@ def _typed_prompt(entry: Any) -> str | None:
     if content.lstrip().startswith(("<command-", "<local-command", "Caveat:")):
         return None
     return content.strip()
-
-
-def decisions(texts: Sequence[str], limit: int = 5) -> list[str]:
-    """Sentences that state a choice or a reason, in order, without repeats."""
-    found: list[str] = []
-    for text in texts:
-        for sentence in _SENTENCE_END.split(text):
-            sentence = sentence.strip(" -*•\t")
-            if 20 <= len(sentence) <= 300 and _DECISION_CUES.search(sentence) and sentence not in found:
-                found.append(sentence)
-                if len(found) == limit:
-                    return found
-    return found
 
 
 def _relative(path: str, root: str) -> str:
@@ -295,9 +276,21 @@ def summarize_from(db: Any, *, project_id: int, session_id: str, root: str, obse
 def start_model_summary(config: Config, session_id: str, memory_id: str) -> None:
     """With ``summary.mode = "claude"``, start the detached model-written summary; never waits for it."""
     if config.get("summary", "mode") == "claude":
-        from .model_summary import start_detached
+        import subprocess
+        import sys
 
-        start_detached(session_id, memory_id)
+        from .. import isolation
+        from .privacy import RECURSION_GUARD_ENV
+
+        env = isolation.child_env()
+        env[RECURSION_GUARD_ENV] = "1"
+        # The worker runs in its own process session, so Stop returns at once and Claude Code never waits.
+        subprocess.Popen(
+            isolation.isolated_module_command(sys.executable, isolation.package_parent(),
+                                              "ccmemory.hooks.model_summary", session_id, memory_id),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, env=env, close_fds=True,
+        )
 
 
 def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
