@@ -36,11 +36,6 @@ MIN_ID_PREFIX = 4
 SHOWN_CANDIDATES = 5
 #: Longer "ids" are not looked up (a uuid has 36 characters).
 MAX_ID_CHARS = 64
-#: ``source`` of the observations the capture hook stores and of the session summaries Stop writes.
-CAPTURE_SOURCE = "capture"
-SUMMARY_SOURCE = "summary"
-#: Tools that only look things up: routine, so their observations fade, and no evidence of what a session did.
-LOOKUP_TOOLS = ("Read", "Grep", "Glob", "LS")
 
 _MEMORY_COLUMNS = (
     "seq, id, project_id, session_id, content, sector, tier, category, tags, files, importance, salience, "

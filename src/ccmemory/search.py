@@ -52,7 +52,8 @@ from typing import Any, Callable, Sequence
 from . import knowledge, memories, sessions, vectors
 from .db import Database
 from .errors import ValidationError
-from .memories import CAPTURE_SOURCE, LOOKUP_TOOLS, SUMMARY_SOURCE, Memory
+from .memories import Memory
+from .vocabulary import CAPTURE_SOURCE, LOOKUP_TOOLS, SUMMARY_SOURCE
 from .migrations import SECTORS
 from .query_dates import date_range
 
@@ -451,7 +452,7 @@ def with_session_summaries(db: Database, ranked: list[tuple[int, float]]) -> lis
     """Give a session's summary the combined score of its matching actions when there are several.
 
     Among the :data:`SUMMARY_POOL` best candidates, the captured tool calls that did
-    something (not the look-ups of :data:`~ccmemory.memories.LOOKUP_TOOLS`) are
+    something (not the look-ups of :data:`~ccmemory.vocabulary.LOOKUP_TOOLS`) are
     grouped by session. Where a session has at least :data:`SUMMARY_MIN_ACTIONS` of
     them, its summary scores at least ``1 - prod(1 - s)`` over their scores (noisy-OR:
     each further matching step is more evidence that the session as a whole is the

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 from ..config import Config
 from ..excerpts import cut
-from ..memories import CAPTURE_SOURCE, LOOKUP_TOOLS
+from ..vocabulary import CAPTURE_SOURCE, LOOKUP_TOOLS
 from . import log, payload as payloads
 from ..redaction import redact, redact_value, strip_private
 from .runner import RECEIVED_AT

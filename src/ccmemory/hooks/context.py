@@ -38,7 +38,7 @@ from .. import quoting
 from ..excerpts import one_line
 from ..config import Config
 from . import payload as payloads
-from ..memories import CAPTURE_SOURCE
+from ..vocabulary import CAPTURE_SOURCE
 from ..redaction import CONTEXT_TAG
 
 CHARS_PER_TOKEN = 4

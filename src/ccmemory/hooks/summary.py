@@ -32,7 +32,7 @@ from ..config import Config
 from . import activity, failures, log, payload as payloads
 from .activity import decisions
 from ..excerpts import cut
-from ..memories import SUMMARY_SOURCE
+from ..vocabulary import SUMMARY_SOURCE
 from ..redaction import redact
 
 SUMMARY_SALIENCE = 0.65
