@@ -1,4 +1,4 @@
-"""The rolling local context of a working directory (seed 002), kept by ccmemory from what the hooks saw.
+"""The rolling local context of a working directory, kept by ccmemory from what the hooks saw.
 
 An entry is one turn that did something: when it happened, what was asked, and
 the files, commands, decisions and errors of that turn (built by
@@ -74,7 +74,7 @@ def set_enabled(db: Any, directory: str, enabled: bool | None) -> None:
 
 
 def clear(db: Any, directory: str) -> int:
-    """Forget a directory's log (seed 002's ``/clear``); returns how many entries went. Observations stay."""
+    """Forget a directory's log (``ccmemory context clear``); returns how many entries went. Observations stay."""
     key = directory_key(directory)
     with db.transaction():
         gone = int(db.scalar("SELECT count(*) FROM local_context_entries WHERE directory = ?", (key,)))

@@ -1,4 +1,4 @@
-"""What ``memory_status`` and ``ccmemory status`` report: the store's counts and the settings in effect."""
+"""What ``memory_status`` and ``ccmemory stats`` report: the store's counts and the settings in effect."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Codebase analysis for any language (seed 001, F5.3, F7): ``ccmemory analyze``, ``init`` and ``discover``.
+"""Codebase analysis for any language: ``ccmemory analyze``, ``init`` and ``discover``.
 
 ``run(root, deep=False)`` walks the tree once (:mod:`.structure`) and, when
 deep, analyses a sample of the source files (:mod:`.deep`). The result is a
@@ -35,7 +35,7 @@ def run(settings: ProjectSettings, *, deep: bool = False) -> dict[str, Any]:
 
 
 def render(result: dict[str, Any]) -> str:
-    """The text of ``ccmemory analyze`` (seed 001's format first, then the details)."""
+    """The text of ``ccmemory analyze`` (the summary lines first, then the details)."""
     lines = [
         f"Project: {result['project']}",
         f"Languages: {result['languages_text']}",
@@ -94,7 +94,7 @@ def _tree_lines(result: dict[str, Any]) -> list[str]:
 CACHE_FILE = "meta.json"
 MAX_CACHE_BYTES = 1024 * 1024
 #: A new entry point, or a change in the file count by more than this share and at least
-#: SIGNIFICANT_FILE_COUNT files, is "significant" (F4.4).
+#: SIGNIFICANT_FILE_COUNT files, is "significant" (the git hook then suggests ``ccmemory discover``).
 SIGNIFICANT_FILE_SHARE = 0.2
 SIGNIFICANT_FILE_COUNT = 20
 

@@ -1,4 +1,4 @@
-"""Per-language analyzers for the deep analysis (seed 001, F7.3, F7.4).
+"""Per-language analyzers for the deep analysis.
 
 An analyzer is ``analyze(path, text) -> {"exports": [{"name", "kind", "signature"}...]}``.
 Built in: TypeScript/JavaScript (exports, types, function signatures). Any

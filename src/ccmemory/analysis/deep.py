@@ -1,4 +1,4 @@
-"""The deep analysis (seed 001, F5.3 --deep, F7.3, F7.4): exports, conventions, frameworks, within a deadline.
+"""The deep analysis (``ccmemory analyze --deep``): exports, conventions, frameworks, within a deadline.
 
 Source files (of a source language or an unknown extension, see
 :func:`.languages.is_code`) are sampled when there are many (entry points

@@ -1,11 +1,11 @@
-"""Which language a file is in: by extension (seed 001, F7.2), then by shebang for files without one."""
+"""Which language a file is in: by extension, then by shebang for files without one."""
 
 from __future__ import annotations
 
 import os
 import re
 
-#: The core extensions of seed 001 (F7.2), then common non-code files so a breakdown reads like a project.
+#: The core source extensions, then common non-code files so a breakdown reads like a project.
 EXTENSIONS = {
     ".ts": "TypeScript", ".tsx": "TypeScript", ".js": "JavaScript", ".jsx": "JavaScript", ".mjs": "JavaScript",
     ".cjs": "JavaScript", ".py": "Python", ".go": "Go", ".rs": "Rust", ".java": "Java", ".kt": "Kotlin",
@@ -67,7 +67,7 @@ def is_code(name: str, language: str) -> bool:
     """Whether a (text) file is program source: a known source language, or an unknown extension not known as data.
 
     Unknown extensions count so a project in a language this table does not name
-    (Zig, Nim, Elm, ...) still gets the universal heuristics (F7.4).
+    (Zig, Nim, Elm, ...) still gets the universal heuristics.
     """
     if language in SOURCE_LANGUAGES:
         return True

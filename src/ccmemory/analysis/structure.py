@@ -1,4 +1,4 @@
-"""The quick analysis of any repository (seed 001, F7.1, F7.2, F7.4, F5.3 --quick): files, languages, layout.
+"""The quick analysis of any repository (``ccmemory analyze --quick``): files, languages, layout.
 
 One walk of the tree, skipping hidden folders and ``ignored_dirs`` (vendored
 code: node_modules, vendor, ...). Languages are counted by file, by extension

@@ -49,14 +49,14 @@ class LazyGroup(WholeHelpGroup):
         return self.commands.get(cmd_name)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        """No arguments: the help with the commands, on stdout, exit 0 (seed 001, F5: not a usage error)."""
+        """No arguments: the help with the commands, on stdout, exit 0 (asking for help is not a usage error)."""
         if not args and not ctx.resilient_parsing:
             click.echo(ctx.get_help())
             ctx.exit(0)
         return super().parse_args(ctx, args)
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
-        """An unknown command says so in seed 001's words, with the nearest names when there are some."""
+        """An unknown command says so and points at ``--help``, with the nearest names when there are some."""
         name = args[0] if args else ""
         if name and not name.startswith("-") and not ctx.resilient_parsing and self.get_command(ctx, name) is None:
             import difflib

@@ -1,4 +1,4 @@
-"""``ccmemory analyze``: the structure of the project, in any language (seed 001, F5.3, F7)."""
+"""``ccmemory analyze``: the structure of the project, in any language."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``ccmemory discover`` and ``ccmemory promote`` (seed 001, F5.4, F5.6, F4.3)."""
+"""``ccmemory discover`` and ``ccmemory promote``: discovery memories, and a memory written out as knowledge."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``ccmemory init``: set a project up for the knowledge tier (seed 001, F5.1, F6, F4.1, F4.2).
+"""``ccmemory init``: set a project up for the knowledge tier.
 
 Creates ``.claude/knowledge/`` (with ``gotchas.md`` showing the format),
 the skills memory-discover, memory-query and memory-save, ``.claude/settings.json``

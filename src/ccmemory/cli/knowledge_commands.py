@@ -1,6 +1,6 @@
 """``ccmemory index``: the project's knowledge markdown into searchable entries.
 
-Exit codes (seed 001, F5.2): 0 success, 1 error (no knowledge directory, storage
+Exit codes: 0 success, 1 error (no knowledge directory, storage
 or model failure, or another index of the project running: nothing was done),
 2 completed with warnings (files skipped or unreadable, entries left without
 vectors), 130 interrupted (Ctrl+C; as ``ccmemory discover``).
@@ -85,7 +85,7 @@ def embed_new_entries(db: database.Database, project: int, report: indexer.Index
                       settings: project_settings.ProjectSettings, show_progress: bool) -> None:
     """Embed the new entries (and anything else pending); a model problem becomes a warning of the report.
 
-    Seed 001, F2.5: a failure names the file and section it hit and the rest
+    A failure names the file and section it hit and the rest
     goes on. A text the model fails on is left out (found by keywords, embedded
     by a later ``ccmemory embed``); a model that cannot load at all leaves every
     entry for later, and the warning names the sections waiting.

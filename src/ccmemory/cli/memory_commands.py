@@ -17,8 +17,8 @@ from .common import (default_project_dir, describe, echo, emit_json, fail, handl
 
 
 def _valid_category(value: str) -> str:
-    """``value`` if it is a category; else, as seed 001 asks (F5.5, F5 "no TTY"), the user's pick on a
-    terminal, and ``general`` with a warning without one (what ``memory_add`` does too)."""
+    """``value`` if it is a category; else the user's pick among the categories on a terminal,
+    and ``general`` with a warning without one (what ``memory_add`` does too)."""
     chosen = value.strip().lower()
     if chosen in CATEGORIES:
         return chosen

@@ -1,4 +1,4 @@
-"""Discovery (seed 001, F3.1, F5.4): a deep analysis turned into ``discovery`` memories.
+"""Discovery: a deep analysis turned into ``discovery`` memories.
 
 One run at a time per project (``.claude/memory/discover.lock``, whose status
 a second run reports). Each finding has a stable key (``structure``,

@@ -1,4 +1,4 @@
-"""Finding and reading the knowledge files, and every way one can be unusable (seed 001, F2 edge cases).
+"""Finding and reading the knowledge files, and every way one can be unusable.
 
 ``*.md`` files anywhere under the knowledge directory, except names starting
 with ``_`` and folders named in ``ignored_dirs`` or starting with a dot.

@@ -211,7 +211,7 @@ def report_problems(settings: ProjectSettings, problems: list[str], say: Callabl
 
 
 def refresh_structure(settings: ProjectSettings, say: Callable[[str], None]) -> None:
-    """F4.4: a quick analysis into the structure cache, with a hint when the structure changed a lot."""
+    """A quick analysis into the structure cache, with a hint when the structure changed a lot."""
     from .. import analysis
 
     result = analysis.run(settings)

@@ -1,4 +1,4 @@
-"""Promotion: a discovery memory written out as a knowledge file (seed 001, F1.6, F4.3, F5.6).
+"""Promotion: a discovery memory written out as a knowledge file.
 
 ``promote`` writes ``.claude/knowledge/discoveries/<slug>.md`` with front matter
 (``promoted_from``, ``promoted_at``) and one H3 section holding the memory, and
@@ -6,8 +6,8 @@ marks the memory ``promoted`` in its metadata; it never overwrites a file.
 ``auto_promote`` does that for every discovery referenced 3+ times in the last 7
 days (each search hit is a reference; times are kept in ``memory_references``).
 Searches are what add references, so the MCP server and ``ccmemory search`` check
-right after a search that returned a discovery (:func:`after_search`); seed 001's
-hourly check would only find the same discoveries later.
+right after a search that returned a discovery (:func:`after_search`); an hourly
+check would only find the same discoveries later.
 
 Automatic promotion writes files on its own after ordinary searches, so it is
 opt-in: the user's ``promotion.auto_discoveries`` setting (``ccmemory config set

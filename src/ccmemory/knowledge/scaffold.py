@@ -68,7 +68,7 @@ def _write(root: str, path: str, data: bytes, relative: str) -> None:
 
 
 def damage(name: str, data: bytes) -> str | None:
-    """Why a template's bytes are not what ccmemory ships (F6: a corrupted template is skipped), or None.
+    """Why a template's bytes are not what ccmemory ships (a corrupted template is skipped), or None.
 
     Every template is UTF-8 text without NUL bytes; ``.gitkeep`` is empty; a
     JSON template parses to an object; a skill opens with front matter naming

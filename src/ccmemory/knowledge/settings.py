@@ -6,7 +6,7 @@ file or a wrongly typed value never stops a command: the default is used and
 :attr:`ProjectSettings.problems` says what was ignored, for the command to
 print as a warning.
 
-``vectors_dir`` of seed 001 has no equivalent: vectors live in ccmemory's one
+A ``vectors_dir`` setting has no meaning here: vectors live in ccmemory's one
 database and are rebuilt from the markdown by ``ccmemory index``. ``model``
 is checked against the embedding model ccmemory uses (one per database, set
 in the user's ``config.json``), and a mismatch is reported rather than mixed.
