@@ -1,4 +1,4 @@
-"""`ccmemory index` on a 100-file knowledge tree: the whole command, embeddings included (seed 001: <= 5 s).
+"""`ccmemory index` on a 100-file knowledge tree: the whole command, embeddings included (goal: <= 5 s).
 
 Run: python bench/bench_index.py [--files 100] [--runs 3] [--long-sentences 8,14] [--no-write]
 
@@ -141,7 +141,7 @@ def main() -> None:
         "",
         f"{args.files} synthetic markdown files ({size / 1024:.0f} KB, {entries.group(1) if entries else '?'} "
         "H3 entries), `ccmemory index` as a fresh process on an empty data directory: start-up, parsing, storing, "
-        "model load and every embedding. Seed 001's target: 5 s.",
+        "model load and every embedding. The goal: 5 s.",
         "",
         "| run | median s | min s | max s |",
         "|---|---:|---:|---:|",
@@ -158,7 +158,7 @@ def main() -> None:
     if long_cold:
         lines += ["", f"The longer tree holds {long_size / size:.1f}x the text and takes "
                   f"{statistics.median(long_cold) / statistics.median(cold):.1f}x the time: nearly all of it is the "
-                  "model reading the text, so seed 001's 5 s holds for 100 files of this benchmark's size (about "
+                  "model reading the text, so the 5 s goal holds for 100 files of this benchmark's size (about "
                   f"{size / args.files / 1024:.1f} KB each), not for any 100 files."]
     lines += ["", f"CPU time of the cold run (user + system, all threads), median: {statistics.median(cold_cpu):.2f} s. "
               "Wall time on this shared machine moves with the other engineers' load (see the load average); "
