@@ -98,7 +98,7 @@ def _token_of(request: Request) -> str | None:
 
 
 def create_app(viewer: Viewer, *, allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS) -> Starlette:
-    """The viewer's application (routes are listed in the README's API table)."""
+    """The viewer's application (routes are listed in docs/viewer.md's API table)."""
 
     def route(path: str, handler: Callable[[api.Call], Any], method: str = "GET", status: int = 200) -> Route:
         return Route(path, endpoint(viewer, handler, status=status), methods=[method])
@@ -108,7 +108,7 @@ def create_app(viewer: Viewer, *, allowed_hosts: tuple[str, ...] = LOOPBACK_HOST
                                  headers={"X-Accel-Buffering": "no"})
 
     async def not_found(request: Request) -> Response:
-        return error(404, f"No API route {request.method} {request.url.path}; see the README's API table")
+        return error(404, f"No API route {request.method} {request.url.path}; see the API table in docs/viewer.md")
 
     project = "/api/projects/{project}"
     memory = project + "/memories/{memory}"
