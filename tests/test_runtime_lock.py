@@ -2,7 +2,7 @@
 
 The launcher installs exactly this file with ``--require-hashes`` (tests/test_plugin_launcher.py
 shows a changed lock builds a new environment); here: the lock is complete for pyproject's ranges
-and every entry carries hashes. Regenerate it with the command in README ("Runtime lock").
+and every entry carries hashes. Regenerate it with the command in docs/install.md ("Runtime lock").
 """
 
 from __future__ import annotations

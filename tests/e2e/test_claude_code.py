@@ -146,7 +146,7 @@ def test_each_hook_fires_once_per_event(sessions: Sessions) -> None:
 
 def test_observations_of_every_tool_call_are_stored(sessions: Sessions) -> None:
     # Async capture stores each call from a process of its own, stamped when that process has started: the
-    # fake model answers at once, so calls may be stamped out of order (see README).
+    # fake model answers at once, so calls may be stamped out of order (see docs/hooks.md).
     captured = rows(sessions.db_path, "SELECT content, files FROM memories WHERE session_id = ? AND source = 'capture' "
                                       "ORDER BY created_at, seq", (sessions.first_id,))
     assert len(captured) == 4, captured

@@ -83,5 +83,5 @@ def test_the_cli_from_bin_finds_it_on_the_servers_runtime(session):
     assert not cli.get("is_error"), cli
     assert FACT in json.dumps(cli["content"])
     uses = session["log"].splitlines()
-    assert "-m ccmemory.mcp.server" in uses
-    assert "-m ccmemory search Thursday --mode keyword" in uses
+    assert "-P -m ccmemory.mcp.server" in uses
+    assert "-P -m ccmemory search Thursday --mode keyword" in uses
