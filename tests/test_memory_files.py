@@ -505,3 +505,14 @@ def test_no_file_is_left_when_the_store_is_used_from_another_directory(db, call,
     os.chdir(tmp_path)
     run(db, call, command="create", path="/memories/rel.md", file_text="x")
     assert not (tmp_path / "memories").exists() and not (tmp_path / "rel.md").exists()
+
+
+def test_a_line_number_that_is_not_a_finite_number_is_refused(vdb, project) -> None:
+    from ccmemory.files import commands
+
+    call = commands.Call(project, None, "test")
+    commands.execute(vdb, {"command": "create", "path": "/memories/notes.md", "file_text": "a\nb\n"}, call)
+    for bad in (float("nan"), float("inf"), float("-inf")):
+        with pytest.raises(commands.MemoryFileError, match="must be an integer"):
+            commands.execute(vdb, {"command": "insert", "path": "/memories/notes.md", "insert_line": bad,
+                                   "insert_text": "x"}, call)

@@ -99,7 +99,8 @@ def _whole(value: Any, name: str) -> int:
     """An integer argument; models sometimes send "3" for 3."""
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         return int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or value != value  # NaN
+            or value in (float("inf"), float("-inf")) or value != int(value)):
         raise MemoryFileError(f"Error: Parameter `{name}` must be an integer, got {paths.shown(repr(value), 60)}")
     return int(value)
 
