@@ -73,6 +73,12 @@ SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
         "min_salience": {"type": "float", "default": 0.7, "min": 0.0, "max": 1.0,
                          "help": "SessionEnd promotes session memories above this salience to the project tier."},
     },
+    "docs": {
+        "allow_private_hosts": {"type": "strings", "default": [],
+                                "help": "Hosts, addresses or networks (10.0.0.0/8) that docs ingest may fetch although "
+                                        "they are not public (intranet pages); nothing else that is loopback, private "
+                                        "or link-local is ever fetched."},
+    },
     "embedding": {
         "model": {"type": "text", "default": "sentence-transformers/all-MiniLM-L6-v2",
                   "help": "fastembed model name (the built-in one needs no download)."},
