@@ -104,31 +104,31 @@ def user_allowed() -> Allowed:
     return Allowed.parse(config.load().get(*ALLOW_SETTING.split(".")))
 
 
-def embedded(address: IPAddress) -> list[IPAddress]:
-    """The address and every IPv4 address it carries (IPv4-mapped, 6to4, Teredo, NAT64 64:ff9b::/96)."""
-    found: list[IPAddress] = [address]
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped:
-            found.append(address.ipv4_mapped)
-        if address.sixtofour:
-            found.append(address.sixtofour)
-        if address.teredo:
-            found.extend(address.teredo)
-        if address in _NAT64:
-            found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
-    return found
-
-
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
+def _stands_for(address: IPAddress) -> IPAddress:
+    """The IPv4 address an IPv4-mapped or NAT64 (64:ff9b::/96) address reaches, else the address itself."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped:
+            return address.ipv4_mapped
+        if address in _NAT64:
+            return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return address
+
+
 def is_public(address: IPAddress) -> bool:
-    """Whether ``address`` (and any IPv4 address inside it) is a globally routed unicast address."""
-    for one in embedded(address):
+    """Whether ``address`` is a globally routed unicast address, judged by the IPv4 address it stands for
+    (IPv4-mapped, NAT64) and by the IPv4 addresses a tunnel carries (6to4, Teredo) too."""
+    address = _stands_for(address)
+    carried: list[IPAddress] = []
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.is_site_local:
+            return False
+        carried = [address.sixtofour] if address.sixtofour else list(address.teredo or ())
+    for one in [address, *carried]:
         if (not one.is_global or one.is_multicast or one.is_reserved or one.is_unspecified or one.is_loopback
                 or one.is_link_local or one.is_private):
-            return False
-        if isinstance(one, ipaddress.IPv6Address) and one.is_site_local:
             return False
     return True
 
