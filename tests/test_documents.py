@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from ccmemory import documents, embeddings, projects
+from ccmemory import config, documents, embeddings, projects
 from ccmemory.errors import ValidationError
 
 GUIDE = """# Service guide
@@ -120,7 +120,13 @@ def serve_once(body: bytes, content_type: str, path: str) -> str:
     return f"http://127.0.0.1:{server.server_port}{path}"
 
 
-def test_ingest_from_a_local_url(db, project):
+@pytest.fixture
+def loopback_allowed(home):
+    """The user's opt-in for fetching from 127.0.0.1 (pages on loopback are refused otherwise)."""
+    config.write_file_settings({"docs": {"allow_private_hosts": ["127.0.0.1"]}})
+
+
+def test_ingest_from_a_local_url(db, project, loopback_allowed):
     url = serve_once(b"# Runbook\n\nRestart the worker with systemctl restart worker.", "text/markdown; charset=utf-8",
                      "/runbook.md")
     document = documents.ingest(db, project_id=project, url=url)
@@ -136,7 +142,7 @@ PAGE = b"""<!DOCTYPE html><html><head><title>Deploy Handbook | Acme</title>
   VERSION=previous</pre><footer>Copyright Acme</footer></body></html>"""
 
 
-def test_an_html_page_is_stored_as_readable_text_with_its_title(db, project):
+def test_an_html_page_is_stored_as_readable_text_with_its_title(db, project, loopback_allowed):
     url = serve_once(PAGE, "text/html; charset=utf-8", "/handbook")
     document = documents.ingest(db, project_id=project, url=url)
     assert document.title == "Deploy Handbook | Acme"

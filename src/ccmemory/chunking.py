@@ -9,6 +9,8 @@ the model's own tokenizer, and no token of a chunk is ever cut.
 Within a section, whole blocks are packed together while they fit; a block
 that is too long is split at lines (code, lists) or sentences (prose), and a
 single line or sentence that is still too long is cut at a token boundary.
+Every step is linear in the text's length (a text is tokenized a bounded
+number of times), so the largest document takes seconds, not hours.
 """
 
 from __future__ import annotations
@@ -31,13 +33,9 @@ def _pieces(block: Block, budget: int) -> list[str]:
         parts = _SENTENCE_END.split(block.text)
     fitted: list[str] = []
     for part, size in zip(parts, tokens.counts(parts)):
-        while size > budget:
-            cut = tokens.head(part, budget)
-            if not cut:  # a single token longer than the budget cannot happen with a sane budget
-                break
-            fitted.append(cut)
-            part = part[len(cut):]
-            size = tokens.count(part)
+        if size > budget:
+            cuts, part = tokens.split(part, budget)
+            fitted.extend(cuts)
         if part.strip():
             fitted.append(part)
     joiner = "\n" if block.kind in ("code", "list") else " "

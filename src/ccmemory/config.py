@@ -77,6 +77,12 @@ SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
                                      "project's knowledge folder (discoveries/<slug>.md). Off: only `ccmemory "
                                      "promote` writes them."},
     },
+    "docs": {
+        "allow_private_hosts": {"type": "strings", "default": [],
+                                "help": "Hosts, addresses or networks (10.0.0.0/8) that docs ingest may fetch although "
+                                        "they are not public (intranet pages); nothing else that is loopback, private "
+                                        "or link-local is ever fetched."},
+    },
     "embedding": {
         "model": {"type": "text", "default": "sentence-transformers/all-MiniLM-L6-v2",
                   "help": "fastembed model name (the built-in one needs no download)."},

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import chunking, clock, html_text, markdown_blocks, safe_files
+from . import chunking, clock, fetch, html_text, markdown_blocks, safe_files
 from .db import Database
 from .errors import NotFoundError, ValidationError
 from .redaction import redact, redact_fields
@@ -28,7 +28,7 @@ from .search import (CANDIDATES, SearchResult, fts_query, keyword_ranking, query
                      vector_ranking)
 
 MAX_DOCUMENT_BYTES = 5 * 1024 * 1024
-URL_TIMEOUT_SECONDS = 10
+TEXT_TYPES = ("application/json", "application/xml", "application/xhtml+xml")
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 
 
@@ -89,47 +89,40 @@ def _read_path(path: str, root: str | None) -> tuple[str, str]:
 
 
 def _fetch_url(url: str) -> tuple[str, bool]:
-    """The page's text and whether it is HTML."""
-    import urllib.request
-
-    if not re.match(r"^https?://", url):
+    """The page's text and whether it is HTML (fetched by :mod:`ccmemory.fetch`: public hosts, one deadline)."""
+    if not re.match(r"^https?://", url, re.IGNORECASE):
         raise ValidationError(f"Only http(s) URLs can be ingested, got {url!r}")
+    page = fetch.get(url, MAX_DOCUMENT_BYTES, accept=lambda kind: kind.startswith("text/") or kind in TEXT_TYPES)
     try:
-        with urllib.request.urlopen(url, timeout=URL_TIMEOUT_SECONDS) as response:
-            kind = response.headers.get_content_type()
-            if not kind.startswith("text/") and kind not in ("application/json", "application/xml",
-                                                             "application/xhtml+xml"):
-                raise ValidationError(f"{url} is {kind}, not text; save it as text and ingest the file")
-            data = response.read(MAX_DOCUMENT_BYTES + 1)
-            charset = response.headers.get_content_charset() or "utf-8"
-    except ValidationError:
-        raise
-    except Exception as exc:
-        raise ValidationError(f"Could not fetch {url}: {exc}. Save the page to a file and ingest it by path.") from exc
-    if len(data) > MAX_DOCUMENT_BYTES:
-        raise ValidationError(f"{url} is larger than {MAX_DOCUMENT_BYTES:,} bytes")
-    return data.decode(charset, errors="replace"), kind in ("text/html", "application/xhtml+xml")
+        text = page.body.decode(page.charset or "utf-8", errors="replace")
+    except LookupError:  # a charset Python does not know
+        text = page.body.decode("utf-8", errors="replace")
+    return text, page.content_type in ("text/html", "application/xhtml+xml")
 
 
-def ingest(
-    db: Database,
+@dataclass
+class Prepared:
+    """A document read (or fetched), converted, redacted and cut into chunks, not stored yet."""
+
+    title: str
+    chunks: list[tuple[str, str]]
+    digest: str
+    source_path: str | None
+    url: str | None
+
+
+def prepare(
     *,
-    project_id: int,
     path: str | None = None,
     content: str | None = None,
     title: str | None = None,
     url: str | None = None,
-    metadata: dict[str, Any] | None = None,
     root: str | None = None,
-) -> Document:
-    """Store a document from exactly one of ``path``, ``url`` or ``content``; returns it.
+) -> Prepared:
+    """Read exactly one of ``path``, ``url`` or ``content`` and cut it into chunks, without the database.
 
-    A ``path`` must be a regular file (no FIFO, device or directory) of at most
-    :data:`MAX_DOCUMENT_BYTES`; with ``root`` (the MCP tool passes the project directory) it must
-    also lie inside that directory once symlinks are resolved. Pasted ``content`` is limited to
-    :data:`MAX_DOCUMENT_BYTES` too. Private spans and secrets are removed before anything is stored.
-
-    Vectors for its chunks are made later by :func:`ccmemory.embeddings.embed_pending`.
+    This is the long part of an ingest (a fetch waits up to :data:`ccmemory.fetch.DEADLINE_SECONDS`;
+    cutting 5 MB takes seconds), so the MCP server runs it without holding its connection.
     """
     given = [name for name, value in (("path", path), ("url", url), ("content", content)) if value]
     if len(given) != 1:
@@ -157,8 +150,39 @@ def ingest(
                               "spans); nothing to ingest")
     found_title, chunks = chunk_text(text)
     title = redact((title or page_title or found_title or fallback).strip())
+    return Prepared(title, chunks, digest, source_path, url)
+
+
+def ingest(
+    db: Database,
+    *,
+    project_id: int,
+    path: str | None = None,
+    content: str | None = None,
+    title: str | None = None,
+    url: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    root: str | None = None,
+) -> Document:
+    """Store a document from exactly one of ``path``, ``url`` or ``content``; returns it.
+
+    A ``path`` must be a regular file (no FIFO, device or directory) of at most
+    :data:`MAX_DOCUMENT_BYTES`; with ``root`` (the MCP tool passes the project directory) it must
+    also lie inside that directory once symlinks are resolved. Pasted ``content`` is limited to
+    :data:`MAX_DOCUMENT_BYTES` too. A ``url`` is fetched by :mod:`ccmemory.fetch` (public hosts
+    only, one deadline). Private spans and secrets are removed before anything is stored.
+
+    Vectors for its chunks are made later by :func:`ccmemory.embeddings.embed_pending`.
+    """
+    prepared = prepare(path=path, content=content, title=title, url=url, root=root)
+    return store(db, prepared, project_id=project_id, metadata=metadata)
+
+
+def store(db: Database, prepared: Prepared, *, project_id: int, metadata: dict[str, Any] | None = None) -> Document:
+    """Store a prepared document; an unchanged re-ingest of the same path or URL changes nothing."""
+    title, chunks, digest = prepared.title, prepared.chunks, prepared.digest
     now = clock.now()
-    source_path, url, stored_metadata = _stored_fields(source_path, url, metadata)
+    source_path, url, stored_metadata = _stored_fields(prepared.source_path, prepared.url, metadata)
     with db.transaction():
         existing = None
         if source_path:

@@ -107,10 +107,15 @@ def looks_like_html(text: str) -> bool:
     return start.startswith(("<!doctype html", "<html")) or ("<head" in start and "<body" in text.lower())
 
 
+#: A numeric character reference too long for ``int()`` (over 4,300 digits) makes the standard parser
+#: raise; any reference longer than this names no character, so it is read as U+FFFD, as browsers do.
+_HUGE_CHARREF = re.compile(r"&#(?:0*[1-9][0-9]{15,}|[xX]0*[1-9a-fA-F][0-9a-fA-F]{15,});?")
+
+
 def to_markdown(html: str) -> tuple[str, str | None]:
     """(readable Markdown text, title or None) of an HTML page."""
     parser = _Extractor()
-    parser.feed(html)
+    parser.feed(_HUGE_CHARREF.sub("\ufffd", html))
     parser.close()
     text = "".join(parser.out)
     lines: list[str] = []

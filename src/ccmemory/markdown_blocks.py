@@ -47,6 +47,14 @@ class ParsedDocument:
 
 @lru_cache(maxsize=1)
 def _parser() -> Any:
+    """The block parser: inline markup is parsed only where it is used, in headings (it costs the most)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").disable("inline")
+
+
+@lru_cache(maxsize=1)
+def _inline_parser() -> Any:
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark")
@@ -69,9 +77,10 @@ def split_front_matter(text: str) -> tuple[dict[str, str], str]:
     return {}, text
 
 
-def _inline_text(token: Any) -> str:
+def _inline_text(token: Any, env: dict[str, Any]) -> str:
+    """The plain text of an inline token (a heading's), with the document's link references in ``env``."""
     parts = []
-    for child in token.children or []:
+    for child in _inline_parser().parseInline(token.content, env)[0].children or []:
         if child.type in ("text", "code_inline"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
@@ -83,7 +92,8 @@ def parse(text: str) -> ParsedDocument:
     """Sections and title of a Markdown text."""
     front, body = split_front_matter(text)
     lines = body.splitlines()
-    tokens = _parser().parse(body)
+    env: dict[str, Any] = {}
+    tokens = _parser().parse(body, env)
     sections = [Section("")]
     trail: list[tuple[int, str]] = []
     first_h1: str | None = None
@@ -95,7 +105,7 @@ def parse(text: str) -> ParsedDocument:
             continue
         if token.type == "heading_open":
             level = int(token.tag[1])
-            title = _inline_text(tokens[index + 1])
+            title = _inline_text(tokens[index + 1], env)
             if level == 1 and first_h1 is None:
                 first_h1 = title
             trail = [(depth, name) for depth, name in trail if depth < level] + [(level, title)]

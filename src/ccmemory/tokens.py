@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -72,8 +73,11 @@ def encoder_tokenizer(path: str | Path = MODEL_FILES / "tokenizer.json") -> Any:
     return loaded
 
 
+_ESTIMATED_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
 def _estimate(text: str) -> int:
-    return max((len(text) + 2) // 3, len(re.findall(r"\w+|[^\w\s]", text)))
+    return max((len(text) + 2) // 3, len(_ESTIMATED_TOKEN.findall(text)))
 
 
 def count(text: str) -> int:
@@ -101,3 +105,71 @@ def head(text: str, limit: int) -> str:
     if len(offsets) <= limit:
         return text
     return text[: offsets[limit][0]]
+
+
+def split(text: str, limit: int) -> tuple[list[str], str]:
+    """``text`` cut at token boundaries: pieces of ``limit`` tokens while more remain, and the rest.
+
+    The pieces are those of taking :func:`head` of what is left again and again, but in
+    linear time: the text is tokenized once. Word pieces depend only on their own word
+    (the model's pre-tokenizer splits at whitespace and punctuation), so the tokens after
+    a cut at a word's start are the ones already known; only the tail of a word cut in its
+    middle is tokenized again.
+    """
+    loaded = tokenizer()
+    if loaded is None:
+        return _split_estimated(text, limit)
+    encoding = loaded.encode(text, add_special_tokens=False)
+    starts = [start for start, _ in encoding.offsets]
+    ends = [end for _, end in encoding.offsets]
+    words = encoding.word_ids
+    pieces: list[str] = []
+    base = 0  # where the rest starts
+    tail: list[int] = []  # starts of the re-tokenized tail of a word cut in its middle, first in the rest
+    tail_end = 0
+    after = 0  # the first token of the first encoding that is still part of the rest, after the tail
+    while len(tail) + len(starts) - after > limit:
+        if limit < len(tail):
+            cut, in_word, word_end = tail[limit], True, tail_end
+        else:
+            index = after + limit - len(tail)
+            cut = starts[index]
+            in_word = index > after and words[index] == words[index - 1]
+            word_end = index
+            while in_word and word_end < len(starts) and words[word_end] == words[index]:
+                word_end += 1
+            if in_word:
+                after, word_end = word_end, ends[word_end - 1]
+            else:
+                after = index
+        if cut <= base:  # a single token longer than the limit cannot happen with a sane limit
+            break
+        pieces.append(text[base:cut])
+        base = cut
+        if in_word:
+            tail = [cut + start for start, _ in loaded.encode(text[cut:word_end], add_special_tokens=False).offsets]
+            tail_end = word_end
+        else:
+            tail = []
+    return pieces, text[base:]
+
+
+def _split_estimated(text: str, limit: int) -> tuple[list[str], str]:
+    """:func:`split` on the estimate: the words are found once, and each cut looks at its window only."""
+    spans = [match.span() for match in _ESTIMATED_TOKEN.finditer(text)]
+    word_starts = [start for start, _ in spans]
+
+    def estimate_from(base: int) -> int:
+        index = bisect_left(word_starts, base)
+        cut_word = 1 if index and spans[index - 1][1] > base else 0  # the tail of a word cut in its middle
+        return max((len(text) - base + 2) // 3, len(spans) - index + cut_word)
+
+    pieces: list[str] = []
+    base = 0
+    while estimate_from(base) > limit:
+        cut = head(text[base:base + limit * 3], limit)  # head() never looks further than this
+        if not cut:
+            break
+        pieces.append(cut)
+        base += len(cut)
+    return pieces, text[base:]

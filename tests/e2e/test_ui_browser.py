@@ -262,3 +262,19 @@ def test_memory_files_are_created_edited_and_deleted_in_the_page(browser: Any, s
         db = database.connect()
         assert db.scalar("SELECT COUNT(*) FROM memory_files") == 0
         db.close()
+
+
+def test_the_launch_file_opens_the_page_with_its_token(browser: Any, store: dict[str, Any], home: Path,
+                                                       project_dir: Path) -> None:
+    """`ccmemory ui` starts the browser on a private file (not the address with the token): it forwards to the page."""
+    from ccmemory.ui import launch
+
+    with running_ui(home, project_dir) as ui:
+        path = launch.write_launch_file(ui.url)
+        try:
+            browser.get(Path(path).as_uri())
+            _wait(browser, lambda d: d.execute_script("return document.body.dataset.ready === 'true'"),
+                  "the launch file never led to a ready page")
+            assert browser.current_url == f"{ui.base}/" and len(_items(browser)) == 4
+        finally:
+            launch.remove_launch_file(path)

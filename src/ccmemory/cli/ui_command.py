@@ -31,14 +31,24 @@ def ui(port: int, no_open: bool, keyword_only: bool, project_dir: str | None) ->
     viewer = Viewer(semantic=not keyword_only)
     project = projects.project_id(viewer.db, project_dir or default_project_dir(), create=False)
     url = launch.page_url(sock, viewer.token, project)
+    launch_files: list[str] = []
 
     def ready() -> None:
         echo(f"ccmemory viewer: {url}")
         echo("Keep this address private: it carries the access token. Ctrl-C stops the viewer.")
-        if not no_open and not launch.open_browser(url):
+        if no_open:
+            return
+        opened = launch.open_browser(url)  # through a private file: the token stays off the browser's command line
+        if opened is None:
             echo("No browser could be started; open the address above yourself.")
+        else:
+            launch_files.append(opened)
 
-    launch.serve(viewer, sock, on_ready=ready)
+    try:
+        launch.serve(viewer, sock, on_ready=ready)
+    finally:
+        for path in launch_files:
+            launch.remove_launch_file(path)
 
 
 COMMANDS = [ui]

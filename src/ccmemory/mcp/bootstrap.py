@@ -242,9 +242,17 @@ class BootstrapServer:
                     self._runtime_closed = True
                 if relay.send(raw, message):
                     continue
-            answer = self.handle(message)
-            if answer is not None:
-                self.output.send(answer)
+            if isinstance(message, dict) and message.get("method") == "tools/call":
+                # in its own thread, so a long call (docs_ingest's fetch) does not hold the others up
+                threading.Thread(target=self.answer, args=(message,), name="ccmemory-call", daemon=True).start()
+            else:
+                self.answer(message)
+
+    def answer(self, message: Any) -> None:
+        """Handle one message and send its answer, if it has one."""
+        answer = self.handle(message)
+        if answer is not None:
+            self.output.send(answer)
 
     def handle(self, message: Any) -> dict[str, Any] | None:
         """The answer to one message, or None for notifications and responses."""

@@ -30,10 +30,11 @@ def docs_ingest(ctx: ToolContext, args: dict[str, Any]) -> str:
     path = arguments.text(args, "path")
     if path:
         path = str(Path(ctx.project_dir, path))
-    document = documents.ingest(
-        ctx.db, project_id=ctx.project_id, path=path, url=arguments.text(args, "url"),
-        content=arguments.text(args, "content"), title=arguments.text(args, "title"), root=ctx.project_dir,
-    )
+    with ctx.unlocked():  # the fetch (up to its deadline) and the cutting need no database: other tools go on
+        prepared = documents.prepare(path=path, url=arguments.text(args, "url"),
+                                     content=arguments.text(args, "content"), title=arguments.text(args, "title"),
+                                     root=ctx.project_dir)
+    document = documents.store(ctx.db, prepared, project_id=ctx.project_id)
     if document.unchanged:
         return f"Document already ingested and unchanged: {document.title} ({document.chunk_count} chunks)"
     background.of(ctx).wake()

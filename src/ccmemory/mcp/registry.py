@@ -7,7 +7,8 @@ stays a thin transport.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 #: Modules whose ``TOOLS`` the server registers, in the order tools are listed.
@@ -78,10 +79,17 @@ def tool_listing(tools: Iterable[Tool]) -> list[dict[str, Any]]:
 
 @dataclass
 class ToolContext:
-    """What every handler needs: the open database, the project and the session, if known."""
+    """What every handler needs: the open database, the project and the session, if known.
+
+    A handler runs holding the server's connection, so other calls wait for it.
+    Long work that needs no database (fetching a page, cutting a document) runs
+    inside ``with context.unlocked():``, where other calls proceed and ``db``
+    must not be touched.
+    """
 
     db: Any
     project_id: int
     project_dir: str
     session_id: str | None = None
     state: dict[str, Any] | None = None
+    unlocked: Callable[[], AbstractContextManager[Any]] = field(default=nullcontext)

@@ -8,11 +8,12 @@ Nothing here imports the SDK, sqlite-vec or the model.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import threading
 from types import ModuleType
-from typing import Any
+from typing import Any, Iterator
 
 from .. import db as database, projects
 from ..errors import CCMemoryError
@@ -91,7 +92,8 @@ class Runtime:
             except BaseException:
                 db.close()
                 raise
-            self._context = ToolContext(db, project_id, self.project_dir, self.session_id, self.state)
+            self._context = ToolContext(db, project_id, self.project_dir, self.session_id, self.state,
+                                        unlocked=self._unlocked)
             if self.start_hooks:
                 for module in self.modules:
                     hook = getattr(module, "on_server_start", None)
@@ -101,6 +103,15 @@ class Runtime:
                         except Exception:
                             log.exception("on_server_start of %s failed; its tools may still work", module.__name__)
         return self._context
+
+    @contextlib.contextmanager
+    def _unlocked(self) -> Iterator[None]:
+        """Let other calls use the connection while the calling handler works without it."""
+        self._lock.release()
+        try:
+            yield
+        finally:
+            self._lock.acquire()
 
     def open(self) -> None:
         """Open the database now (run first by the background thread)."""

@@ -10,8 +10,10 @@ background thread, started by the first ``tools/list`` or ``tools/call`` (or a
 few seconds after start), which then keeps embedding what the hooks captured
 (see :mod:`ccmemory.mcp.background`).
 
-Tool calls run one at a time in a worker thread on one connection, so the event
-loop keeps answering while a call works. The project is ``CLAUDE_PROJECT_DIR``,
+Tool calls run in worker threads, so the event loop keeps answering while a
+call works; they share one connection, one call at a time, except that a
+handler's long work without the database (docs_ingest's fetch and cutting, see
+``ToolContext.unlocked``) lets the other calls through. The project is ``CLAUDE_PROJECT_DIR``,
 else the working directory; the session is ``CLAUDE_CODE_SESSION_ID`` if set.
 Logs go to stderr (level from ``CCMEMORY_LOG_LEVEL``); stdout carries only the
 protocol. The server exits quietly on stdin EOF and on SIGINT (how Claude Code

@@ -1,11 +1,24 @@
-"""Serving the viewer: a loopback socket, uvicorn, and the browser pointed at the page."""
+"""Serving the viewer: a loopback socket, uvicorn, and the browser pointed at the page.
+
+The page's address carries the launch's token, and a process's command line is
+visible to every local user (``ps``), so the browser is never started with it:
+it opens a launch file only the user can read (0600, in the data directory's
+private ``ui/`` folder), which forwards it to the address. The file is removed
+when the viewer stops.
+"""
 
 from __future__ import annotations
 
+import html
+import os
 import socket
+import tempfile
 import threading
 import webbrowser
+from pathlib import Path
 from typing import Callable
+
+from .. import paths
 
 from .app import create_app
 from .viewer import Viewer
@@ -61,9 +74,36 @@ def serve(viewer: Viewer, sock: socket.socket, *, on_ready: Callable[[], None] =
         viewer.stop()
 
 
-def open_browser(url: str) -> bool:
-    """Open the page in the user's browser; False when none could be started."""
+def write_launch_file(url: str) -> str:
+    """A private HTML file that sends the browser to ``url``; returns its path."""
+    folder = paths.ensure_private_dir(os.path.join(paths.data_dir(), "ui"))
+    fd, path = tempfile.mkstemp(prefix="open-", suffix=".html", dir=folder)  # 0600
+    target = html.escape(url, quote=True)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write('<!DOCTYPE html>\n<html><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">'
+                     f'<meta http-equiv="refresh" content="0;url={target}"><title>ccmemory viewer</title></head>'
+                     f'<body><p><a href="{target}">Open the ccmemory viewer</a></p></body></html>\n')
+    return path
+
+
+def remove_launch_file(path: str) -> None:
     try:
-        return webbrowser.open(url)
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def open_browser(url: str) -> str | None:
+    """Open the page in the user's browser through a launch file; the file's path, or None when no browser started.
+
+    The caller removes the file (:func:`remove_launch_file`) when the viewer stops.
+    """
+    path = write_launch_file(url)
+    try:
+        opened = webbrowser.open(Path(path).as_uri())
     except webbrowser.Error:
-        return False
+        opened = False
+    if not opened:
+        remove_launch_file(path)
+        return None
+    return path
