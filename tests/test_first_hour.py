@@ -207,3 +207,23 @@ def test_the_demo_previews_and_next_session_say_the_useful_thing_first(tmp_path:
     assert "characters elided" not in context
     session = next(line for line in context.splitlines() if "] 20" in line and " session: " in line)
     assert session.split(" session: ", 1)[1].startswith(("Request:", "Outcome:"))
+
+
+def test_the_viewer_takes_a_short_unique_prefix_and_names_an_ambiguous_one(home: Path, project_dir: Path) -> None:
+    import urllib.error
+
+    from ui_helpers import api_get, running_ui
+
+    first, second = added(home, project_dir, "first memory"), added(home, project_dir, "second memory")
+    renamed(home, first, "abcd1111-0000-4000-8000-000000000001")
+    renamed(home, second, "abcd2222-0000-4000-8000-000000000002")
+    with running_ui(home, project_dir) as ui:
+        project = api_get(ui, "/api/projects")["projects"][0]["id"]
+        shown = api_get(ui, f"/api/projects/{project}/memories/abcd2")
+        assert "second memory" in json.dumps(shown)
+        try:
+            api_get(ui, f"/api/projects/{project}/memories/abcd")
+        except urllib.error.HTTPError as exc:
+            assert exc.code in (400, 404) and "ambiguous" in exc.read().decode()
+        else:
+            raise AssertionError("an ambiguous prefix was accepted")
