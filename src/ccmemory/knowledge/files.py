@@ -5,7 +5,8 @@ with ``_`` and folders named in ``ignored_dirs`` or starting with a dot.
 Symbolic links are followed, but a link back into a folder already being walked
 (a cycle) is skipped with a warning. A file that cannot be read (permission
 denied) is an error for that file only. Empty and binary files are skipped
-with a warning, files over 1 MB are read with a warning, and a file that is not
+with a warning, files over 1 MB are read with a warning, files over
+:data:`MAX_FILE_BYTES` are skipped without being read whole, and a file that is not
 UTF-8 is read as cp1252 (or Latin-1) with a warning.
 """
 
@@ -15,6 +16,8 @@ import os
 from dataclasses import dataclass, field
 
 LARGE_FILE_BYTES = 1024 * 1024
+#: A knowledge file is read only up to this (the documents limit): a repository's file can be any size.
+MAX_FILE_BYTES = 5 * 1024 * 1024
 _BINARY_PROBE_BYTES = 8192
 
 
@@ -106,11 +109,14 @@ def read(path: str, relative: str) -> Read:
     """Read one knowledge file, classifying what makes it unusable."""
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
+            data = handle.read(MAX_FILE_BYTES + 1)
     except PermissionError:
         return Read(error=f"Permission denied: {relative} (not indexed; check the file's permissions)")
     except OSError as exc:
         return Read(error=f"Cannot read {relative}: {exc.strerror or exc}")
+    if len(data) > MAX_FILE_BYTES:
+        return Read(skip=f"Too large: {relative} is over {MAX_FILE_BYTES // (1024 * 1024)} MB (skipped; split it into "
+                         "smaller files)")
     result = Read(data=data)
     if b"\0" in data[:_BINARY_PROBE_BYTES]:
         result.skip = f"Binary file skipped: {relative}"
