@@ -495,3 +495,68 @@ def _printed_token(process: subprocess.Popen) -> str:
         if found:
             return found.group(1)
     raise AssertionError("".join(seen))
+
+
+# ------------------------------------------------------------------ the knowledge index (`ccmemory index`, the git hook)
+
+KNOWLEDGE_SHAPES = {
+    "unclosed comments": lambda n: "<!--\n" * (n // 5),
+    "unclosed directives on one line": lambda n: "<!-- keywords:" * (n // 14),
+    "one long sentence": lambda n: "word " * (n // 5),
+    "tiny paragraphs": lambda n: "a b c\n\n" * (n // 7),
+    "no spaces": lambda n: "x" * n,
+}
+
+
+def test_find_directives_matches_what_the_pattern_matched() -> None:
+    from ccmemory.knowledge import sections
+
+    pattern = re.compile(r"<!--\s*(vector-index|keywords)\s*:(.*?)-->", re.IGNORECASE | re.DOTALL)
+    rnd = random.Random(5)
+    bits = ["<!--", "-->", " keywords:", "KEYWORDS :", "vector-index:", " a, b ", "\n", "x", "<!-- ", "-", ">", ":"]
+    for _ in range(3000):
+        text = "".join(rnd.choice(bits) for _ in range(rnd.randint(0, 25)))
+        expected = [(m.start(), m.end(), m.group(1).lower(), m.group(2).strip()) for m in pattern.finditer(text)]
+        assert list(sections._find_directives(text)) == expected, text
+
+
+@pytest.mark.parametrize("shape", KNOWLEDGE_SHAPES)
+def test_the_knowledge_parser_does_bounded_work_per_character(shape: str) -> None:
+    """Characters handed to the size test per character of the file: a small constant (it was the entry size)."""
+    from ccmemory.knowledge import sections
+
+    checked = [0]
+
+    def fits(text: str) -> bool:
+        checked[0] += len(text)
+        return len(text) < 2000 and tokens.count(text) <= tokens.CONTENT_TOKENS
+
+    text = KNOWLEDGE_SHAPES[shape](300_000)
+    parsed = sections.parse(text, "notes.md", fits=fits)
+    assert parsed.entries and checked[0] <= 40 * len(text), checked[0] / len(text)
+
+
+def test_ccmemory_index_reads_hostile_knowledge_files_and_skips_oversized_ones(home: Path, tmp_path: Path) -> None:
+    from knowledge_helpers import make_repo
+
+    repo = tmp_path / "repo"
+    files: dict[str, str | bytes] = {f"shape-{number}.md": make(300_000)
+                                     for number, make in enumerate(KNOWLEDGE_SHAPES.values())}
+    files["huge.md"] = "### Huge\n" + "z " * (3 * 1024 * 1024)  # 6 MB: over the per-file cap
+    make_repo(repo, files)
+    result = ccmemory(home, repo, "index", "--dry-run", "--json")  # every file parsed; nothing embedded
+    report = json.loads(result.stdout)
+    outcomes = {item["path"]: item["action"] for item in report["files"]}
+    assert outcomes.pop("huge.md") == "skipped" and any("Too large: huge.md" in w for w in report["warnings"])
+    assert set(outcomes.values()) == {"indexed"}, outcomes
+
+
+def test_a_heading_longer_than_an_entry_no_longer_hangs_the_index(home: Path, tmp_path: Path) -> None:
+    """Before, nothing fitted after such a heading and the text was halved forever (`ccmemory index` and the hook hung)."""
+    from knowledge_helpers import make_repo
+
+    repo = tmp_path / "repo"
+    make_repo(repo, {"notes.md": "### " + "Long heading " * 400 + "\n\nThe body of the section.\n"})
+    result = ccmemory(home, repo, "index", "--dry-run", "--json")
+    assert result.returncode in (0, 2), result.stderr
+    assert json.loads(result.stdout)["entries_created"] == 1

@@ -9,8 +9,8 @@ regular file whose real path is inside the project, checked on the opened file
 (:func:`ccmemory.safe_files.open_fd`). A file that cannot be read (permission
 denied) is an error for that file only. Empty and binary files are skipped
 with a warning, files over 1 MB are read with a warning, files over
-:data:`MAX_FILE_BYTES` are skipped, and a file that is not UTF-8 is read as
-cp1252 (or Latin-1) with a warning.
+:data:`MAX_FILE_BYTES` are skipped without being read whole, and a file that is not
+UTF-8 is read as cp1252 (or Latin-1) with a warning.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from .. import safe_files
 from ..errors import ValidationError
 
 LARGE_FILE_BYTES = 1024 * 1024
-MAX_FILE_BYTES = 10 * 1024 * 1024
+#: A knowledge file is read only up to this (the documents limit): a repository's file can be any size.
+MAX_FILE_BYTES = 5 * 1024 * 1024
 _BINARY_PROBE_BYTES = 8192
 
 

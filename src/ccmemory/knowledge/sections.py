@@ -1,6 +1,6 @@
 """Markdown knowledge files cut into entries: one per H3 section, with its H1/H2 context.
 
-Rules (seed 001, F2.2-F2.4):
+Rules:
 
 - Each H3 (header and text until the next H1/H2/H3) is one entry; H4-H6 stay
   inside their H3. Text under an H1 or H2 before its first H3, and text before
@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import os
 import re
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable
+from itertools import islice
+from typing import Callable, Iterator
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_DIRECTIVE = re.compile(r"<!--\s*(vector-index|keywords)\s*:(.*?)-->", re.IGNORECASE | re.DOTALL)
+_DIRECTIVE_HEAD = re.compile(r"<!--\s*(vector-index|keywords)\s*:", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 _FRONT_MATTER_END = re.compile(r"^(---|\.\.\.)[ \t]*$")
 
@@ -88,17 +90,45 @@ def _strip_front_matter(lines: list[str]) -> list[str]:
     return lines
 
 
+def _find_directives(text: str) -> Iterator[tuple[int, int, str, str]]:
+    """(start, end, name, value) of each ``<!-- name: value -->`` in ``text``, in linear time.
+
+    The same spans as ``<!--\\s*(vector-index|keywords)\\s*:(.*?)-->`` would match, but a text full of
+    unclosed ``<!-- keywords:`` no longer makes every attempt scan to its end: each value ends at
+    the first ``-->`` after its head, found once for all the heads before it.
+    """
+    position, close = 0, -1
+    while True:
+        start = text.find("<!--", position)
+        if start < 0:
+            return
+        if close < start + 4:
+            close = text.find("-->", start + 4)
+            if close < 0:
+                return
+        head = _DIRECTIVE_HEAD.match(text, start)
+        if head is None or head.end() > close:
+            position = start + 1
+            continue
+        yield start, close + 3, head.group(1).lower(), text[head.end():close].strip()
+        position = close + 3
+
+
 def _directives(line: str, block: _Block, state: dict[str, object], warnings: list[str]) -> str:
     """Apply the directives on ``line`` and return the line without them."""
-    for match in _DIRECTIVE.finditer(line):
-        name, value = match.group(1).lower(), match.group(2).strip()
+    kept: list[str] = []
+    position = 0
+    for start, end, name, value in _find_directives(line):
+        kept.append(line[position:start])
+        position = end
         if name == "keywords":
             block.keywords.extend(k for k in parse_keywords(value) if k not in block.keywords)
         elif value.lower() == "false":
             state["indexed"] = False
         elif value.lower() != "true":
             warnings.append(f"malformed directive <!-- vector-index: {value} --> (use true or false); indexing it")
-    return _DIRECTIVE.sub("", line)
+    kept.append(line[position:])
+    return "".join(kept)
 
 
 def _blocks(text: str, warnings: list[str]) -> tuple[list[_Block], bool]:
@@ -109,6 +139,9 @@ def _blocks(text: str, warnings: list[str]) -> tuple[list[_Block], bool]:
     state: dict[str, object] = {"indexed": True}
     fence: str | None = None
     in_comment = False
+    next_close: list[int | None] = [None] * (len(lines) + 1)  # the first line at or after each holding "-->"
+    for index in range(len(lines) - 1, -1, -1):
+        next_close[index] = index if "-->" in lines[index] else next_close[index + 1]
     for index, line in enumerate(lines):
         block = blocks[-1]
         opener = _FENCE.match(line)
@@ -124,13 +157,9 @@ def _blocks(text: str, warnings: list[str]) -> tuple[list[_Block], bool]:
             continue
         if not in_comment and "<!--" in line and "-->" not in line[line.index("<!--"):]:
             # a comment (and a directive in it) may span lines: join until it closes; one never closed is text
-            rest = [line]
-            for following in lines[index + 1:]:
-                rest.append(following)
-                if "-->" in following:
-                    break
-            if "-->" in rest[-1] and len(rest) > 1:
-                _directives(" ".join(rest), block, state, warnings)
+            close = next_close[index + 1]
+            if close is not None:
+                _directives(" ".join(lines[index:close + 1]), block, state, warnings)
                 in_comment = True
         if in_comment:
             if "-->" in line:
@@ -174,32 +203,61 @@ def _split_units(text: str) -> list[str]:
     return units
 
 
+def _most_that_fit(available: int, fit: Callable[[int], bool]) -> int:
+    """The largest ``k <= available`` with ``fit(k)``, for a ``fit`` that stays false once false (``fit(0)`` holds).
+
+    Doubling, then halving: a piece of ``k`` parts costs ``log k`` checks instead of ``k``
+    checks of ever longer texts (joined with whitespace, texts only grow in characters and
+    tokens as parts are added, so the first part that does not fit ends the piece either way).
+    """
+    low, step, high = 0, 1, available + 1
+    while low < available:
+        probe = min(low + step, available)
+        if not fit(probe):
+            high = probe
+            break
+        low, step = probe, step * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        if fit(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
 def _pack(units: list[str], fits: Callable[[str], bool]) -> list[str]:
     """Greedy: as many consecutive units per piece as fit; a unit too big alone is cut at sentences, then words."""
     pieces: list[str] = []
     current = ""
-    queue = list(units)
+    queue = deque(units)
     while queue:
-        unit = queue.pop(0)
-        candidate = f"{current}\n\n{unit}" if current else unit
-        if fits(candidate):
-            current = candidate
-            continue
         if current:
-            pieces.append(current)
-            current = ""
-            queue.insert(0, unit)
+            base = current
+            taken = _most_that_fit(len(queue), lambda k, base=base: fits("\n\n".join([base, *islice(queue, k)])))
+            if taken:
+                current = "\n\n".join([current, *(queue.popleft() for _ in range(taken))])
+            else:
+                pieces.append(current)
+                current = ""
+            continue
+        unit = queue.popleft()
+        if fits(unit):
+            current = unit
             continue
         sentences = [s for s in _SENTENCE_END.split(unit) if s.strip()]
         if len(sentences) > 1:
-            queue[:0] = _join_fitting(sentences, " ", fits)
+            queue.extendleft(reversed(_join_fitting(sentences, " ", fits)))
             continue
         words = unit.split(" ")
         if len(words) > 1:
-            queue[:0] = _join_fitting(words, " ", fits)
+            queue.extendleft(reversed(_join_fitting(words, " ", fits)))
+            continue
+        if len(unit) <= 1:  # nothing fits, not even one character: keep it rather than cut forever
+            pieces.append(unit)
             continue
         cut = len(unit) // 2
-        queue[:0] = [unit[:cut], unit[cut:]]
+        queue.extendleft([unit[cut:], unit[:cut]])
     if current:
         pieces.append(current)
     return pieces
@@ -209,13 +267,21 @@ def _join_fitting(parts: list[str], glue: str, fits: Callable[[str], bool]) -> l
     """``parts`` joined greedily into pieces that fit (a part that never fits stays alone to be cut further)."""
     joined: list[str] = []
     current = ""
-    for part in parts:
-        candidate = f"{current}{glue}{part}" if current else part
-        if current and not fits(candidate):
-            joined.append(current)
-            current = part
+    index = 0
+    while index < len(parts):
+        if not current:
+            current = parts[index]
+            index += 1
+            continue
+        base, start = current, index
+        taken = _most_that_fit(len(parts) - index, lambda k, base=base, start=start: fits(glue.join([base, *parts[start:start + k]])))
+        if taken:
+            current = glue.join([current, *parts[index:index + taken]])
+            index += taken
         else:
-            current = candidate
+            joined.append(current)
+            current = parts[index]
+            index += 1
     if current:
         joined.append(current)
     if len(joined) == 1 and not fits(joined[0]):  # no progress possible by this separator: halve
@@ -262,8 +328,11 @@ def parse(text: str, file_name: str, *, fits: Callable[[str], bool]) -> ParsedFi
             number = seen.get(base, 0)
             seen[base] = number + 1
             anchor = base if number == 0 else f"{base}-{number}"
-        prefix = f"{heading}\n\n" if heading else ""
-        pieces = _pack(_split_units(body), lambda piece: fits(prefix + piece))
+        shown = heading
+        while shown and not fits(f"{shown}\n\n."):  # a heading path that leaves no room for text is shortened
+            shown = shown[:len(shown) // 2].rstrip()
+        prefix = f"{shown}\n\n" if shown else ""
+        pieces = _pack(_split_units(body), lambda piece, prefix=prefix: fits(prefix + piece))
         for part, piece in enumerate(pieces, 1):
             entries.append(Entry(anchor=anchor, heading=heading, title=title, content=prefix + piece,
                                  keywords=list(keywords), part=part, parts=len(pieces)))
