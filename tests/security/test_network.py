@@ -547,7 +547,7 @@ def test_ccmemory_index_reads_hostile_knowledge_files_and_skips_oversized_ones(h
     result = ccmemory(home, repo, "index", "--dry-run", "--json")  # every file parsed; nothing embedded
     report = json.loads(result.stdout)
     outcomes = {item["path"]: item["action"] for item in report["files"]}
-    assert outcomes.pop("huge.md") == "skipped" and any("Too large: huge.md" in w for w in report["warnings"])
+    assert outcomes.pop("huge.md") == "skipped" and any("File too large: huge.md" in w for w in report["warnings"])
     assert set(outcomes.values()) == {"indexed"}, outcomes
 
 
