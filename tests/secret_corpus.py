@@ -196,3 +196,16 @@ ISSUE19 = issue19_cases()
 SECRETS = _EARLIER + ISSUE19
 LOOKALIKES = _lookalikes()
 FORMATS = sorted({fmt for fmt, _, _ in SECRETS})
+
+
+def chunks(texts: list[str], limit: int) -> list[str]:
+    """Texts joined by newlines into pieces of at most ``limit`` characters (one text may stand alone)."""
+    pieces, current = [], ""
+    for text in texts:
+        if current and len(current) + 1 + len(text) > limit:
+            pieces.append(current)
+            current = ""
+        current = f"{current}\n{text}" if current else text
+    if current:
+        pieces.append(current)
+    return pieces

@@ -9,13 +9,7 @@ import sys
 from pathlib import Path
 
 from ccmemory import db as database
-
-
-def run(home: Path, cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CCMEMORY_HOME": str(home)}
-    env.pop("CLAUDE_PROJECT_DIR", None)
-    return subprocess.run([sys.executable, "-m", "ccmemory", *args], cwd=cwd, env=env, input=stdin,
-                          capture_output=True, text=True, timeout=120)
+from knowledge_helpers import ccmemory as run
 
 
 def added(home: Path, cwd: Path, text: str) -> str:

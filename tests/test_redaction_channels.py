@@ -25,25 +25,12 @@ from pathlib import Path
 from ccmemory import db as database, memories, migrations, projects
 from hook_helpers import assert_quiet_success, common, run_hook, tool_call, write_config, write_transcript
 from mcp_helpers import running_server
-from secret_corpus import LOOKALIKES, SECRETS
-
-
-def _chunks(texts: list[str], limit: int) -> list[str]:
-    """Texts joined by newlines into pieces of at most ``limit`` characters (one text may stand alone)."""
-    chunks, current = [], ""
-    for text in texts:
-        if current and len(current) + 1 + len(text) > limit:
-            chunks.append(current)
-            current = ""
-        current = f"{current}\n{text}" if current else text
-    if current:
-        chunks.append(current)
-    return chunks
+from secret_corpus import LOOKALIKES, SECRETS, chunks
 
 
 def _hook_channels(home: Path, project_dir: Path, texts: list[str]) -> int:
     calls = 0
-    for index, chunk in enumerate(_chunks(texts, 3000)):
+    for index, chunk in enumerate(chunks(texts, 3000)):
         f = str(project_dir / f"f{index}.txt")
         payloads = [
             tool_call("s-bash", project_dir, "Bash", {"command": chunk},
@@ -62,7 +49,7 @@ def _hook_channels(home: Path, project_dir: Path, texts: list[str]) -> int:
         for payload in payloads:
             assert_quiet_success(run_hook("post_tool_use", payload, home, CCMEMORY_DEBUG="1"))
             calls += 1
-    for index, chunk in enumerate(_chunks(texts, 280)):
+    for index, chunk in enumerate(chunks(texts, 280)):
         session = f"s-transcript-{index}"
         transcript = project_dir / f"{session}.jsonl"
         write_transcript(transcript, [chunk, chunk])
@@ -91,7 +78,7 @@ def _export_file(path: Path, project_dir: Path, texts: list[str], secrets: list[
     times = {"created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"}
     records: list[dict] = [{"type": "header", "format": "ccmemory-export", "version": 1},
                            {"type": "project", "path": project, "name": "project", "created_at": times["created_at"]}]
-    for index, chunk in enumerate(_chunks(texts, 2000)):
+    for index, chunk in enumerate(chunks(texts, 2000)):
         records.append({"type": "session", "id": f"imported-{index}", "project": project,
                         "started_at": times["created_at"], "ended_at": times["updated_at"], "summary": chunk,
                         "transcript_path": None, "metadata": {"notes": [chunk]}})
@@ -107,7 +94,7 @@ def _export_file(path: Path, project_dir: Path, texts: list[str], secrets: list[
         records.append({"type": "docmem_node", "id": f"node{index}", "project": project, "parent_id": None,
                         "order_value": 1.0, "content": text, "token_count": 1, "context_type": "note",
                         "context_name": "", "context_value": "", "readonly": False, "hash": "", **times})
-    for index, chunk in enumerate(_chunks(texts, 4000)):
+    for index, chunk in enumerate(chunks(texts, 4000)):
         records.append({"type": "document", "id": f"doc-{index}", "project": project, "title": chunk[:300],
                         "source_path": None, "source_url": f"https://example.com/{index}?{chunk[:200]}",
                         "content_hash": "0" * 64, "metadata": {"by": chunk},
@@ -133,7 +120,7 @@ def test_every_secret_through_every_channel_leaves_no_byte_in_the_data_directory
     with running_server(home, project_dir) as server:
         for text in texts:
             assert not server.call("memory_add", {"content": text}).is_error
-        for chunk in _chunks(texts, 20_000):
+        for chunk in chunks(texts, 20_000):
             assert not server.call("docs_ingest", {"content": chunk, "title": "Runbook"}).is_error
         (project_dir / "ops.md").write_text("# Ops\n\n" + "\n\n".join(texts))
         assert not server.call("docs_ingest", {"path": "ops.md"}).is_error
@@ -143,7 +130,7 @@ def test_every_secret_through_every_channel_leaves_no_byte_in_the_data_directory
                                                         "context_name": "ops", "context_value": "", "mode": "append-child"})
             assert not answer.is_error, answer.text
 
-    for chunk in _chunks(texts, 9000):
+    for chunk in chunks(texts, 9000):
         _cli(home, project_dir, "add", "--category", "gotcha", stdin=chunk)
     (project_dir / "cli.md").write_text("# CLI\n\n" + "\n\n".join(texts))
     _cli(home, project_dir, "docs", "ingest", str(project_dir / "cli.md"))

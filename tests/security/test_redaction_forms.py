@@ -31,7 +31,7 @@ import pytest
 from ccmemory import redaction
 from hook_helpers import (HOOK_PYTHON, assert_quiet_success, common, memories_of, run_hook, tool_call, write_config,
                           write_transcript)
-from secret_corpus import ISSUE19
+from secret_corpus import ISSUE19, chunks
 
 _RNG = random.Random(1919)
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -80,16 +80,6 @@ def _more_forms() -> list[tuple[str, str, str]]:
 FORMS = ISSUE19 + _more_forms()
 
 
-def _chunks(texts: list[str], limit: int = 2500) -> list[str]:
-    chunks, current = [], ""
-    for text in texts:
-        if current and len(current) + 1 + len(text) > limit:
-            chunks.append(current)
-            current = ""
-        current = f"{current}\n{text}" if current else text
-    return chunks + ([current] if current else [])
-
-
 def _payloads(channel: str, session: str, project: Path, chunk: str, number: int) -> list[dict]:
     path = str(project / f"config{number}.txt")
     ident = f"{channel}-{number}"
@@ -134,16 +124,16 @@ CHANNELS = ["bash-output", "bash-command", "bash-failure", "write", "edit", "rea
 def test_no_form_reaches_any_file_of_the_data_directory(home: Path, project_dir: Path, channel: str) -> None:
     write_config(home, {"capture": {"max_field_chars": 9000, "max_result_chars": 60000}})
     session = f"s-{channel}"
-    chunks = _chunks([text for _, text, _ in FORMS])
-    for number, chunk in enumerate(chunks):
+    pieces = chunks([text for _, text, _ in FORMS], 2500)
+    for number, chunk in enumerate(pieces):
         for payload in _payloads(channel, session, project_dir, chunk, number):
             assert_quiet_success(run_hook("post_tool_use", payload, home, CCMEMORY_DEBUG="1"))
     if channel != "read":
-        assert len(memories_of(home, session)) == len(chunks)
+        assert len(memories_of(home, session)) == len(pieces)
     transcript = project_dir / f"{session}.jsonl"
-    write_transcript(transcript, chunks[:3])
+    write_transcript(transcript, pieces[:3])
     assert_quiet_success(run_hook("stop", common(session, project_dir, "Stop", transcript_path=str(transcript),
-                                                 stop_hook_active=False, last_assistant_message=chunks[0]), home))
+                                                 stop_hook_active=False, last_assistant_message=pieces[0]), home))
     assert_quiet_success(run_hook("session_end", common(session, project_dir, "SessionEnd",
                                                         transcript_path=str(transcript), reason="other"), home))
     leaks = _leaks(home, FORMS)
