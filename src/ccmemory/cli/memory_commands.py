@@ -151,7 +151,7 @@ def list_command(category: str | None, sector: str | None, limit: int, include_d
 @project_option
 @handles_errors
 def get(memory_ids: tuple[str, ...], as_json: bool, project_dir: str | None) -> None:
-    """Show whole memories of this project by id (or an id prefix of 8+ characters)."""
+    """Show whole memories of this project by id (or a unique id prefix of 4+ characters)."""
     db, project = open_store(project_dir)
     found, missing = memories.get_many(db, list(memory_ids), project_id=project)
     if as_json:
