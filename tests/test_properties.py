@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterator
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ccmemory import db as database, documents, memories, projects, search
+from ccmemory import db as database, documents, memories, projects, search, transcript
 from ccmemory.config import SCHEMA, load
 from ccmemory.docmem import nodes as docmem_nodes, query as docmem_query
 from ccmemory.errors import CCMemoryError, ValidationError
@@ -298,14 +298,15 @@ def test_transcript_is_read_within_its_caps(tmp_path_factory: pytest.TempPathFac
             expected.append(prompt)
         data, offset = data + raw, offset + len(raw)
     path.write_bytes(data)
-    saved = {name: getattr(summary, name) for name in caps}
+    home = {"MAX_TRANSCRIPT_BYTES": transcript, "MAX_LINE_BYTES": transcript, "MAX_PROMPTS": summary}
+    saved = {name: getattr(home[name], name) for name in caps}
     try:
         for name, value in caps.items():
-            setattr(summary, name, value)
+            setattr(home[name], name, value)
         assert summary.user_prompts(str(path)) == expected[:caps["MAX_PROMPTS"]]
     finally:
         for name, value in saved.items():
-            setattr(summary, name, value)
+            setattr(home[name], name, value)
 
 
 # -- MCP tools -----------------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ stored content, its keyword index and what search shows are untouched.
 
 from __future__ import annotations
 
-import json
 import re
 
 MAX_REQUEST_CHARS = 300
@@ -80,31 +79,23 @@ def requests_by_tool_use(transcript_path: str | None) -> dict[str, str]:
     """For each ``tool_use`` id in a transcript, the user prompt that led to it.
 
     Reads the transcript JSONL once, through the same bounded reader as the Stop hook
-    (:func:`ccmemory.safe_files.lines`: a regular file only, at most 20 MB, a line over 1 MB
-    skipped); an unreadable, missing or refused file gives an empty map, and the memories
-    are embedded without a request.
+    (:mod:`ccmemory.transcript`); an unreadable, missing or refused file gives an empty map, and
+    the memories are embedded without a request.
     """
-    from . import safe_files
+    from . import transcript
     from .errors import ValidationError
-    from .hooks.summary import MAX_LINE_BYTES, MAX_TRANSCRIPT_BYTES, _typed_prompt
 
     found: dict[str, str] = {}
     if not transcript_path:
         return found
     prompt = ""
     try:
-        for raw in safe_files.lines(transcript_path, max_bytes=MAX_TRANSCRIPT_BYTES, max_line_bytes=MAX_LINE_BYTES):
-            if b'"tool_use"' not in raw and b'"user"' not in raw:
-                continue
-            try:
-                entry = json.loads(raw)
-            except (ValueError, RecursionError):
-                continue
-            typed = _typed_prompt(entry)
+        for entry in transcript.entries(transcript_path, b'"tool_use"', b'"user"'):
+            typed = transcript.typed_prompt(entry)
             if typed:
                 prompt = typed
                 continue
-            message = entry.get("message") if isinstance(entry, dict) else None
+            message = entry.get("message")
             blocks = message.get("content") if isinstance(message, dict) else None
             for block in blocks if isinstance(blocks, list) else []:
                 if isinstance(block, dict) and block.get("type") == "tool_use" and prompt:

@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 
 from .. import local_context
 from ..excerpts import cut, ends
+from ..vocabulary import FILE_CHANGING_TOOLS
 from ..redaction import redact
 
-CHANGING_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 
 
 def _relative(path: str, root: str) -> str:
@@ -76,7 +76,7 @@ def build_entry(observations: Sequence[Any], *, prompt: str | None, last_message
     for memory in observations:
         tool = memory.metadata.get("tool") or (memory.tags[0] if memory.tags else "tool")
         tally[tool] = tally.get(tool, 0) + 1
-        target = changed if tool in CHANGING_TOOLS else read if tool == "Read" else None  # Grep/Glob name folders
+        target = changed if tool in FILE_CHANGING_TOOLS else read if tool == "Read" else None  # Grep/Glob name folders
         if target is not None:
             target.extend(f for f in memory.files if f not in target)
         first = memory.content.split("\n", 1)[0]

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 from ..config import Config
 from ..excerpts import cut
-from ..vocabulary import CAPTURE_SOURCE, LOOKUP_TOOLS
+from ..vocabulary import CAPTURE_SOURCE, FILE_CHANGING_TOOLS, LOOKUP_TOOLS
 from . import log, payload as payloads
 from ..redaction import redact, redact_value, strip_private
 from .runner import RECEIVED_AT
@@ -65,7 +65,6 @@ SALIENCE = {
 SALIENCE_OTHER = 0.4
 
 _ECHO_FIELDS = ("originalFile", "structuredPatch", "content", "oldString", "newString", "edits")
-_FILE_CHANGING = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 
 
 class Observation:
@@ -114,7 +113,7 @@ def result_size(tool: str, response: Any) -> int:
     """Characters of the result serialized as JSON (a string counts with its quotes, like JSON.stringify)."""
     if response is None:
         return 0
-    if tool in _FILE_CHANGING and isinstance(response, dict):
+    if tool in FILE_CHANGING_TOOLS and isinstance(response, dict):
         response = {k: v for k, v in response.items() if k not in _ECHO_FIELDS}
     return len(_dumps(response))
 

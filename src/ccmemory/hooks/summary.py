@@ -22,7 +22,6 @@ one; if that fails for any reason, the extractive summary simply stays.
 
 from __future__ import annotations
 
-import json
 import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,7 +31,7 @@ from ..config import Config
 from . import activity, failures, log, payload as payloads
 from .activity import decisions
 from ..excerpts import cut
-from ..vocabulary import SUMMARY_SOURCE
+from ..vocabulary import FILE_CHANGING_TOOLS, SUMMARY_SOURCE
 from ..redaction import redact
 
 SUMMARY_SALIENCE = 0.65
@@ -43,35 +42,23 @@ _LOOKING_COMMANDS = frozenset(
     + ["git status", "git log", "git show", "git diff", "git blame", "git branch", "git grep"]
 )
 MAX_OBSERVATIONS = 500
-MAX_TRANSCRIPT_BYTES = 20 * 1024 * 1024
-MAX_LINE_BYTES = 1024 * 1024
 MAX_PROMPTS = 1000
 #: Functions or classes named per changed file (an Edit's scope, see ccmemory.hooks.capture.edit_scope).
 MAX_SCOPES = 6
-_CHANGING_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 
 
 def user_prompts(transcript_path: str | None) -> list[str]:
-    """The prompts the user typed, in order, from the transcript JSONL (unknown lines are skipped).
-
-    Only a regular file is read (a FIFO or a device such as ``/dev/zero`` is refused before
-    reading), at most :data:`MAX_TRANSCRIPT_BYTES` in all and :data:`MAX_LINE_BYTES` per line.
-    """
-    from .. import safe_files
+    """The prompts the user typed, in order, from the transcript JSONL (unknown lines are skipped), at most
+    :data:`MAX_PROMPTS`; read within :mod:`ccmemory.transcript`'s caps."""
+    from .. import transcript
     from ..errors import ValidationError
 
     if not transcript_path:
         return []
     prompts: list[str] = []
     try:
-        for raw in safe_files.lines(transcript_path, max_bytes=MAX_TRANSCRIPT_BYTES, max_line_bytes=MAX_LINE_BYTES):
-            if b'"user"' not in raw:
-                continue
-            try:
-                entry = json.loads(raw)
-            except (ValueError, RecursionError):
-                continue
-            prompt = _typed_prompt(entry)
+        for entry in transcript.entries(transcript_path, b'"user"'):
+            prompt = transcript.typed_prompt(entry)
             if prompt:
                 prompts.append(prompt)
                 if len(prompts) >= MAX_PROMPTS:
@@ -80,20 +67,6 @@ def user_prompts(transcript_path: str | None) -> list[str]:
         log.error("summary", f"transcript not read: {exc}")
         return []
     return prompts
-
-
-def _typed_prompt(entry: Any) -> str | None:
-    if not isinstance(entry, dict) or entry.get("type") != "user":
-        return None
-    if entry.get("isMeta") or entry.get("isSidechain") or entry.get("isCompactSummary"):
-        return None
-    message = entry.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, str) or not content.strip():
-        return None
-    if content.lstrip().startswith(("<command-", "<local-command", "Caveat:")):
-        return None
-    return content.strip()
 
 
 def _relative(path: str, root: str) -> str:
@@ -118,11 +91,11 @@ def extractive_summary(observations: Sequence[Any], *, prompts: Sequence[str], l
         tool = memory.metadata.get("tool") or (memory.tags[0] if memory.tags else "tool")
         counts[tool] = counts.get(tool, 0) + 1
         files = [_relative(f, root) for f in memory.files]
-        target = changed if tool in _CHANGING_TOOLS else read if tool == "Read" else None
+        target = changed if tool in FILE_CHANGING_TOOLS else read if tool == "Read" else None
         if target is not None:
             target.extend(f for f in files if f not in target)
         scope = memory.metadata.get("scope")
-        if tool in _CHANGING_TOOLS and isinstance(scope, str) and scope and files:
+        if tool in FILE_CHANGING_TOOLS and isinstance(scope, str) and scope and files:
             named = scopes.setdefault(files[0], [])
             if scope not in named:
                 named.append(scope)
@@ -177,7 +150,7 @@ def changed_something(observations: Sequence[Any]) -> bool:
         tool = _tool(memory)
         if memory.category == "gotcha":
             continue
-        if tool in _CHANGING_TOOLS:
+        if tool in FILE_CHANGING_TOOLS:
             return True
         if tool == "Bash":
             key = failures.command_key(_first_line(memory.content).split(": ", 1)[-1])
@@ -266,7 +239,7 @@ def summarize_from(db: Any, *, project_id: int, session_id: str, root: str, obse
                               date=clock.now()[:10])
     changed: list[str] = []
     for memory in observations:
-        if memory.metadata.get("tool") in _CHANGING_TOOLS:
+        if memory.metadata.get("tool") in FILE_CHANGING_TOOLS:
             changed.extend(f for f in memory.files if f not in changed)
     salience = SUMMARY_SALIENCE if changed_something(observations) else LOOKED_ONLY_SALIENCE
     return store_summary(db, project_id=project_id, session_id=session_id, text=text, files=changed[:20],

@@ -30,11 +30,6 @@ STORED = "what ccmemory stored (tool calls, replies, files, web pages, imports)"
 DOCUMENTS = "sections of documents ccmemory stored (files, web pages)"
 
 
-def snippet(text: str | None, limit: int) -> str:
-    """``text`` on one line, cut after a word at ``limit`` characters with an ellipsis."""
-    return one_line(text or "", limit)
-
-
 def stamp(iso: str | None) -> str:
     """``2026-11-20T14:02:33.123Z`` as ``2026-11-20 14:02``."""
     return (iso or "")[:16].replace("T", " ")
@@ -76,13 +71,13 @@ def search_results(query: str, mode: str, hits: Sequence[Any], warnings: Iterabl
     """The index of ``memory_search`` hits (``ccmemory.search.SearchHit``)."""
     notes = [f"Note: {warning}" for warning in warnings]
     if not hits:
-        return "\n".join([*notes, f'No memories found for "{snippet(query, 80)}".'])
+        return "\n".join([*notes, f'No memories found for "{one_line(query, 80)}".'])
     entries = [
         index_entry(i, hit.memory, score=hit.score, superseded_by=hit.superseded_by, session=hit.session,
                     related=hit.related_count)
         for i, hit in enumerate(hits, 1)
     ]
-    header = (f'{counted(len(hits), "memory")} for "{snippet(query, 80)}" ({mode}). '
+    header = (f'{counted(len(hits), "memory")} for "{one_line(query, 80)}" ({mode}). '
               "Full text: memory_get(ids); context: memory_timeline(anchor_id).")
     return "\n".join([*notes, header, quoting.quote("\n".join(entries), STORED)])
 
@@ -163,7 +158,7 @@ def timeline(result: Mapping[str, Any], superseded: Mapping[str, str]) -> str:
         marker = ">>>" if memory.id == anchor.id else "   "
         mark = f" [SUPERSEDED by {superseded.get(memory.id, 'a newer memory')}]" if memory.is_superseded else ""
         lines.append(marker + quoting.escape(f" [{stamp(memory.created_at)}] {memory.id} ({memory.sector}){mark}"))
-        lines.append(quoting.escape(f"    {snippet(memory.content, TIMELINE_SNIPPET_CHARS)}"))
+        lines.append(quoting.escape(f"    {one_line(memory.content, TIMELINE_SNIPPET_CHARS)}"))
     sessions: Mapping[str, Mapping[str, Any]] = result["sessions"]
     if sessions:
         lines += ["", "Sessions in timeline:"]
@@ -178,13 +173,13 @@ def document_hits(query: str, hits: Sequence[Any], warnings: Iterable[str] = ())
     """The sections ``docs_search`` found (``ccmemory.documents.DocumentHit``)."""
     notes = [f"Note: {warning}" for warning in warnings]
     if not hits:
-        return "\n".join([*notes, f'No documents found for "{snippet(query, 80)}".'])
+        return "\n".join([*notes, f'No documents found for "{one_line(query, 80)}".'])
     entries = []
     for i, hit in enumerate(hits, 1):
         source = hit.document.source_path or hit.document.source_url or "inline"
         heading = f" > {quoting.escape(hit.chunk.heading)}" if hit.chunk.heading else ""
         entries.append(f"[{i}] {quoting.escape(hit.document.title)}{heading} (score {hit.score:.2f}, "
                        f"{quoting.escape(source)})\n"
-                       f"    {quoting.escape(snippet(hit.chunk.content, CHUNK_SNIPPET_CHARS))}")
-    header = f'{counted(len(hits), "section")} for "{snippet(query, 80)}".'
+                       f"    {quoting.escape(one_line(hit.chunk.content, CHUNK_SNIPPET_CHARS))}")
+    header = f'{counted(len(hits), "section")} for "{one_line(query, 80)}".'
     return "\n".join([*notes, header, quoting.quote_escaped("\n".join(entries), DOCUMENTS)])
