@@ -211,8 +211,7 @@ def open_regular(path: str, *, root: str | None = None) -> BinaryIO:
 
 def read_regular(path: str, max_bytes: int, *, root: str | None = None, follow: bool = True) -> bytes:
     """The whole content of a regular file of at most ``max_bytes``; ValidationError otherwise."""
-    with os.fdopen(open_fd(path, root=root, follow=follow), "rb") as handle:
-        data = handle.read(max_bytes + 1)
+    data = read_head(path, max_bytes + 1, root=root, follow=follow)
     if len(data) > max_bytes:
         raise ValidationError(f"{path} is larger than {max_bytes:,} bytes, the limit")
     return data
