@@ -224,7 +224,7 @@ def read_head(path: str, max_bytes: int, *, root: str | None = None, follow: boo
 
 
 def lines(path: str, *, max_bytes: int, max_line_bytes: int, root: str | None = None) -> Iterator[bytes]:
-    """The lines of a regular file (a JSONL transcript), at most ``max_bytes`` read in all.
+    """The lines of a regular file (a JSONL transcript) that start within its first ``max_bytes``.
 
     A line longer than ``max_line_bytes`` is skipped whole, never held in memory (see
     :func:`bounded_lines`); so a file of one endless line, a FIFO or ``/dev/zero`` costs at most
@@ -284,18 +284,19 @@ def replace_text(path: str, text: str, *, root: str | None = None) -> None:
 
 
 def bounded_lines(handle: BinaryIO, max_total: int, max_line: int) -> Iterator[bytes | None]:
-    """The lines of an open binary file, reading at most ``max_total`` bytes in all.
+    """The lines of an open binary file that start within its first ``max_total`` bytes.
 
     A line longer than ``max_line`` bytes is never held whole: ``None`` is yielded in its place
     as soon as its first ``max_line`` bytes are read (so a caller can count it, or stop: a file
     that is one endless line is refused at once), and the rest of it is read and dropped piece
     by piece. A file without a newline therefore costs at most ``max_line`` bytes of memory,
-    and the whole read at most ``max_total``.
+    and the whole read at most ``max_total + max_line`` (the line that starts before the cap is
+    read to its end, or to ``max_line``, so it is not cut in two).
     """
     read = 0
     inside_long_line = False
     while read < max_total:
-        raw = handle.readline(min(max_line, max_total - read))
+        raw = handle.readline(max_line)
         if not raw:
             return
         read += len(raw)
