@@ -3,31 +3,55 @@
 A transcript's path comes from a hook payload and is kept with its session, so it is untrusted:
 it is read only as a regular file (a FIFO or ``/dev/zero`` is refused before anything is read), at
 most :data:`MAX_TRANSCRIPT_BYTES` in all, a line over :data:`MAX_LINE_BYTES` skipped unread
-(:func:`ccmemory.safe_files.lines`). The Stop hook reads the typed prompts; the embedder pairs
-each tool use with the prompt that led to it. Standard library only: the Stop hook imports it.
+(:func:`ccmemory.safe_files.lines`), a line that is not a JSON object skipped. The Stop hook reads
+the typed prompts (:func:`entries`, :func:`typed_prompt`); the embedder pairs each tool use with the
+prompt that led to it; a backfill reads past sessions whole as :func:`records` (typed prompts,
+Claude's replies, tool calls paired with their results, in transcript order), keeps what is final
+(:func:`complete`) and finds them under Claude Code's configuration folder (:func:`session_files`).
+
+The format is Claude Code's, undocumented and changing between versions; what is relied on here is
+what 2.1.330 wrote: one JSON object per line; ``user`` and ``assistant`` lines carry ``uuid``,
+``timestamp``, ``sessionId``, ``cwd``, ``gitBranch`` and ``isSidechain`` (a subagent's line); an
+assistant line holds one content block (``text``, ``tool_use`` with ``id``, ``name``, ``input``);
+a user line's content is a string (a typed prompt) or blocks, ``tool_result`` ones naming their
+``tool_use_id`` with ``content`` and ``is_error``, the line's ``toolUseResult`` being what the
+PostToolUse hook gets as ``tool_response``. Standard library only, nothing costly at import: the
+Stop hook imports it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterator
+    from typing import Any, Iterable, Iterator
 
 MAX_TRANSCRIPT_BYTES = 20 * 1024 * 1024
 MAX_LINE_BYTES = 1024 * 1024
+#: Records (prompts, replies, tool calls) :func:`records` makes from one transcript.
+MAX_RECORDS = 20_000
+#: Entries looked at in one folder while transcripts are listed (projects, sessions, subagents).
+MAX_DIR_ENTRIES = 100_000
 
 
-def entries(path: str, *markers: bytes) -> Iterator[dict[str, Any]]:
+def entries(path: str, *markers: bytes, root: str | None = None, max_bytes: int | None = None
+            ) -> Iterator[dict[str, Any]]:
     """The JSON objects of the transcript's lines that hold one of ``markers`` (tested on the bytes before
     parsing: most lines are tool results nobody asked for); lines that are not JSON objects are skipped.
+
+    ``root`` refuses a file whose real location is outside it (checked on the opened file, see
+    :func:`ccmemory.safe_files.open_fd`); ``max_bytes`` lowers or raises :data:`MAX_TRANSCRIPT_BYTES`.
+    A last line still being written is cut JSON and so skipped like any malformed line.
 
     Raises OSError or :class:`ccmemory.errors.ValidationError` when the file cannot or must not be read.
     """
     from . import safe_files
 
-    for raw in safe_files.lines(path, max_bytes=MAX_TRANSCRIPT_BYTES, max_line_bytes=MAX_LINE_BYTES):
+    total = MAX_TRANSCRIPT_BYTES if max_bytes is None else max_bytes
+    for raw in safe_files.lines(path, max_bytes=total, max_line_bytes=MAX_LINE_BYTES, root=root):
         if not any(marker in raw for marker in markers):
             continue
         try:
@@ -52,3 +76,317 @@ def typed_prompt(entry: dict[str, Any]) -> str | None:
     if content.lstrip().startswith(("<command-", "<local-command", "Caveat:")):
         return None
     return content.strip()
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class Record:
+    """Where and when a transcript line was written: what every record carries.
+
+    ``sidechain`` is true on a subagent's line; ``uuid`` is the line's own id (None when absent).
+    """
+
+    __slots__ = ("uuid", "timestamp", "session_id", "cwd", "git_branch", "sidechain")
+
+    uuid: str | None
+    timestamp: str | None
+    session_id: str | None
+    cwd: str | None
+    git_branch: str | None
+    sidechain: bool
+
+    def __init__(self, entry: dict[str, Any]) -> None:
+        self.uuid = _text(entry.get("uuid"))
+        self.timestamp = _text(entry.get("timestamp"))
+        self.session_id = _text(entry.get("sessionId"))
+        self.cwd = _text(entry.get("cwd"))
+        self.git_branch = _text(entry.get("gitBranch"))
+        self.sidechain = entry.get("isSidechain") is True
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field by name."""
+        return {name: getattr(self, name) for cls in reversed(type(self).__mro__)
+                for name in getattr(cls, "__slots__", ())}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.as_dict()!r})"
+
+
+class Prompt(Record):
+    """A prompt the user typed (see :func:`typed_prompt`); ``prompt_id`` ties it to its hook events."""
+
+    __slots__ = ("text", "prompt_id")
+
+    text: str
+    prompt_id: str | None
+
+    def __init__(self, entry: dict[str, Any], text: str) -> None:
+        super().__init__(entry)
+        self.text = text
+        self.prompt_id = _text(entry.get("promptId"))
+
+
+class Reply(Record):
+    """A text block Claude wrote; ``stop_reason`` ``"end_turn"`` marks the reply that ended a turn."""
+
+    __slots__ = ("text", "message_id", "stop_reason")
+
+    text: str
+    message_id: str | None
+    stop_reason: str | None
+
+    def __init__(self, entry: dict[str, Any], message: dict[str, Any], text: str) -> None:
+        super().__init__(entry)
+        self.text = text
+        self.message_id = _text(message.get("id"))
+        self.stop_reason = _text(message.get("stop_reason"))
+
+
+class ToolCall(Record):
+    """A tool Claude called (the ``tool_use`` block; where and when are its line's) and its result.
+
+    ``answered`` is false while no ``tool_result`` names the call (still running, or the session
+    stopped first); then the result fields are None. ``result_text`` is the result's content (text
+    blocks joined by newlines; images left out), ``tool_use_result`` the line's structured
+    ``toolUseResult`` (what PostToolUse gets as ``tool_response``; None when the line answers several
+    calls at once, as it cannot be told whose it is), ``is_error`` the result's flag.
+    """
+
+    __slots__ = ("tool_use_id", "tool_name", "tool_input", "answered", "result_text", "tool_use_result",
+                 "is_error", "result_timestamp")
+
+    tool_use_id: str
+    tool_name: str
+    tool_input: dict[str, Any]
+    answered: bool
+    result_text: str | None
+    tool_use_result: Any
+    is_error: bool | None
+    result_timestamp: str | None
+
+    def __init__(self, entry: dict[str, Any], tool_use_id: str, block: dict[str, Any]) -> None:
+        super().__init__(entry)
+        self.tool_use_id = tool_use_id
+        self.tool_name = _text(block.get("name")) or ""
+        tool_input = block.get("input")
+        self.tool_input = tool_input if isinstance(tool_input, dict) else {}
+        self.answered = False
+        self.result_text = None
+        self.tool_use_result = None
+        self.is_error = None
+        self.result_timestamp = None
+
+    def answer(self, block: dict[str, Any], entry: dict[str, Any], alone: bool) -> None:
+        """Take the ``tool_result`` ``block`` of the user line ``entry``; ``alone``: the line answers only this call."""
+        self.answered = True
+        self.result_text = _result_text(block.get("content"))
+        self.tool_use_result = entry.get("toolUseResult") if alone else None
+        self.is_error = block.get("is_error") is True
+        self.result_timestamp = _text(entry.get("timestamp"))
+        for name, key in (("session_id", "sessionId"), ("cwd", "cwd"), ("git_branch", "gitBranch")):
+            if getattr(self, name) is None:
+                setattr(self, name, _text(entry.get(key)))
+
+
+def _result_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(block["text"] for block in content
+                         if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str))
+    return ""
+
+
+def _blocks(entry: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The line's message and its content blocks (dicts only; none when the content is a string)."""
+    message = entry.get("message")
+    if not isinstance(message, dict):
+        return {}, []
+    content = message.get("content")
+    return message, [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
+
+
+def records(path: str, *, root: str | None = None, max_bytes: int | None = None, limit: int | None = None
+            ) -> Iterator[Record]:
+    """The transcript's typed prompts (:class:`Prompt`), Claude's text (:class:`Reply`) and tool calls paired
+    with their results (:class:`ToolCall`), in the order they were written (a call where its ``tool_use`` is).
+
+    A call is yielded once its result is read, or at the end of the file without one (an interrupted
+    session, or a call still running: see :func:`complete`), so the records after a call wait for its
+    result; parallel calls answered out of order keep their order. Subagents' lines are included
+    (``sidechain``); a repeated ``tool_use`` id and a result naming no call read before are skipped.
+    Read within the caps of :func:`entries` (``root``, ``max_bytes``); at most ``limit``
+    (:data:`MAX_RECORDS`) records, after which the file is read on only for the results of calls made.
+    """
+    cap = MAX_RECORDS if limit is None else limit
+    waiting: list[Record] = []
+    pending: dict[str, ToolCall] = {}
+    seen: set[str] = set()
+    made = 0
+    for entry in entries(path, b'"user"', b'"assistant"', root=root, max_bytes=max_bytes):
+        kind = entry.get("type")
+        if kind == "user":
+            _answer(entry, pending)
+        if made < cap and kind in ("user", "assistant"):
+            made += _read(entry, waiting, pending, seen, cap - made)
+        ready = 0
+        while ready < len(waiting) and _ready(waiting[ready]):
+            ready += 1
+        if ready:
+            yield from waiting[:ready]
+            del waiting[:ready]
+        if made >= cap and not pending:
+            break
+    yield from waiting
+
+
+def _ready(record: Record) -> bool:
+    return not isinstance(record, ToolCall) or record.answered
+
+
+def _answer(entry: dict[str, Any], pending: dict[str, ToolCall]) -> None:
+    results = [block for block in _blocks(entry)[1] if block.get("type") == "tool_result"]
+    for block in results:
+        call = pending.pop(str(block.get("tool_use_id")), None)
+        if call is not None:
+            call.answer(block, entry, len(results) == 1)
+
+
+def _read(entry: dict[str, Any], waiting: list[Record], pending: dict[str, ToolCall], seen: set[str],
+          room: int) -> int:
+    """Add the records of one line to ``waiting`` (at most ``room``); how many were added."""
+    if entry.get("type") == "user":
+        prompt = typed_prompt(entry)
+        if prompt is None:
+            return 0
+        waiting.append(Prompt(entry, prompt))
+        return 1
+    message, blocks = _blocks(entry)
+    added = 0
+    for block in blocks:
+        if added >= room:
+            break
+        kind, text, tool_use_id = block.get("type"), block.get("text"), block.get("id")
+        if kind == "text" and isinstance(text, str) and text.strip():
+            waiting.append(Reply(entry, message, text))
+        elif kind == "tool_use" and isinstance(tool_use_id, str) and tool_use_id and tool_use_id not in seen:
+            seen.add(tool_use_id)
+            call = ToolCall(entry, tool_use_id, block)
+            pending[tool_use_id] = call
+            waiting.append(call)
+        else:
+            continue
+        added += 1
+    return added
+
+
+def complete(found: Iterable[Record]) -> list[Record]:
+    """The records of a transcript that are final: all of them up to the end of its last complete turn.
+
+    A turn is a typed prompt and what follows it up to the next one (records before the first prompt,
+    a subagent's work for one, form a turn of their own). A turn is complete when another prompt
+    follows it (a call left without a result then was interrupted, and stays so), or when it ends on
+    Claude's reply with ``stop_reason`` ``"end_turn"`` and every call in it has its result. So in a
+    transcript still being written, the turn under way (a call waiting for its result, a reply not
+    yet final) is left for a later read; a cut last line was already skipped by :func:`records`.
+    """
+    listed = list(found)
+    start = 0
+    for index, record in enumerate(listed):
+        if isinstance(record, Prompt):
+            start = index
+    last = listed[start:]
+    finished = bool(last) and isinstance(last[-1], Reply) and last[-1].stop_reason == "end_turn" \
+        and all(record.answered for record in last if isinstance(record, ToolCall))
+    return listed if finished else listed[:start]
+
+
+class SessionFile:
+    """A session's transcript under Claude Code's ``projects`` folder, and its subagents' transcripts.
+
+    ``project`` is the folder's name: Claude Code's encoding of the session's working directory, which
+    cannot be decoded (take ``cwd`` from the records instead). Paths are real paths, checked to lie
+    inside the ``projects`` folder; ``subagents`` holds ``(agent id, path)`` pairs.
+    """
+
+    __slots__ = ("path", "project", "session_id", "subagents")
+
+    def __init__(self, path: str, project: str, session_id: str, subagents: list[tuple[str, str]]) -> None:
+        self.path = path
+        self.project = project
+        self.session_id = session_id
+        self.subagents = subagents
+
+    def __repr__(self) -> str:
+        return f"SessionFile({self.path!r}, subagents={self.subagents!r})"
+
+
+def projects_dir(config_dir: str | None = None) -> str:
+    """The folder of the transcripts: ``projects`` in ``config_dir``, by default Claude Code's
+    configuration folder (``$CLAUDE_CONFIG_DIR``, else ``~/.claude``; :func:`ccmemory.paths.claude_config_dir`)."""
+    from . import paths
+
+    return os.path.join(config_dir or paths.claude_config_dir(), "projects")
+
+
+def session_files(config_dir: str | None = None) -> list[SessionFile]:
+    """Every session transcript Claude Code kept, as laid out by 2.1.330:
+    ``projects/<encoded cwd>/<session id>.jsonl``, its subagents' in
+    ``projects/<encoded cwd>/<session id>/subagents/agent-<agent id>.jsonl``.
+
+    Sorted by project, then session id. Links are resolved and anything whose real path is outside the
+    real ``projects`` folder, or that is not a regular file (a FIFO, a device) or a folder as expected,
+    is left out; at most :data:`MAX_DIR_ENTRIES` entries of each folder are looked at. No ``projects``
+    folder: an empty list. Pass each path on to :func:`records` with ``root`` = :func:`projects_dir`,
+    which checks it again on the opened file.
+    """
+    base = os.path.realpath(projects_dir(config_dir))
+    found = []
+    for project, folder in _inside(base, base, is_dir=True):
+        for name, path in _inside(folder, base, is_dir=False):
+            if name.endswith(".jsonl") and len(name) > len(".jsonl"):
+                session_id = name[:-len(".jsonl")]
+                found.append(SessionFile(path, project, session_id, _subagents(folder, session_id, base)))
+    return found
+
+
+def _subagents(folder: str, session_id: str, base: str) -> list[tuple[str, str]]:
+    agents = os.path.join(folder, session_id, "subagents")
+    if not _within(agents, base, is_dir=True):
+        return []
+    return [(name[len("agent-"):-len(".jsonl")], path) for name, path in _inside(agents, base, is_dir=False)
+            if name.startswith("agent-") and name.endswith(".jsonl") and len(name) > len("agent-.jsonl")]
+
+
+def _inside(folder: str, base: str, *, is_dir: bool) -> list[tuple[str, str]]:
+    """``(name, real path)`` of the folders (``is_dir``) or regular files in ``folder`` that resolve inside
+    ``base``, sorted by name; at most :data:`MAX_DIR_ENTRIES` entries looked at."""
+    listed = []
+    try:
+        with os.scandir(folder) as scan:
+            for count, item in enumerate(scan):
+                if count >= MAX_DIR_ENTRIES:
+                    break
+                real = _within(item.path, base, is_dir=is_dir)
+                if real is not None:
+                    listed.append((item.name, real))
+    except OSError:
+        return []
+    return sorted(listed)
+
+
+def _within(path: str, base: str, *, is_dir: bool) -> str | None:
+    """The real path of ``path`` when it lies inside ``base`` (not ``base`` itself) and is a folder
+    (``is_dir``) or a regular file."""
+    from . import safe_files
+
+    real = os.path.realpath(path)
+    if real == base or not safe_files.is_inside(real, base):
+        return None
+    try:
+        mode = os.stat(real).st_mode
+    except OSError:
+        return None
+    return real if (stat.S_ISDIR(mode) if is_dir else stat.S_ISREG(mode)) else None
