@@ -23,6 +23,7 @@ COMMAND_MODULES = {
     "docs": "docs_commands",
     "files": "files_commands",
     **dict.fromkeys(("export", "import"), "archive_commands"),
+    "import-from": "importer_commands",
     **dict.fromkeys(("stats", "embed", "doctor", "vacuum", "gc"), "maintenance"),
     "analyze": "analysis_commands",
     **dict.fromkeys(("discover", "promote"), "discovery_commands"),
