@@ -23,7 +23,7 @@ dry_run_option = click.option("--dry-run", is_flag=True, help="Read everything a
 
 def _into(required: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option(
-        "--into-project", "into", type=click.Path(file_okay=False, exists=True), required=required, default=None,
+        "--into-project", "into", type=click.Path(file_okay=False, exists=True), required=required,
         help="The project directory the memories go to" + ("." if required else
                                                               " (default: the project the source names)."))
 
