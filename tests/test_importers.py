@@ -230,8 +230,8 @@ def claude_mem_db(path: Path, *, legacy: bool = False) -> None:
                                                                                          "content_session_id")
     connection = sqlite3.connect(path)
     connection.executescript(CLAUDE_MEM_LEGACY_SCHEMA if legacy else CLAUDE_MEM_SCHEMA)
-    for number, (content, memory, project) in enumerate(
-            [("cc-known", "mem-1", "project"), ("cc-transcript", "mem-2", "renamed"), ("cc-x", "mem-3", "mystery")]):
+    for content, memory, project in [("cc-known", "mem-1", "project"), ("cc-transcript", "mem-2", "renamed"),
+                                     ("cc-x", "mem-3", "mystery")]:
         connection.execute(f"INSERT INTO sdk_sessions({content_col}, {session_col}, project, started_at, "
                            "started_at_epoch) VALUES (?, ?, ?, ?, ?)", (content, memory, project, "x", JAN_2025))
     rows = [("mem-1", "project", "decision", "Use WAL mode", "For concurrent readers",
