@@ -9,8 +9,6 @@ The expansion ``docmem_view add`` returns is quoted as data like the section
 (:mod:`ccmemory.quoting`): a node's text is often a fetched page or tool output.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import sys

@@ -1,7 +1,5 @@
 """The document tools: ingest reference text and search it, apart from memories."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -7,8 +7,6 @@ memory tool's own words, so they reach it as sent (with any it accepts beyond
 the schema, such as ``content`` for ``file_text``).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 from ..files import commands

@@ -5,8 +5,6 @@ with :mod:`ccmemory.mcp.format`; the CLI calls the same core functions, with the
 same defaults (named in :mod:`ccmemory.memories` and :mod:`ccmemory.search`).
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from .. import memories, search, sessions
