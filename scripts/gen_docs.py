@@ -7,7 +7,8 @@ check, so a command, tool or setting changed in the code without its docs fails 
 
 The sources: the click group :data:`ccmemory.cli.cli` (each command's first help sentence,
 subcommands too), the ``TOOLS`` of every module in :data:`ccmemory.mcp.registry.TOOL_MODULES`
-(name, first sentence of the description, annotations) and :data:`ccmemory.config.SCHEMA`.
+(name, first sentence of the description, annotations; each parameter's type, default, range and
+description from the tool's declaration, :mod:`ccmemory.parameters`) and :data:`ccmemory.config.SCHEMA`.
 """
 
 from __future__ import annotations
@@ -110,6 +111,29 @@ def tools_table() -> str:
     return "\n".join(rows)
 
 
+def tool_hints(annotations: Any) -> str:
+    """Every MCP annotation of a tool, as its ``tools/list`` entry carries it."""
+    hints = annotations.as_mcp()
+    return f"{annotations.title}: " + ", ".join(f"`{name}` {json.dumps(hints[name])}" for name in hints if name != "title")
+
+
+def tool_parameters() -> str:
+    """Each tool's annotations and parameters (type, default, range, description), from its declaration."""
+    blocks = []
+    for tool in mcp_tools():
+        lines = [f"### `{tool.name}`", "", tool_hints(tool.annotations), ""]
+        if tool.parameters.items:
+            lines += ["| parameter | type | default | range | description |", "|---|---|---|---|---|"]
+            for parameter in tool.parameters.items:
+                default = "required" if parameter.required else f"`{cell(parameter.default_text() or 'none')}`"
+                lines.append(f"| `{parameter.name}` | {parameter.type_name} | {default} | "
+                             f"{cell(parameter.range_text() or '')} | {cell(parameter.param.description)} |")
+        else:
+            lines.append("No parameters.")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
 def default_text(spec: dict[str, Any]) -> str:
     value = spec["default"]
     return "none" if value is None else json.dumps(value)
@@ -129,6 +153,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "commands": commands_table,
     "all-commands": all_commands_table,
     "tools": tools_table,
+    "tool-parameters": tool_parameters,
     "settings": settings_table,
 }
 

@@ -52,7 +52,7 @@ def start_server(db, project) -> ToolContext:
 
 
 def call(ctx: ToolContext, action: str, node_id: str) -> str:
-    return tools.docmem_view(ctx, {"action": action, "node_id": node_id})
+    return tools.docmem_view.handler(ctx, {"action": action, "node_id": node_id})
 
 
 def section_ids(data: bytes) -> list[str]:
@@ -193,9 +193,9 @@ def test_tree_changes_refresh_active_views(workdir, db, project, trees):
     ctx = start_server(db, project)
     call(ctx, "add", "alpha")
     child = Docmem(db, project).children("alpha")[0].id
-    tools.docmem_update_content(ctx, {"id": child, "content": "rewritten"})
+    tools.docmem_update_content.handler(ctx, {"id": child, "content": "rewritten"})
     assert "\nrewritten\n" in (workdir / "CLAUDE.md").read_text()
-    tools.docmem_delete(ctx, {"id": "alpha"})
+    tools.docmem_delete.handler(ctx, {"id": "alpha"})
     assert "(node alpha no longer exists" in (workdir / "CLAUDE.md").read_text()
 
 

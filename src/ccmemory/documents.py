@@ -24,8 +24,8 @@ from . import chunking, clock, fetch, html_text, markdown_blocks, safe_files
 from .db import Database
 from .errors import NotFoundError, ValidationError
 from .redaction import redact, redact_fields
-from .search import (CANDIDATES, SearchResult, fts_query, keyword_ranking, query_terms, rank, validate_query,
-                     vector_ranking)
+from .search import (CANDIDATES, DEFAULT_LIMIT, DEFAULT_MODE, SearchResult, fts_query, keyword_ranking, query_terms,
+                     rank, validate_query, vector_ranking)
 
 MAX_DOCUMENT_BYTES = 5 * 1024 * 1024
 TEXT_TYPES = ("application/json", "application/xml", "application/xhtml+xml")
@@ -263,7 +263,7 @@ def delete(db: Database, document_id: str, *, project_id: int | None) -> None:
 
 
 def search_with_info(
-    db: Database, query: str, *, project_id: int, limit: int = 5, mode: str = "hybrid", embedder: Any = None
+    db: Database, query: str, *, project_id: int, limit: int = DEFAULT_LIMIT, mode: str = DEFAULT_MODE, embedder: Any = None
 ) -> SearchResult:
     """Search the project's document chunks (same modes and fallbacks as memory search)."""
     query = validate_query(query, limit, mode)

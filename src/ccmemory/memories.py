@@ -29,6 +29,12 @@ COUNT_CAP = 1_000
 #: How a list treats deleted or superseded memories.
 INCLUSION = ("exclude", "include", "only")
 DEFAULT_SALIENCE = 0.5
+#: How much one reinforcement raises a memory (of the distance left to 1) and one de-emphasis lowers it.
+DEFAULT_REINFORCE_AMOUNT = 0.1
+DEFAULT_DEEMPHASIZE_AMOUNT = 0.2
+#: How many memories a timeline shows on each side of its anchor, and at most.
+DEFAULT_TIMELINE_DEPTH = 5
+MAX_TIMELINE_DEPTH = 100
 MAX_SALIENCE = 0.999
 #: The shortest id prefix looked up (like git's abbreviations); a unique one names its memory.
 MIN_ID_PREFIX = 4
@@ -513,7 +519,7 @@ def refresh_superseded(db: Database, memory_ids: Sequence[str]) -> None:
             db.execute("UPDATE memories SET valid_until = NULL WHERE id = ?", (memory_id,))
 
 
-def reinforce(db: Database, memory_id: str, amount: float = 0.1, *, project_id: int | None,
+def reinforce(db: Database, memory_id: str, amount: float = DEFAULT_REINFORCE_AMOUNT, *, project_id: int | None,
               session_id: str | None = None) -> Memory:
     """Raise salience by ``amount`` of the distance left to 1: diminishing, never reaching 1."""
     amount = _validate_unit(amount, "Amount")
@@ -527,7 +533,7 @@ def reinforce(db: Database, memory_id: str, amount: float = 0.1, *, project_id: 
     return get(db, memory.id, project_id=project_id)
 
 
-def deemphasize(db: Database, memory_id: str, amount: float = 0.2, *, project_id: int | None) -> Memory:
+def deemphasize(db: Database, memory_id: str, amount: float = DEFAULT_DEEMPHASIZE_AMOUNT, *, project_id: int | None) -> Memory:
     """Lower salience by ``amount`` of its current value: never below 0."""
     amount = _validate_unit(amount, "Amount")
     memory = get(db, memory_id, project_id=project_id)
@@ -658,15 +664,15 @@ def touch_references(db: Database, memory_ids: Sequence[str], *, session_id: str
             record_usage(db, session_id, memory_ids, "recalled")
 
 
-def timeline(db: Database, anchor_id: str, *, project_id: int | None, before: int = 5,
-             after: int = 5) -> dict[str, Any]:
+def timeline(db: Database, anchor_id: str, *, project_id: int | None, before: int = DEFAULT_TIMELINE_DEPTH,
+             after: int = DEFAULT_TIMELINE_DEPTH) -> dict[str, Any]:
     """The memories of the anchor's project just before and after it, with their sessions.
 
     Superseded memories stay in the timeline (they are history); deleted ones do not.
     """
     for value, what in ((before, "depth_before"), (after, "depth_after")):
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
-            raise ValidationError(f"{what} must be a whole number from 0 to 100, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TIMELINE_DEPTH:
+            raise ValidationError(f"{what} must be a whole number from 0 to {MAX_TIMELINE_DEPTH}, got {value!r}")
     anchor = get(db, anchor_id, project_id=project_id)
     cols = _MEMORY_COLUMNS
     earlier = db.rows(

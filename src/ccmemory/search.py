@@ -58,6 +58,7 @@ from .migrations import SECTORS
 from .query_dates import date_range
 
 MODES = ("hybrid", "semantic", "keyword")
+DEFAULT_MODE = "hybrid"
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 100
 #: Longer queries are refused: a search costs work per distinct word, and a query is a question, not a document.
@@ -376,7 +377,7 @@ def search_with_info(
     query: str,
     *,
     project_id: int,
-    mode: str = "hybrid",
+    mode: str = DEFAULT_MODE,
     sector: str | None = None,
     limit: int = DEFAULT_LIMIT,
     include_superseded: bool = False,

@@ -7,7 +7,7 @@ import click
 from .groups import WholeHelpGroup
 
 from .. import documents, excerpts
-from ..search import DEFAULT_LIMIT, MAX_LIMIT, MODES
+from ..search import DEFAULT_LIMIT, DEFAULT_MODE, MAX_LIMIT, MODES
 from .common import (search_embedder, echo, emit_json, handles_errors, json_option, open_store, project_option,
                      report_search)
 
@@ -41,7 +41,7 @@ def ingest(path: str | None, text: str | None, url: str | None, title: str | Non
 @docs.command(name="search")
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(1, MAX_LIMIT), default=DEFAULT_LIMIT, show_default=True)
-@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
+@click.option("--mode", type=click.Choice(MODES), default=DEFAULT_MODE, show_default=True)
 @project_option
 @json_option
 @handles_errors

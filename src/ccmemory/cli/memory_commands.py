@@ -92,8 +92,8 @@ def add(content: str | None, category: str, sector: str | None, tags: str, impor
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(1, searching.MAX_LIMIT), default=searching.DEFAULT_LIMIT,
               show_default=True, help="Most results to show.")
-@click.option("--mode", type=click.Choice(searching.MODES), default="hybrid", show_default=True,
-              help="keyword needs no model and is fastest.")
+@click.option("--mode", type=click.Choice(searching.MODES), default=searching.DEFAULT_MODE,
+              show_default=True, help="keyword needs no model and is fastest.")
 @click.option("--sector", type=click.Choice(SECTORS), default=None, help="Only this sector.")
 @click.option("--include-superseded", is_flag=True, help="Also show memories replaced by newer ones.")
 @project_option
@@ -211,7 +211,8 @@ def restore(memory_id: str, project_dir: str | None) -> None:
 
 @click.command()
 @click.argument("memory_id")
-@click.option("--amount", type=click.FloatRange(0, 1), default=0.1, show_default=True)
+@click.option("--amount", type=click.FloatRange(0, 1), default=memories.DEFAULT_REINFORCE_AMOUNT,
+              show_default=True)
 @project_option
 @handles_errors
 def reinforce(memory_id: str, amount: float, project_dir: str | None) -> None:
@@ -223,7 +224,8 @@ def reinforce(memory_id: str, amount: float, project_dir: str | None) -> None:
 
 @click.command()
 @click.argument("memory_id")
-@click.option("--amount", type=click.FloatRange(0, 1), default=0.2, show_default=True)
+@click.option("--amount", type=click.FloatRange(0, 1), default=memories.DEFAULT_DEEMPHASIZE_AMOUNT,
+              show_default=True)
 @project_option
 @handles_errors
 def deemphasize(memory_id: str, amount: float, project_dir: str | None) -> None:

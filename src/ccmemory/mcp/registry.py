@@ -1,8 +1,19 @@
-"""How a module contributes MCP tools: a list of :class:`Tool` values named ``TOOLS``.
+"""How a module contributes MCP tools: a list of :class:`Tool` values named ``TOOLS``, each declared once.
 
 The server collects ``TOOLS`` from every module in :data:`TOOL_MODULES` (all in
 this package, each over the core functions of its domain), so the server itself
-stays a thin transport.
+stays a thin transport. A tool is a function decorated with :func:`tool`: its
+annotations and description in the decorator, its parameters (types, defaults,
+ranges, descriptions) in its signature (:mod:`ccmemory.parameters`), from which
+the ``inputSchema``, the checks of incoming arguments and the docs' tables all
+come. The function receives checked values::
+
+    @tool(reads("Search memories"), "Search this project's memories ...")
+    def memory_search(ctx: ToolContext, query: ..., limit: Annotated[int, Param("Max hits", low=1, high=50)] = 5):
+        ...
+
+Nothing here imports the MCP SDK: the bootstrap server lists the same tools
+without it.
 """
 
 from __future__ import annotations
@@ -10,6 +21,8 @@ from __future__ import annotations
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
+
+from ..parameters import Parameters, declared
 
 #: Modules whose ``TOOLS`` the server registers, in the order tools are listed.
 TOOL_MODULES = (
@@ -59,9 +72,10 @@ def reads(title: str) -> Annotations:
 class Tool:
     """One MCP tool: its schema for ``tools/list`` and the function that answers ``tools/call``.
 
-    ``handler(context, arguments)`` returns the text shown to Claude; it raises
-    :class:`ToolError` (or a :class:`ccmemory.errors.CCMemoryError`) for errors
-    the caller can act on.
+    ``handler(context, arguments)`` checks the arguments as sent and returns the
+    text shown to Claude; it raises :class:`ToolError` (or a
+    :class:`ccmemory.errors.CCMemoryError`) for errors the caller can act on.
+    Made by :func:`tool`, never by hand.
     """
 
     name: str
@@ -69,6 +83,25 @@ class Tool:
     input_schema: dict[str, Any]
     handler: Callable[["ToolContext", dict[str, Any]], str]
     annotations: Annotations
+    parameters: Parameters
+
+
+def tool(annotations: Annotations, description: str) -> Callable[[Callable[..., str]], Tool]:
+    """Declare the decorated function ``name(ctx, **parameters) -> str`` as the MCP tool of that name.
+
+    The tool's handler reads the arguments of a call by the function's
+    signature (:meth:`ccmemory.parameters.Parameters.read`) and calls it with
+    the context first, then the checked values by name.
+    """
+    def declare(function: Callable[..., str]) -> Tool:
+        parameters = declared(function)
+
+        def handler(ctx: ToolContext, arguments: dict[str, Any]) -> str:
+            return function(ctx, **parameters.read(arguments))
+
+        return Tool(function.__name__, description, parameters.schema(), handler, annotations, parameters)
+
+    return declare
 
 
 def tool_listing(tools: Iterable[Tool]) -> list[dict[str, Any]]:

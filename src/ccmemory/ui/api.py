@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .. import embeddings, memories, projects, retention, search, sessions, storage
+from .. import embeddings, memories, parameters, projects, retention, search, sessions, storage
 from ..db import Database
 from ..docmem import expand, view
 from ..docmem.nodes import Docmem
@@ -23,7 +23,6 @@ from ..files import paths as file_paths
 from ..files import store as file_store
 from ..memories import INCLUSION, Memory
 from ..migrations import SECTORS, TIERS
-from ..mcp import arguments
 from .viewer import Viewer
 
 PAGE_SIZE = 50
@@ -121,8 +120,8 @@ def project_stats(call: Call) -> dict[str, Any]:
 
 
 def list_sessions(call: Call) -> dict[str, Any]:
-    limit = arguments.integer(call.query, "limit", SESSION_PAGE, low=1, high=MAX_PAGE_SIZE)
-    offset = arguments.integer(call.query, "offset", 0, low=0, high=10**9)
+    limit = parameters.integer(call.query, "limit", SESSION_PAGE, low=1, high=MAX_PAGE_SIZE)
+    offset = parameters.integer(call.query, "offset", 0, low=0, high=10**9)
     found = sessions.recent(call.db, call.project_id, limit=limit + 1, offset=offset)
     counts = sessions.memory_counts(call.db, [s["id"] for s in found[:limit]])
     return {
@@ -135,15 +134,15 @@ def list_sessions(call: Call) -> dict[str, Any]:
 
 def list_memories(call: Call) -> dict[str, Any]:
     query = call.query
-    limit = arguments.integer(query, "limit", PAGE_SIZE, low=1, high=MAX_PAGE_SIZE)
+    limit = parameters.integer(query, "limit", PAGE_SIZE, low=1, high=MAX_PAGE_SIZE)
     filters = {
         "project_id": call.project_id,
-        "sector": arguments.choice(query, "sector", SECTORS),
-        "tier": arguments.choice(query, "tier", TIERS),
-        "category": arguments.text(query, "category"),
-        "session_id": arguments.text(query, "session"),
-        "deleted": arguments.choice(query, "deleted", INCLUSION, "exclude"),
-        "superseded": arguments.choice(query, "superseded", INCLUSION, "include"),
+        "sector": parameters.choice(query, "sector", SECTORS),
+        "tier": parameters.choice(query, "tier", TIERS),
+        "category": parameters.text(query, "category"),
+        "session_id": parameters.text(query, "session"),
+        "deleted": parameters.choice(query, "deleted", INCLUSION, "exclude"),
+        "superseded": parameters.choice(query, "superseded", INCLUSION, "include"),
     }
     found = memories.list_memories(call.db, **filters, limit=limit + 1, before=_cursor(query.get("cursor")))
     page = found[:limit]
@@ -158,7 +157,7 @@ def list_memories(call: Call) -> dict[str, Any]:
 
 def search_memories(call: Call) -> dict[str, Any]:
     query = call.query
-    mode = arguments.choice(query, "mode", search.MODES, "hybrid")
+    mode = parameters.choice(query, "mode", search.MODES, search.DEFAULT_MODE)
     warnings: list[str] = []
     embedder = None
     if mode != "keyword":
@@ -168,9 +167,9 @@ def search_memories(call: Call) -> dict[str, Any]:
             mode = "keyword"
     result = search.search_with_info(
         call.db, query.get("q", ""), project_id=call.project_id, mode=mode,
-        sector=arguments.choice(query, "sector", SECTORS),
-        limit=arguments.integer(query, "limit", 20, low=1, high=search.MAX_LIMIT),
-        include_superseded=arguments.flag(query, "include_superseded"), embedder=embedder, track=False,
+        sector=parameters.choice(query, "sector", SECTORS),
+        limit=parameters.integer(query, "limit", 20, low=1, high=search.MAX_LIMIT),
+        include_superseded=parameters.flag(query, "include_superseded"), embedder=embedder, track=False,
     )
     return {"hits": [{**hit.to_dict(), "memory": _summary(hit.memory)} for hit in result.hits],
             "mode_used": result.mode_used, "warnings": [*warnings, *result.warnings]}
@@ -190,9 +189,9 @@ def add_memory(call: Call) -> dict[str, Any]:
     _only_fields(call.body, ("content", "sector", "category", "tags", "importance"))
     memory = memories.add(
         call.db, project_id=call.project_id, content=call.body.get("content"),
-        sector=arguments.choice(call.body, "sector", SECTORS), category=arguments.text(call.body, "category"),
-        tags=arguments.strings(call.body, "tags"),
-        importance=arguments.number(call.body, "importance", memories.DEFAULT_SALIENCE), source="ui",
+        sector=parameters.choice(call.body, "sector", SECTORS), category=parameters.text(call.body, "category"),
+        tags=parameters.strings(call.body, "tags"),
+        importance=parameters.number(call.body, "importance", memories.DEFAULT_SALIENCE), source="ui",
     )
     call.viewer.background.wake()
     return memory_detail(call, memory)
@@ -204,24 +203,24 @@ def edit_memory(call: Call) -> dict[str, Any]:
         raise ValidationError("Nothing to change: send at least one of content, tags, sector")
     memory = call.memory()
     content = call.body.get("content", memory.content)
-    tags = arguments.strings(call.body, "tags") if "tags" in call.body else None
+    tags = parameters.strings(call.body, "tags") if "tags" in call.body else None
     memories.rewrite(call.db, memory.id, content, project_id=memory.project_id, tags=tags,
-                     sector=arguments.choice(call.body, "sector", SECTORS))
+                     sector=parameters.choice(call.body, "sector", SECTORS))
     call.viewer.background.wake()
     return memory_detail(call, memories.get(call.db, memory.id, project_id=memory.project_id))
 
 
 def reinforce(call: Call) -> dict[str, Any]:
     _only_fields(call.body, ("amount",))
-    memory = memories.reinforce(call.db, call.memory().id, arguments.number(call.body, "amount", 0.1),
-                                project_id=call.project_id)
+    amount = parameters.number(call.body, "amount", memories.DEFAULT_REINFORCE_AMOUNT)
+    memory = memories.reinforce(call.db, call.memory().id, amount, project_id=call.project_id)
     return memory_detail(call, memory)
 
 
 def deemphasize(call: Call) -> dict[str, Any]:
     _only_fields(call.body, ("amount",))
-    memory = memories.deemphasize(call.db, call.memory().id, arguments.number(call.body, "amount", 0.2),
-                                  project_id=call.project_id)
+    amount = parameters.number(call.body, "amount", memories.DEFAULT_DEEMPHASIZE_AMOUNT)
+    memory = memories.deemphasize(call.db, call.memory().id, amount, project_id=call.project_id)
     return memory_detail(call, memory)
 
 
@@ -244,7 +243,7 @@ def supersede(call: Call) -> dict[str, Any]:
 
 
 def delete_memory(call: Call) -> dict[str, Any]:
-    hard = arguments.flag(call.query, "hard")
+    hard = parameters.flag(call.query, "hard")
     return memories.delete(call.db, call.memory().id, project_id=call.project_id, hard=hard)
 
 
@@ -272,14 +271,14 @@ def _node(node: Any) -> dict[str, Any]:
 def docmem_node(call: Call) -> dict[str, Any]:
     store = Docmem(call.db, call.project_id)
     node = store.get(call.path["node"])
-    limit = arguments.integer(call.query, "limit", MAX_PAGE_SIZE, low=1, high=1000)
+    limit = parameters.integer(call.query, "limit", MAX_PAGE_SIZE, low=1, high=1000)
     children = store.children(node.id)
     return {"node": _node(node), "path": [_node(n) for n in store.ancestors(node.id)],
             "children": [_node(n) for n in children[:limit]], "children_total": len(children)}
 
 
 def docmem_expand(call: Call) -> dict[str, Any]:
-    budget = arguments.integer(call.query, "tokens", DEFAULT_EXPAND_TOKENS, low=1, high=MAX_EXPAND_TOKENS)
+    budget = parameters.integer(call.query, "tokens", DEFAULT_EXPAND_TOKENS, low=1, high=MAX_EXPAND_TOKENS)
     store = Docmem(call.db, call.project_id)
     return {"id": call.path["node"], "tokens": budget,
             "text": expand.expand_to_length(store, call.path["node"], budget)}
@@ -316,7 +315,7 @@ def list_files(call: Call) -> dict[str, Any]:
 
 
 def read_file(call: Call) -> dict[str, Any]:
-    location = file_paths.parse_file(arguments.text(call.query, "path", required=True))
+    location = file_paths.parse_file(parameters.text(call.query, "path", required=True))
     row = file_store.get(call.db, file_store.scope_of(location, call.project_id), location.rel)
     if row is None:
         raise NotFoundError(f"No memory file {location.path}; the list shows the files that exist")
@@ -332,7 +331,7 @@ def write_file(call: Call) -> dict[str, Any]:
     content = call.body.get("content")
     if not isinstance(content, str):
         raise ValidationError("Field 'content' is required (the whole text of the file)")
-    path = arguments.text(call.body, "path", required=True)
+    path = parameters.text(call.body, "path", required=True)
     message = file_commands.overwrite(call.db, path, content, _file_call(call), expected_version=version)
     location = file_paths.parse_file(path)
     row = file_store.get(call.db, file_store.scope_of(location, call.project_id), location.rel)
@@ -340,14 +339,14 @@ def write_file(call: Call) -> dict[str, Any]:
 
 
 def delete_file(call: Call) -> dict[str, Any]:
-    path = arguments.text(call.query, "path", required=True)
+    path = parameters.text(call.query, "path", required=True)
     return {"message": file_commands.execute(call.db, {"command": "delete", "path": path}, _file_call(call))}
 
 
 def rename_file(call: Call) -> dict[str, Any]:
     _only_fields(call.body, ("old_path", "new_path"))
-    command = {"command": "rename", "old_path": arguments.text(call.body, "old_path", required=True),
-               "new_path": arguments.text(call.body, "new_path", required=True)}
+    command = {"command": "rename", "old_path": parameters.text(call.body, "old_path", required=True),
+               "new_path": parameters.text(call.body, "new_path", required=True)}
     return {"message": file_commands.execute(call.db, command, _file_call(call))}
 
 
@@ -359,12 +358,12 @@ def collect_garbage(call: Call) -> dict[str, Any]:
     body = call.body
     report = retention.collect(
         call.db, project_id=call.project_id,
-        older_than_days=arguments.number(body, "older_than_days", retention.DEFAULT_OLDER_THAN_DAYS, low=0,
+        older_than_days=parameters.number(body, "older_than_days", retention.DEFAULT_OLDER_THAN_DAYS, low=0,
                                          high=100_000),
-        tiers=arguments.strings(body, "tiers") or retention.DEFAULT_TIERS,
-        sectors=arguments.strings(body, "sectors") or None,
-        deleted_after_days=arguments.number(body, "deleted_after_days", retention.DEFAULT_DELETED_AFTER_DAYS,
+        tiers=parameters.strings(body, "tiers") or retention.DEFAULT_TIERS,
+        sectors=parameters.strings(body, "sectors") or None,
+        deleted_after_days=parameters.number(body, "deleted_after_days", retention.DEFAULT_DELETED_AFTER_DAYS,
                                             low=0, high=100_000),
-        vacuum=arguments.flag(body, "vacuum", True), dry_run=arguments.flag(body, "dry_run", True),
+        vacuum=parameters.flag(body, "vacuum", True), dry_run=parameters.flag(body, "dry_run", True),
     )
     return report.to_dict()
