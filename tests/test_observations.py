@@ -157,3 +157,30 @@ def test_migration_12_gives_old_captures_the_metadata_their_readers_need(tmp_pat
         assert migrations.migrate(db) == 0
     finally:
         db.close()
+
+
+def test_an_export_written_before_migration_12_imports_with_the_observation_metadata(tmp_path: Path) -> None:
+    import io
+
+    from ccmemory.archive import jsonl, records
+    from ccmemory.redaction import redact
+
+    old = database.connect(tmp_path / "old.db")
+    with old.transaction():
+        project = projects.project_id(old, str(tmp_path))
+        memories.add(old, project_id=project, content="Ran: make deploy (failed)\nError:\nExit code 2",
+                     category="gotcha", tags=["Bash"], source="capture", metadata={"tool": "Bash"})
+    written = io.StringIO()
+    jsonl.export(old, written, records.Scope(project_ids=(project,)))
+    old.close()
+    assert '"metadata":{"tool":"Bash"}' in written.getvalue()  # as an export of that time has it
+
+    new = database.connect(tmp_path / "new.db")
+    try:
+        report = jsonl.import_file(new, io.BytesIO(written.getvalue().encode()), redact=redact, all_projects=True)
+        assert not report.failed
+        [memory] = memories.list_memories(new, project_id=projects.project_id(new, str(tmp_path)))
+        assert memory.metadata == {"tool": "Bash", "outcome": "failed", "command": "make deploy"}
+        assert index_text(memory) == "Ran: make deploy (failed)"
+    finally:
+        new.close()

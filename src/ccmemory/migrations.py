@@ -488,7 +488,7 @@ def _m011_embedding_model_numbers(db: Database) -> None:
 _M012_FAILED_MARK = " (failed)"
 
 
-def _m012_observation_fields(content: str, category: str, tags: str, metadata: dict) -> dict:
+def observation_fields_from_text(content: str, category: str, tags: str, metadata: dict) -> dict:
     """The structured metadata of one captured tool call, parsed from its text as capture wrote it then.
 
     Frozen with migration 12 (capture's text may change later; these rows will not): ``tool``
@@ -496,7 +496,8 @@ def _m012_observation_fields(content: str, category: str, tags: str, metadata: d
     when a gotcha's (or a settled failure's) head runs over several lines (``multiline``) and a
     later line ends in it; for Bash, ``command``: the head after ``Ran…: `` without the mark (its
     description, which the head cannot tell apart, stays in it; a head of several lines is kept
-    whole only for a failure, where its end is known). What the row already has wins.
+    whole only for a failure, where its end is known). What the row already has wins and keeps its
+    order. Import applies it too: an export written before migration 12 has rows without these keys.
     """
     import json
 
@@ -521,7 +522,7 @@ def _m012_observation_fields(content: str, category: str, tags: str, metadata: d
         if fields.get("outcome") == "failed":
             text = text[:-len(_M012_FAILED_MARK)]
         fields["command"] = text.split(": ", 1)[1] if ": " in text else text
-    return {**fields, **metadata}
+    return {**metadata, **{key: value for key, value in fields.items() if key not in metadata}}
 
 
 def _m012_observation_metadata(db: Database) -> None:
@@ -529,7 +530,7 @@ def _m012_observation_metadata(db: Database) -> None:
 
     Capture now stores each call's facts (tool, outcome, command, …; :mod:`ccmemory.observations`)
     beside its text; the calls stored before get them here, parsed once from their text by
-    :func:`_m012_observation_fields`. Only ``metadata`` changes, so no keyword index or vector is touched.
+    :func:`observation_fields_from_text`. Only ``metadata`` changes, so no keyword index or vector is touched.
     """
     import json
 
@@ -543,7 +544,7 @@ def _m012_observation_metadata(db: Database) -> None:
             last = seq
             try:
                 metadata = json.loads(stored or "{}")
-                fields = _m012_observation_fields(content, category, tags, metadata) \
+                fields = observation_fields_from_text(content, category, tags, metadata) \
                     if isinstance(metadata, dict) else metadata
             except ValueError:  # a row whose JSON is broken keeps what it has
                 continue
