@@ -13,9 +13,9 @@ from hook_helpers import (
     run_hook, tool_call, write_config,
 )
 
-from ccmemory import redaction
+from ccmemory import excerpts, observations, redaction
 from ccmemory.config import load
-from ccmemory.hooks import capture, privacy
+from ccmemory.hooks import privacy
 
 
 def test_captures_a_read_and_links_it_to_the_session(home: Path, project_dir: Path) -> None:
@@ -51,9 +51,11 @@ def test_documented_bash_payload(home: Path, project_dir: Path) -> None:
                                                              "hi-from-fake", "toolu_fake1"), home))
     [memory] = memories_of(home, "s-bash")
     assert memory["content"] == "Ran: echo hi-from-fake (Run it)\nOutput:\nhi-from-fake"
-    # the tool call's id (ties the memory to its transcript entry) and the tool; the event name and the
-    # duration the payload also carries are not kept (nothing read them), and the JSON has no spaces
-    assert memory["metadata"] == '{"tool":"Bash","tool_use_id":"toolu_fake1"}'
+    # the tool call's id (ties the memory to its transcript entry), the tool and the command with its
+    # description (ccmemory.observations); the event name and the duration the payload also carries are
+    # not kept (nothing read them), and the JSON has no spaces
+    assert memory["metadata"] == ('{"tool":"Bash","tool_use_id":"toolu_fake1","command":"echo hi-from-fake",'
+                                  '"description":"Run it"}')
     assert memory["dedupe_key"] == "toolu_fake1"
 
 
@@ -278,9 +280,9 @@ def test_entry_script_survives_a_missing_package(tmp_path: Path) -> None:
 ROOT = "/work/proj"
 
 
-def observe(tool: str, tool_input: object, response: object = None, **extra: object) -> capture.Observation:
+def observe(tool: str, tool_input: object, response: object = None, **extra: object) -> observations.Observation:
     data = {"session_id": "s", "tool_name": tool, "tool_input": tool_input, "tool_response": response, **extra}
-    return capture.build_observation(data, load(Path("/nonexistent/config.json")), cwd=ROOT, root=ROOT)
+    return observations.from_payload(data, load(Path("/nonexistent/config.json")), cwd=ROOT, root=ROOT)
 
 
 @pytest.mark.parametrize("tool,tool_input,response,first_line,files", [
@@ -316,7 +318,7 @@ def test_long_fields_keep_head_and_tail_with_an_elision_note() -> None:
     assert "line 0\n" in observation.content and "line 1999" in observation.content
     assert "characters elided" in observation.content
     assert len(observation.content) < 2000
-    assert capture.cut("abc", 10) == "abc"
+    assert excerpts.cut("abc", 10) == "abc"
 
 
 def test_web_search_and_task_bodies() -> None:
@@ -365,5 +367,6 @@ def test_an_edit_is_stored_as_a_diff_with_its_context_once(home: Path, project_d
     # what is embedded is what the older form (context on both sides) gave
     repeated = ("Edited up.py\n- def retry():\n-     delay = 1\n-     return delay\n"
                 "+ def retry():\n+     delay = 5\n+     return delay")
-    assert condensed(memory["content"]) == condensed(repeated) == "Edited up.py\ndef retry():\n-     delay = 1\n+     delay = 5"
+    assert condensed(memory["content"], "Edit") == condensed(repeated, "Edit") == \
+        "Edited up.py\ndef retry():\n-     delay = 1\n+     delay = 5"
 

@@ -8,7 +8,7 @@ nothing to make). The properties are the code's own guarantees, asserted as limi
 output, never as wall-clock measurements:
 
 * a hook never raises and prints nothing but SessionStart's JSON, whose context fits
-  ``context.max_tokens``; a stored observation is at most ``capture.MAX_OBSERVATION_CHARS``, and
+  ``context.max_tokens``; a stored observation is at most ``observations.MAX_OBSERVATION_CHARS``, and
   one that can be stored is stored, not dropped; a payload over ``MAX_PAYLOAD_BYTES`` is not
   read; the transcript is read only up to its byte, line and prompt caps;
 * a tool either answers or fails with a tool error (never an internal exception); what the
@@ -35,15 +35,16 @@ from typing import Any, Callable, Iterator
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ccmemory import db as database, documents, memories, projects, search, transcript
+from ccmemory import db as database, documents, memories, observations, projects, search, transcript
 from ccmemory.config import SCHEMA, load
 from ccmemory.docmem import nodes as docmem_nodes, query as docmem_query
 from ccmemory.errors import CCMemoryError, ValidationError
 from ccmemory.files import commands as file_commands, paths as file_paths
-from ccmemory.hooks import capture, context as session_context, payload as payloads, runner, summary
+from ccmemory.hooks import context as session_context, payload as payloads, runner, summary
 from ccmemory.mcp import background, registry, runtime
 from ccmemory.mcp.registry import ToolContext, ToolError
 from ccmemory.redaction import redact
+from ccmemory.vocabulary import CAPTURE_SOURCE
 from hook_helpers import write_config
 
 CHARS = st.characters(blacklist_categories=())  # lone surrogates included
@@ -122,8 +123,8 @@ def _count(home: Path) -> int:
 
 def _check_stored_observations(home: Path) -> None:
     """Every captured observation fits MAX_OBSERVATION_CHARS; every memory fits MAX_CONTENT_CHARS."""
-    assert (_scalar(home, "SELECT MAX(length(content)) FROM memories WHERE source = ?", (capture.SOURCE,))
-            or 0) <= capture.MAX_OBSERVATION_CHARS
+    assert (_scalar(home, "SELECT MAX(length(content)) FROM memories WHERE source = ?", (CAPTURE_SOURCE,))
+            or 0) <= observations.MAX_OBSERVATION_CHARS
     assert (_scalar(home, "SELECT MAX(length(content)) FROM memories") or 0) <= memories.MAX_CONTENT_CHARS
 
 
@@ -149,7 +150,7 @@ def test_any_capture_payload(hook_home: Path, tool: Any, tool_input: Any, respon
     assert stored in (0, 1)
     config = load()
     storable_call = (isinstance(session, str) and session.strip() and isinstance(tool, str) and tool.strip()
-                     and capture.skip_reason(payloads.read(io.BytesIO(raw)), config) is None)
+                     and observations.skip_reason(payloads.read(io.BytesIO(raw)), config) is None)
     if storable_call:
         assert stored == 1, "an observation that can be stored is never dropped"
     _check_stored_observations(hook_home)
@@ -158,8 +159,8 @@ def test_any_capture_payload(hook_home: Path, tool: Any, tool_input: Any, respon
 #: Text JSON writes as itself (no escapes), so a string's JSON size is its length plus the two quotes.
 PLAIN = st.characters(whitelist_categories=("Ll", "Lu", "Nd", "Zs", "Lo"))
 CAPTURE_DEFAULTS = {key: spec["default"] for key, spec in SCHEMA["capture"].items()}
-FIELD_SIZES = [CAPTURE_DEFAULTS["max_field_chars"], capture.MAX_OBSERVATION_CHARS,
-               capture.MAX_OBSERVATION_CHARS + 2 * capture.REDACTION_MARGIN]
+FIELD_SIZES = [CAPTURE_DEFAULTS["max_field_chars"], observations.MAX_OBSERVATION_CHARS,
+               observations.MAX_OBSERVATION_CHARS + 2 * observations.REDACTION_MARGIN]
 
 
 @SETTINGS
@@ -178,14 +179,14 @@ def test_capture_near_its_caps(hook_home: Path, tool: str, command: str, respons
                "hook_event_name": "PostToolUse"}
     raw = json.dumps(payload).encode()
     limit = load().get("capture", "max_result_chars")
-    fits = capture.result_size(tool, result) <= limit
+    fits = observations.result_size(tool, result) <= limit
     before = _count(hook_home)
     assert _run_hook("post_tool_use", raw) == ""
     assert _count(hook_home) - before == (1 if fits else 0)
     if fits:
         newest = _scalar(hook_home, "SELECT length(content) FROM memories WHERE session_id = 's-caps' "
                                     "ORDER BY seq DESC LIMIT 1")
-        assert 0 < newest <= capture.MAX_OBSERVATION_CHARS
+        assert 0 < newest <= observations.MAX_OBSERVATION_CHARS
     _check_stored_observations(hook_home)
 
 

@@ -20,17 +20,19 @@ MAX_BLOCK_LINES = 12
 _ELIDED = re.compile(r"^\[… \d+ characters elided …\]$")
 #: Context lines worth keeping although an edit repeats them: they name the function or class being changed.
 _DEFINITION = re.compile(r"^\s*(export\s+)?(async\s+)?(def|class|function|func|fn|struct|interface|impl|module)\b")
+#: Tools whose observation is a diff (a Write or NotebookEdit stores the new text itself).
+_DIFF_TOOLS = ("Edit", "MultiEdit")
 
 
-def condensed(content: str) -> str:
-    """An observation without the diff context it repeats and with long output blocks cut.
+def condensed(content: str, tool: str = "") -> str:
+    """An observation of ``tool`` without the diff context it repeats and with long output blocks cut.
 
     An edit stores its context once, as lines starting with two spaces (older rows repeat
     it on both sides, as ``-`` and ``+`` lines); either way only context lines naming a
     function or class are kept.
     """
     lines = content.splitlines()
-    if lines and lines[0].startswith("Edited ") and not lines[0].startswith("Edited notebook "):
+    if lines and tool in _DIFF_TOOLS:
         lines = [lines[0]] + [kept for kept in map(_context, lines[1:]) if kept]
     removed = {line[2:].strip() for line in lines if line.startswith("- ")}
     added = {line[2:].strip() for line in lines if line.startswith("+ ")}
@@ -65,9 +67,9 @@ def _context(line: str) -> str:
     return line[2:].rstrip() if _DEFINITION.match(line[2:]) else ""
 
 
-def memory_text(content: str, request: str | None = None) -> str:
-    """What to embed for a memory: its request (when known), then its condensed content."""
-    body = condensed(content)
+def memory_text(content: str, request: str | None = None, tool: str = "") -> str:
+    """What to embed for a captured observation of ``tool``: its request (when known), then its condensed content."""
+    body = condensed(content, tool)
     if request:
         request = " ".join(request.split())[:MAX_REQUEST_CHARS]
         if request not in body:

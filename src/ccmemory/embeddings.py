@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 from . import paths, tokens, vectors
 from .db import Database
 from .errors import CCMemoryError
+from .vocabulary import CAPTURE_SOURCE
 
 #: onnxruntime's official builds (1.29+ on Linux and macOS, all versions on Windows) send usage
 #: telemetry to Microsoft and write a device id under ``~/.cache/Microsoft/DeveloperTools``
@@ -381,20 +382,22 @@ def texts_to_embed(rows: Sequence[dict[str, Any]], transcripts: dict[str, dict[s
     call, so a batch reads each session's transcript once.
     """
     from .embedding_text import memory_text, requests_by_tool_use
+    from .observations import metadata_of, tool_of
 
     texts = []
     for row in rows:
-        if row.get("source") != "capture":
+        if row.get("source") != CAPTURE_SOURCE:
             texts.append(row["content"])
             continue
         request = None
+        metadata = metadata_of(row.get("metadata"))
         path = row.get("transcript_path")
         if path:
             if path not in transcripts:
                 transcripts[path] = requests_by_tool_use(path)
-            tool_use_id = json.loads(row.get("metadata") or "{}").get("tool_use_id")
+            tool_use_id = metadata.get("tool_use_id")
             request = transcripts[path].get(tool_use_id) if tool_use_id else None
-        texts.append(memory_text(row["content"], request))
+        texts.append(memory_text(row["content"], request, tool_of(metadata)))
     return texts
 
 

@@ -484,10 +484,79 @@ def _m011_embedding_model_numbers(db: Database) -> None:
         db.execute(sql)
 
 
+#: The mark capture put at the end of a failed call's first text line (its head), when migration 12 was written.
+_M012_FAILED_MARK = " (failed)"
+
+
+def observation_fields_from_text(content: str, category: str, tags: str, metadata: dict) -> dict:
+    """The structured metadata of one captured tool call, parsed from its text as capture wrote it then.
+
+    Frozen with migration 12 (capture's text may change later; these rows will not): ``tool``
+    from the first tag when missing; ``outcome`` ``"failed"`` when the head ends in the mark, or
+    when a gotcha's (or a settled failure's) head runs over several lines (``multiline``) and a
+    later line ends in it; for Bash, ``command``: the head after ``Ran…: `` without the mark (its
+    description, which the head cannot tell apart, stays in it; a head of several lines is kept
+    whole only for a failure, where its end is known). What the row already has wins and keeps its
+    order. Import applies it too: an export written before migration 12 has rows without these keys.
+    """
+    import json
+
+    fields: dict = {}
+    tool = metadata.get("tool")
+    if not isinstance(tool, str) or not tool:
+        named = json.loads(tags or "[]")
+        tool = named[0] if isinstance(named, list) and named and isinstance(named[0], str) else None
+        if tool:
+            fields["tool"] = tool
+    lines = content.split("\n")
+    head = lines[:1]
+    if lines[0].endswith(_M012_FAILED_MARK):
+        fields["outcome"] = "failed"
+    elif category == "gotcha" or metadata.get("fixed_by"):
+        end = next((n for n, line in enumerate(lines[1:], 1) if line.endswith(_M012_FAILED_MARK)), None)
+        if end is not None:
+            fields["outcome"], fields["multiline"] = "failed", True
+            head = lines[:end + 1]
+    if tool == "Bash":
+        text = "\n".join(head)
+        if fields.get("outcome") == "failed":
+            text = text[:-len(_M012_FAILED_MARK)]
+        fields["command"] = text.split(": ", 1)[1] if ": " in text else text
+    return {**metadata, **{key: value for key, value in fields.items() if key not in metadata}}
+
+
+def _m012_observation_metadata(db: Database) -> None:
+    """Captured tool calls get the structured metadata readers use instead of re-parsing their text.
+
+    Capture now stores each call's facts (tool, outcome, command, …; :mod:`ccmemory.observations`)
+    beside its text; the calls stored before get them here, parsed once from their text by
+    :func:`observation_fields_from_text`. Only ``metadata`` changes, so no keyword index or vector is touched.
+    """
+    import json
+
+    last = 0
+    while True:
+        rows = db.execute("SELECT seq, content, category, tags, metadata FROM memories "
+                          "WHERE source = 'capture' AND seq > ? ORDER BY seq LIMIT 500", (last,)).fetchall()
+        if not rows:
+            return
+        for seq, content, category, tags, stored in rows:
+            last = seq
+            try:
+                metadata = json.loads(stored or "{}")
+                fields = observation_fields_from_text(content, category, tags, metadata) \
+                    if isinstance(metadata, dict) else metadata
+            except ValueError:  # a row whose JSON is broken keeps what it has
+                continue
+            if fields != metadata:
+                db.execute("UPDATE memories SET metadata = ? WHERE seq = ?",
+                           (json.dumps(fields, separators=(",", ":")), seq))
+
+
 MIGRATIONS: List[Callable[[Database], None]] = [
     _m001_initial, _m002_docmem, _m003_memory_files, _m004_local_context, _m005_rare_row_indexes, _m006_knowledge,
     _m007_porter_stemming, _m008_int8_vectors, _m009_creation_links_derived, _m010_leaner_memory_indexes,
-    _m011_embedding_model_numbers,
+    _m011_embedding_model_numbers, _m012_observation_metadata,
 ]
 _BACKUPS_KEPT = 3
 #: How long a process waits for another that is upgrading the same file (a large store takes seconds).

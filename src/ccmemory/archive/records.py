@@ -61,8 +61,9 @@ from ..docmem.nodes import MAX_NODE_CHARS, check_context, node_hash, token_count
 from ..documents import MAX_DOCUMENT_BYTES
 from ..errors import ValidationError
 from ..files import commands as file_commands, paths as file_paths, store as file_store
-from ..migrations import SECTORS, TIERS
+from ..migrations import SECTORS, TIERS, observation_fields_from_text
 from ..redaction import redact, redact_fields
+from ..vocabulary import CAPTURE_SOURCE
 from . import fields
 
 ADDED, UPDATED, UNCHANGED = "added", "updated", "unchanged"
@@ -484,6 +485,9 @@ def _load_memory(ctx: ImportContext, record: dict[str, Any]) -> str:
         row["session_id"] = ctx.local_id("session", row["session_id"], project)
         if not ctx.db.scalar("SELECT 1 FROM sessions WHERE id = ? AND project_id = ?", (row["session_id"], project)):
             row["session_id"] = row["dedupe_key"] = None
+    if source == CAPTURE_SOURCE:  # an export written before schema 12 lacks the observation's metadata
+        row["metadata"] = _dump(observation_fields_from_text(content, row["category"], row["tags"],
+                                                             json.loads(row["metadata"])))
     ctx.clean_row(row, ("id", "session_id", "content", "tags", "files", "metadata"))
     return ctx.outcome("memory", record.get("id"), upsert(ctx, "memories", "id", row, "updated_at"))
 

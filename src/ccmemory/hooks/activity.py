@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 
 from .. import local_context
 from ..excerpts import cut, ends
+from ..observations import shown_command, tool_of
 from ..vocabulary import FILE_CHANGING_TOOLS
 from ..redaction import redact
-
 
 
 def _relative(path: str, root: str) -> str:
@@ -74,16 +74,15 @@ def build_entry(observations: Sequence[Any], *, prompt: str | None, last_message
     errors: list[str] = []
     tally: dict[str, int] = {}
     for memory in observations:
-        tool = memory.metadata.get("tool") or (memory.tags[0] if memory.tags else "tool")
+        tool = tool_of(memory.metadata)
         tally[tool] = tally.get(tool, 0) + 1
         target = changed if tool in FILE_CHANGING_TOOLS else read if tool == "Read" else None  # Grep/Glob name folders
         if target is not None:
             target.extend(f for f in memory.files if f not in target)
-        first = memory.content.split("\n", 1)[0]
         if tool == "Bash":
-            commands.append(cut(first.split(": ", 1)[-1], 120))
+            commands.append(cut(shown_command(memory.metadata), 120))
         if memory.category == "gotcha":
-            errors.append(cut(first, 160))
+            errors.append(cut(memory.content.split("\n", 1)[0], 160))
     read = [f for f in read if f not in changed]
     outcome = redact(last_message or "").strip()
     request = redact(prompt or "").strip()

@@ -1,4 +1,6 @@
-"""SessionStart: the memory files, the local context and a budgeted index of the project's memory.
+"""What SessionStart injects: the memory files, the local context and a budgeted index of the project's memory.
+
+The SessionStart handler (:mod:`.session_start`) prints it.
 
 First come the memory files of Claude's memory tool (this project's and the
 user-wide ones, newest first, each in full while they fit in
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 from .. import quoting
 from ..excerpts import one_line
 from ..config import Config
-from . import payload as payloads
+from ..observations import FAILED_MARK, marked_on_first_line
 from ..vocabulary import CAPTURE_SOURCE
 from ..redaction import CONTEXT_TAG
 
@@ -109,8 +111,8 @@ def index_text(memory: Any) -> str:
     if memory.source != CAPTURE_SOURCE:
         return memory.content
     first = memory.content.split("\n", 1)[0]
-    if memory.category == "gotcha" and "(failed)" not in first:
-        first += " … (failed)"  # a command of several lines: the mark is on its last line
+    if memory.category == "gotcha" and not marked_on_first_line(memory.metadata):
+        first += " …" + FAILED_MARK  # a command of several lines: the mark is on its last line
     return first
 
 
@@ -256,21 +258,3 @@ def hook_output(context: str) -> str:
     """The JSON a SessionStart hook prints to inject ``context``."""
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}})
 
-
-def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
-    """Register the session and print the context JSON (nothing at all when there is nothing to recall)."""
-    import sys
-
-    from .. import db as database, projects, sessions
-
-    session_id = payloads.text(data, "session_id")
-    db = database.connect(vectors=False)
-    try:
-        project = projects.project_id(db, cwd)
-        if session_id:
-            sessions.ensure(db, session_id, project, transcript_path=payloads.text(data, "transcript_path"))
-        context = build(db, project, config=config, exclude_session=session_id, directory=cwd)
-    finally:
-        db.close()
-    if context:
-        sys.stdout.write(hook_output(context))

@@ -14,47 +14,25 @@ later fixed stays a gotcha and is promoted at SessionEnd.
 from __future__ import annotations
 
 import json
-import os
-import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
 
+from ..observations import command_key, shown_command, tool_of
+from ..vocabulary import FILE_CHANGING_TOOLS
+
 SETTLED_SALIENCE = 0.45
-_WRAPPERS = ("sudo", "env", "time", "nice", "npx")
-
-
-def command_key(command: str) -> str:
-    """What a shell command does, without its options and paths: ``pytest``, ``npm run build``, ``python -m pytest``."""
-    line = command.strip().splitlines()[0] if command.strip() else ""
-    line = line.split("&&")[-1].split(";")[-1].strip()
-    words = [w for w in line.split() if not re.match(r"^\w+=", w)]
-    while words and words[0] in _WRAPPERS and len(words) > 1:
-        words = words[1:]
-    if not words:
-        return ""
-    key = [os.path.basename(words[0])]
-    rest = words[1:]
-    if key[0].startswith("python") and len(rest) >= 2 and rest[0] == "-m":
-        key, rest = [rest[1]], rest[2:]
-    for word in rest[:2]:
-        if word.startswith("-") or "/" in word or "." in word or "=" in word:
-            break
-        key.append(word)
-    return " ".join(key)
 
 
 def call_key(memory: Any) -> str | None:
     """What a captured call did, for matching a failure with a later success; None when unknown."""
-    tool = memory.metadata.get("tool") or (memory.tags[0] if memory.tags else "")
+    tool = tool_of(memory.metadata)
     if tool == "Bash":
-        first = memory.content.split("\n", 1)[0]
-        command = first.split(": ", 1)[1] if ": " in first else first
-        key = command_key(command.replace(" (failed)", ""))
+        key = command_key(shown_command(memory.metadata, marked=False))
         return f"Bash:{key}" if key else None
     if memory.files:
-        family = "edit" if tool in ("Edit", "MultiEdit", "Write", "NotebookEdit") else tool
+        family = "edit" if tool in FILE_CHANGING_TOOLS else tool
         return f"{family}:{memory.files[0]}"
     return None
 

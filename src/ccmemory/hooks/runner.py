@@ -15,12 +15,12 @@ if TYPE_CHECKING:
 
 from . import log
 
-#: Hook name (the argument of hooks/run.py) -> "module:function" of its handler.
+#: Hook name (the argument of hooks/run.py) -> "module:function" of its handler: each event's module is named for it.
 HANDLERS = {
-    "post_tool_use": "capture:handle",
-    "stop": "summary:handle",
+    "post_tool_use": "post_tool_use:handle",
+    "stop": "stop:handle",
     "session_end": "session_end:handle",
-    "session_start": "context:handle",
+    "session_start": "session_start:handle",
 }
 
 

@@ -1,6 +1,6 @@
-"""Stop: the session summary, a reflective project-tier memory kept current turn by turn.
+"""The session summary, a reflective project-tier memory kept current turn by turn.
 
-Stop fires at the end of every turn, so each session has one summary memory
+Stop (:mod:`.stop`) fires at the end of every turn, so each session has one summary memory
 (source ``summary``) that every Stop rewrites in place, and
 ``sessions.summary`` mirrors it. The default summary is extractive and
 deterministic: the user's requests (from the transcript), what the session
@@ -28,10 +28,11 @@ if TYPE_CHECKING:
     from typing import Any, Sequence
 
 from ..config import Config
-from . import activity, failures, log, payload as payloads
+from . import failures, log
 from .activity import decisions
 from ..excerpts import cut
-from ..vocabulary import FILE_CHANGING_TOOLS, SUMMARY_SOURCE
+from ..observations import command_key, shown_command, tool_of
+from ..vocabulary import CAPTURE_SOURCE, FILE_CHANGING_TOOLS, SUMMARY_SOURCE
 from ..redaction import redact
 
 SUMMARY_SALIENCE = 0.65
@@ -43,7 +44,7 @@ _LOOKING_COMMANDS = frozenset(
 )
 MAX_OBSERVATIONS = 500
 MAX_PROMPTS = 1000
-#: Functions or classes named per changed file (an Edit's scope, see ccmemory.hooks.capture.edit_scope).
+#: Functions or classes named per changed file (an Edit's scope, see ccmemory.observations.edit_scope).
 MAX_SCOPES = 6
 
 
@@ -88,7 +89,7 @@ def extractive_summary(observations: Sequence[Any], *, prompts: Sequence[str], l
     errors: list[str] = []
     scopes: dict[str, list[str]] = {}
     for memory in observations:
-        tool = memory.metadata.get("tool") or (memory.tags[0] if memory.tags else "tool")
+        tool = tool_of(memory.metadata)
         counts[tool] = counts.get(tool, 0) + 1
         files = [_relative(f, root) for f in memory.files]
         target = changed if tool in FILE_CHANGING_TOOLS else read if tool == "Read" else None
@@ -100,7 +101,7 @@ def extractive_summary(observations: Sequence[Any], *, prompts: Sequence[str], l
             if scope not in named:
                 named.append(scope)
         if tool == "Bash":
-            command = _first_line(memory.content).split(": ", 1)[-1]
+            command = shown_command(memory.metadata)
             if command not in commands:
                 commands.append(cut(command, 160))
         if memory.category == "gotcha":
@@ -140,20 +141,16 @@ def extractive_summary(observations: Sequence[Any], *, prompts: Sequence[str], l
     return cut("\n".join(lines), 8000)
 
 
-def _tool(memory: Any) -> str:
-    return memory.metadata.get("tool") or (memory.tags[0] if memory.tags else "tool")
-
-
 def changed_something(observations: Sequence[Any]) -> bool:
     """Whether the session made a change: a file edit, or a command that is not a mere look-up."""
     for memory in observations:
-        tool = _tool(memory)
+        tool = tool_of(memory.metadata)
         if memory.category == "gotcha":
             continue
         if tool in FILE_CHANGING_TOOLS:
             return True
         if tool == "Bash":
-            key = failures.command_key(_first_line(memory.content).split(": ", 1)[-1])
+            key = command_key(shown_command(memory.metadata))
             words = key.split()
             if words and words[0] not in _LOOKING_COMMANDS and " ".join(words[:2]) not in _LOOKING_COMMANDS:
                 return True
@@ -166,8 +163,8 @@ def what_it_did(observations: Sequence[Any], *, changed: Sequence[str]) -> str:
     if changed:
         parts.append(f"changed {', '.join(changed[:5])}" + (f" (+{len(changed) - 5} more)" if len(changed) > 5 else ""))
     ran = list(dict.fromkeys(
-        key for key in (failures.command_key(_first_line(m.content).split(": ", 1)[-1])
-                        for m in observations if _tool(m) == "Bash") if key))
+        key for key in (command_key(shown_command(m.metadata)) for m in observations if tool_of(m.metadata) == "Bash")
+        if key))
     if ran:
         parts.append("ran " + ", ".join(ran[:5]))
     failed = [m for m in observations if m.category == "gotcha" or m.metadata.get("fixed_by")]
@@ -185,7 +182,7 @@ def session_observations(db: Any, session_id: str) -> list[Any]:
     from .. import memories
 
     recent = memories.list_memories(db, session_id=session_id, limit=MAX_OBSERVATIONS)
-    return [m for m in reversed(recent) if m.source == "capture"]
+    return [m for m in reversed(recent) if m.source == CAPTURE_SOURCE]
 
 
 def summary_memory_id(db: Any, session_id: str) -> str | None:
@@ -265,35 +262,3 @@ def start_model_summary(config: Config, session_id: str, memory_id: str) -> None
             start_new_session=True, env=env, close_fds=True,
         )
 
-
-def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
-    """Write the extractive summary now; start the model-written one detached when configured."""
-    from .. import db as database, projects, sessions
-
-    session_id = payloads.text(data, "session_id")
-    if session_id is None:
-        log.error("stop", "payload has no session_id; no summary written")
-        return
-    if not config.get("capture", "enabled"):
-        log.debug("stop", "no summary: capture is off (capture.enabled)")
-        return
-    transcript = payloads.text(data, "transcript_path")
-    last_message = payloads.text(data, "last_assistant_message")
-    db = database.connect(vectors=False)
-    try:
-        project = projects.project_id(db, cwd)
-        sessions.ensure(db, session_id, project, transcript_path=transcript)
-        root = str(projects.project_root(cwd))
-        observations = session_observations(db, session_id)
-        prompts = user_prompts(transcript)
-        memory_id = summarize_from(db, project_id=project, session_id=session_id, root=root,
-                                   observations=observations, prompts=prompts, last_message=last_message)
-        activity.record_turn(db, directory=cwd, session_id=session_id, observations=observations,
-                             prompt=prompts[-1] if prompts else None, last_message=last_message, root=root,
-                             enabled_by_default=config.get("local_context", "enabled"))
-    finally:
-        db.close()
-    if memory_id is None:
-        log.debug("stop", f"session {session_id}: nothing to summarize yet")
-        return
-    start_model_summary(config, session_id, memory_id)

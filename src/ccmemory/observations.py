@@ -1,10 +1,32 @@
-"""PostToolUse capture: one episodic observation per tool call.
+"""What a captured tool call is: its readable text, and the facts about it kept as structured metadata.
 
-Each observation is a few readable lines (what the tool did, on which files,
-with a capped excerpt of its input and result; an edit as a diff whose context
-lines are stored once), stored as a memory with
-sector ``episodic``, tier ``session``, source ``capture`` and the tool call's
-``tool_use_id`` as dedupe key, so a re-delivered payload is stored once.
+The capture hook (:mod:`ccmemory.hooks.post_tool_use`) builds one :class:`Observation` per tool
+call with :func:`from_payload` and stores it as a memory with sector ``episodic``, tier
+``session``, source ``capture`` and the tool call's ``tool_use_id`` as dedupe key, so a
+re-delivered payload is stored once.
+
+Its ``content`` is a few readable lines (what the tool did, on which files, with a capped
+excerpt of its input and result; an edit as a diff whose context lines are stored once). Its
+first line, the *head*, says what was called (``Ran: pytest -x (Run the tests)``), and ends in
+:data:`FAILED_MARK` when the call failed. That text is for people and search: every module that
+needs a fact about the call reads it from the memory's ``metadata`` column instead, a JSON object
+with these keys (only ``tool`` is always there):
+
+``tool``           the tool's name (``Bash``, ``Edit``, ``mcp__server__tool`` …)
+``tool_use_id``    Claude Code's id of the call, which ties the memory to its transcript entry
+``outcome``        ``"failed"`` when the call failed; absent when it succeeded (:func:`outcome`)
+``multiline``      ``true`` when the head runs over several lines (a script, a pattern with line
+                   breaks), so its failure mark is not on the first line; stores older than
+                   schema 12 have it for failures only
+``command``        Bash: the command as stored (private spans and secrets removed, cut); in
+                   rows stored before schema 12, the head's first line with its description
+``description``    Bash: the description Claude gave the command, when it gave one
+``scope``          an edit: the function or class it changed (:func:`edit_scope`)
+``fixed_by``       a failure a later call of the session fixed: that call's memory id (set at
+                   Stop by :mod:`ccmemory.hooks.failures`)
+
+The files a call named are the memory's ``files`` column. Rows stored before these keys existed
+were given them by migration 12, which parsed their text once.
 
 Salience says how much an observation matters; SessionEnd promotes session
 memories above 0.7 (``promotion.min_salience``) to the project tier:
@@ -24,10 +46,12 @@ Read, Grep, Glob, LS (routine look-ups)   0.3       general
 ========================================  ========  ==========
 
 So failures outlive their session, edits stay findable, and routine reads fade.
-Skipped: tools in ``capture.skip_tools``, ccmemory's own MCP tools, and results
-larger than ``capture.max_result_chars`` (10,000 characters of JSON, as in the seed). For file-changing tools the size is
+Skipped (:func:`skip_reason`): tools in ``capture.skip_tools``, ccmemory's own MCP tools, and results
+larger than ``capture.max_result_chars`` (10,000 characters of JSON). For file-changing tools the size is
 measured without the fields that only echo the file back (``originalFile``,
 ``structuredPatch``, Write's ``content``), or every edit of a large file would be lost.
+
+Standard library only and cheap to import: the capture hook loads it on every tool call.
 """
 
 from __future__ import annotations
@@ -38,12 +62,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-from ..config import Config
-from ..excerpts import cut
-from ..vocabulary import CAPTURE_SOURCE, FILE_CHANGING_TOOLS, LOOKUP_TOOLS
-from . import log, payload as payloads
-from ..redaction import redact, redact_value, strip_private
-from .runner import RECEIVED_AT
+from .config import Config
+from .excerpts import cut
+from .vocabulary import FILE_CHANGING_TOOLS, LOOKUP_TOOLS
+from .redaction import redact, redact_value, strip_private
 
 MAX_OBSERVATION_CHARS = 8000
 #: Characters read beyond a field's cut on each side, so no secret is cut in half before the scan.
@@ -52,8 +74,11 @@ MAX_FILES = 20
 MAX_LISTED_NAMES = 10
 MAX_SCOPE_SOURCE_CHARS = 2_000_000
 
-#: ``memories.source`` of the observations stored here.
-SOURCE = CAPTURE_SOURCE
+#: Appended to the head of a failed call.
+FAILED_MARK = " (failed)"
+#: ``outcome`` of a failed call (a call that succeeded stores none).
+FAILED = "failed"
+OK = "ok"
 SALIENCE_FAILURE = 0.75
 SALIENCE = {
     "Write": 0.6, "Edit": 0.6, "MultiEdit": 0.6, "NotebookEdit": 0.6,
@@ -68,7 +93,7 @@ _ECHO_FIELDS = ("originalFile", "structuredPatch", "content", "oldString", "newS
 
 
 class Observation:
-    """What capture stores for one tool call."""
+    """What capture stores for one tool call: the memory's text, files, category, salience and metadata."""
 
     __slots__ = ("tool", "content", "files", "category", "salience", "metadata")
 
@@ -89,7 +114,7 @@ def is_own_tool(tool_name: str) -> bool:
 
 def skip_reason(data: dict[str, Any], config: Config) -> str | None:
     """Why this tool call is not recorded, or None to record it."""
-    tool = payloads.text(data, "tool_name")
+    tool = _text(data, "tool_name")
     if tool is None:
         return "the payload has no tool_name"
     if is_own_tool(tool):
@@ -162,7 +187,7 @@ class _Builder:
 
     def __init__(self, data: dict[str, Any], config: Config, root: str, cwd: str) -> None:
         self.data = data
-        self.tool = payloads.text(data, "tool_name") or "unknown"
+        self.tool = _text(data, "tool_name") or "unknown"
         raw_input = data.get("tool_input")
         self.input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
         self.response = tool_response(data)
@@ -171,7 +196,8 @@ class _Builder:
         self.cwd = cwd
         self.lines: list[str] = []
         self.files: list[str] = []
-        self.scope = ""
+        #: Metadata the formatters record beside the text (see the module docstring).
+        self.facts: dict[str, Any] = {}
 
     # -- helpers -----------------------------------------------------------------------------------
     def arg(self, key: str) -> str:
@@ -239,8 +265,10 @@ class _Builder:
     def _tool_Edit(self) -> None:
         shown = self.add_file(self.arg("file_path"))
         everywhere = " (all occurrences)" if self.input.get("replace_all") else ""
-        self.scope = edit_scope(self.response_dict(), self.arg("old_string"))
-        self.lines.append(f"Edited {shown}{everywhere}" + (f" in {self.scope}" if self.scope else ""))
+        scope = edit_scope(self.response_dict(), self.arg("old_string"))
+        if scope:
+            self.facts["scope"] = scope
+        self.lines.append(f"Edited {shown}{everywhere}" + (f" in {scope}" if scope else ""))
         self._edit_lines(self.input, self.limit // 2)
 
     def _edit_lines(self, edit: dict[str, Any], limit: int) -> None:
@@ -282,9 +310,14 @@ class _Builder:
             self.lines.append(self.field(self.arg("new_source")))
 
     def _tool_Bash(self) -> None:
-        description = f" ({self.field(self.arg('description'), 200)})" if self.arg("description") else ""
+        command = self.field(self.arg("command"), self.limit)
+        self.facts["command"] = command
+        description = ""
+        if self.arg("description"):
+            self.facts["description"] = self.field(self.arg("description"), 200)
+            description = f" ({self.facts['description']})"
         background = " in the background" if self.input.get("run_in_background") else ""
-        self.lines.append(f"Ran{background}: {self.field(self.arg('command'), self.limit)}{description}")
+        self.lines.append(f"Ran{background}: {command}{description}")
         response = self.response_dict()
         stdout = response.get("stdout") if response else self.response
         stderr = response.get("stderr")
@@ -384,20 +417,22 @@ class _Builder:
         error = self.failure()
         salience = SALIENCE.get(self.tool, SALIENCE_OTHER)
         category = "general"
-        if error is not None:
-            self.lines[0] += " (failed)"
-            if not (self.tool == "Bash" and error == response_text(self.response)):
-                self.lines.append("Error:\n" + self.field(error))
-            salience, category = SALIENCE_FAILURE, "gotcha"
-        content = cut("\n".join(line for line in self.lines if line), MAX_OBSERVATION_CHARS)
         metadata: dict[str, Any] = {"tool": self.tool}
-        if self.scope:
-            metadata["scope"] = self.scope
         # The tool call's id ties the memory to its transcript entry; the event name and duration
         # were stored too once, but nothing read them.
         tool_use_id = self.data.get("tool_use_id")
         if isinstance(tool_use_id, (str, int)) and not isinstance(tool_use_id, bool):
             metadata["tool_use_id"] = tool_use_id
+        if "\n" in self.lines[0]:
+            metadata["multiline"] = True
+        if error is not None:
+            self.lines[0] += FAILED_MARK
+            if not (self.tool == "Bash" and error == response_text(self.response)):
+                self.lines.append("Error:\n" + self.field(error))
+            salience, category = SALIENCE_FAILURE, "gotcha"
+            metadata["outcome"] = FAILED
+        metadata.update(self.facts)
+        content = cut("\n".join(line for line in self.lines if line), MAX_OBSERVATION_CHARS)
         return Observation(self.tool, content, self.files, category, salience, metadata)
 
 
@@ -453,37 +488,89 @@ def _titled_links(response: Any) -> list[tuple[str, str]]:
     return found
 
 
-def build_observation(data: dict[str, Any], config: Config, *, cwd: str, root: str) -> Observation:
-    """Format a PostToolUse (or PostToolUseFailure) payload; private spans and secrets already removed."""
+def from_payload(data: dict[str, Any], config: Config, *, cwd: str, root: str) -> Observation:
+    """The observation of a PostToolUse (or PostToolUseFailure) payload; private spans and secrets removed.
+
+    ``cwd`` resolves relative paths; files under ``root`` (the project) are shown relative to it.
+    """
     return _Builder(data, config, root, cwd).build()
 
 
-def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
-    """Store the observation for one tool call, unless it is skipped."""
-    from .. import db as database, memories, projects
+def _text(data: dict[str, Any], key: str) -> str | None:
+    """A non-empty string field of a payload, or None (wrong types count as missing)."""
+    value = data.get(key)
+    return value if isinstance(value, str) and value.strip() else None
 
-    session_id = payloads.text(data, "session_id")
-    if session_id is None:
-        log.error("capture", "payload has no session_id; observation not stored")
-        return
-    if not config.get("capture", "enabled"):
-        log.debug("capture", "skipped: capture is off (capture.enabled)")
-        return
-    reason = skip_reason(data, config)
-    if reason:
-        log.debug("capture", f"skipped: {reason}")
-        return
-    root = projects.project_root(cwd)
-    observation = build_observation(data, config, cwd=cwd, root=root)
-    db = database.connect(vectors=False)
+
+# -- reading an observation back from its memory ---------------------------------------------------------------
+
+
+def metadata_of(column: str | None) -> dict[str, Any]:
+    """A memory row's ``metadata`` column as a dict ({} when empty or not an object)."""
     try:
-        project = projects.project_id(db, root)
-        memories.add(
-            db, project_id=project, content=observation.content, sector="episodic", tier="session",
-            category=observation.category, tags=[observation.tool], files=observation.files,
-            importance=observation.salience, salience=observation.salience, session_id=session_id,
-            source=SOURCE, metadata=observation.metadata, dedupe_key=payloads.text(data, "tool_use_id"),
-            created_at=payloads.text(data, RECEIVED_AT),
-        )
-    finally:
-        db.close()
+        value = json.loads(column or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def tool_of(metadata: dict[str, Any]) -> str:
+    """The tool that was called; ``"tool"`` for a row that names none."""
+    name = metadata.get("tool")
+    return name if isinstance(name, str) and name else "tool"
+
+
+def outcome(metadata: dict[str, Any]) -> str:
+    """:data:`FAILED` or :data:`OK`."""
+    return FAILED if metadata.get("outcome") == FAILED else OK
+
+
+def failed(metadata: dict[str, Any]) -> bool:
+    return metadata.get("outcome") == FAILED
+
+
+def marked_on_first_line(metadata: dict[str, Any]) -> bool:
+    """Whether the content's first line ends in :data:`FAILED_MARK` (a failure whose head is one line)."""
+    return failed(metadata) and not metadata.get("multiline")
+
+
+def shown_command(metadata: dict[str, Any], *, marked: bool = True) -> str:
+    """A Bash call's command as its head's first line shows it ("" for another tool).
+
+    That is the command's first line, followed, when the command is one line, by its
+    description in parentheses and (with ``marked``) the failure mark: what session summaries
+    and the local context list under "Commands", and what :func:`command_key` reads.
+    """
+    command = metadata.get("command")
+    if not isinstance(command, str):
+        return ""
+    description = metadata.get("description")
+    shown = command + (f" ({description})" if isinstance(description, str) else "")
+    if marked and failed(metadata):
+        shown += FAILED_MARK
+    return shown.split("\n", 1)[0]
+
+
+_WRAPPERS = ("sudo", "env", "time", "nice", "npx")
+
+
+def command_key(command: str) -> str:
+    """What a shell command does, without its options and paths: ``pytest``, ``npm run build``, ``python -m pytest``."""
+    import re
+
+    line = command.strip().splitlines()[0] if command.strip() else ""
+    line = line.split("&&")[-1].split(";")[-1].strip()
+    words = [w for w in line.split() if not re.match(r"^\w+=", w)]
+    while words and words[0] in _WRAPPERS and len(words) > 1:
+        words = words[1:]
+    if not words:
+        return ""
+    key = [os.path.basename(words[0])]
+    rest = words[1:]
+    if key[0].startswith("python") and len(rest) >= 2 and rest[0] == "-m":
+        key, rest = [rest[1]], rest[2:]
+    for word in rest[:2]:
+        if word.startswith("-") or "/" in word or "." in word or "=" in word:
+            break
+        key.append(word)
+    return " ".join(key)

@@ -1,0 +1,50 @@
+"""PostToolUse (and PostToolUseFailure): store one episodic observation per tool call.
+
+What an observation holds, how it is built from the payload and what is skipped:
+:mod:`ccmemory.observations`. This handler runs in the child that :mod:`.runner` forks off
+the tool call's critical path and stores the observation in one short transaction; it never
+runs a model or an embedding.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+from ..config import Config
+from ..observations import from_payload, skip_reason
+from ..vocabulary import CAPTURE_SOURCE
+from . import log, payload as payloads
+from .runner import RECEIVED_AT
+
+
+def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
+    """Store the observation for one tool call, unless it is skipped."""
+    from .. import db as database, memories, projects
+
+    session_id = payloads.text(data, "session_id")
+    if session_id is None:
+        log.error("capture", "payload has no session_id; observation not stored")
+        return
+    if not config.get("capture", "enabled"):
+        log.debug("capture", "skipped: capture is off (capture.enabled)")
+        return
+    reason = skip_reason(data, config)
+    if reason:
+        log.debug("capture", f"skipped: {reason}")
+        return
+    root = projects.project_root(cwd)
+    observation = from_payload(data, config, cwd=cwd, root=root)
+    db = database.connect(vectors=False)
+    try:
+        project = projects.project_id(db, root)
+        memories.add(
+            db, project_id=project, content=observation.content, sector="episodic", tier="session",
+            category=observation.category, tags=[observation.tool], files=observation.files,
+            importance=observation.salience, salience=observation.salience, session_id=session_id,
+            source=CAPTURE_SOURCE, metadata=observation.metadata, dedupe_key=payloads.text(data, "tool_use_id"),
+            created_at=payloads.text(data, RECEIVED_AT),
+        )
+    finally:
+        db.close()
