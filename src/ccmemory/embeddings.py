@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 from . import paths, tokens, vectors
 from .db import Database
 from .errors import CCMemoryError
+from .vocabulary import CAPTURE_SOURCE
 
 #: onnxruntime's official builds (1.29+ on Linux and macOS, all versions on Windows) send usage
 #: telemetry to Microsoft and write a device id under ``~/.cache/Microsoft/DeveloperTools``
@@ -384,7 +385,7 @@ def texts_to_embed(rows: Sequence[dict[str, Any]], transcripts: dict[str, dict[s
 
     texts = []
     for row in rows:
-        if row.get("source") != "capture":
+        if row.get("source") != CAPTURE_SOURCE:
             texts.append(row["content"])
             continue
         request = None

@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import memories, search, sessions
 from ..knowledge import promotion
-from ..migrations import SECTORS
+from ..vocabulary import MCP_SOURCE, SECTORS
 from . import arguments, background, format
 from .registry import Annotations, Tool, ToolContext, ToolError, reads
 
@@ -104,7 +104,7 @@ def memory_add(ctx: ToolContext, args: dict[str, Any]) -> str:
         category=arguments.text(args, "category"),
         tags=arguments.strings(args, "tags"),
         importance=arguments.number(args, "importance", memories.DEFAULT_SALIENCE),
-        session_id=ctx.session_id, source="mcp", created_at=arguments.text(args, "created_at"),
+        session_id=ctx.session_id, source=MCP_SOURCE, created_at=arguments.text(args, "created_at"),
     )
     background.of(ctx).wake()
     return (f"Memory created: {memory.id} (sector: {memory.sector}, category: {memory.category}, "
