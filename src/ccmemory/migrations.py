@@ -11,8 +11,7 @@ created only by connections that could load sqlite-vec.
 from __future__ import annotations
 
 import os
-import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from . import clock, paths
 
@@ -579,34 +578,23 @@ def _upgrade_lock(path: str) -> Iterator[None]:
     session, or SessionStart and the MCP server after an upgrade) each saw a
     version another was moving through and wrote a backup of a half-migrated
     file at the same moment; all but one then failed to open the store. The lock
-    is the OS's advisory lock on ``<db>.upgrade.lock``, released when its holder
-    exits, so a crash never leaves it held. Windows has no ``fcntl``; there the
-    per-migration transactions still keep the schema whole.
+    is ``<db>.upgrade.lock`` (:mod:`ccmemory.locks`): a holder that died leaves it
+    to the next process at once, and a waiter gives up after :data:`UPGRADE_WAIT_SECONDS`.
     """
-    try:
-        import fcntl
-    except ImportError:
-        fcntl = None  # type: ignore[assignment]
-    if fcntl is None or path in ("", ":memory:"):
+    if path in ("", ":memory:"):
         yield
         return
-    fd = os.open(path + ".upgrade.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + UPGRADE_WAIT_SECONDS
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    from .errors import StorageError
+    from . import locks
 
-                    raise StorageError(f"Another process has been upgrading {path} for over "
-                                       f"{UPGRADE_WAIT_SECONDS} s; try again once it has finished.") from None
-                time.sleep(0.02)
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(locks.held(path + ".upgrade.lock", wait=UPGRADE_WAIT_SECONDS, command="upgrade"))
+        except locks.Busy:
+            from .errors import StorageError
+
+            raise StorageError(f"Another process has been upgrading {path} for over "
+                               f"{UPGRADE_WAIT_SECONDS} s; try again once it has finished.") from None
         yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def _backup(db: Database, version: int) -> str:

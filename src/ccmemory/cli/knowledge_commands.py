@@ -24,7 +24,8 @@ import click
 
 from .. import db as database
 from .. import projects
-from ..knowledge import githook, indexer, lock, settings as project_settings
+from .. import locks
+from ..knowledge import githook, indexer, settings as project_settings
 from ..vocabulary import KNOWLEDGE_SOURCE
 from .common import (INTERRUPTED_EXIT, default_project_dir, echo, emit_json, fail, handles_errors, json_option,
                      one_line, project_option)
@@ -149,7 +150,7 @@ def _merged(reports: list[indexer.IndexReport]) -> indexer.IndexReport:
     return merged
 
 
-def _busy(busy: lock.Busy) -> None:
+def _busy(busy: locks.Busy) -> None:
     fail(f"Another index of this project is running ({githook.holder_text(busy.holder)}), so nothing was indexed. "
          "Wait for it to finish, then run `ccmemory index` again (a lock whose process has ended is taken over).", 1)
 
@@ -222,12 +223,12 @@ def index_command(force: bool, dry_run: bool, project_dir: str | None, as_json: 
         if dry_run:
             one_round()
         else:
-            lock.in_rounds(githook.index_lock(settings), one_round, command="index")
+            locks.in_rounds(githook.index_lock(settings), one_round, command="index")
         report = _merged(reports)
         if not dry_run and (report.count("indexed") or _has_unembedded_knowledge(db, project)):
             embedding = True
             embed_new_entries(db, project, report, settings, show_progress=not as_json)
-    except lock.Busy as busy:
+    except locks.Busy as busy:
         _busy(busy)
         return
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 
+from ..excerpts import clip
 from . import paths, store
 from .paths import Location, MemoryFileError
 
@@ -106,7 +107,7 @@ def _whole(value: Any, name: str) -> int:
 
 
 def _echo(text: str) -> str:
-    return text if len(text) <= _ECHO_CHARS else text[:_ECHO_CHARS] + "…"
+    return clip(text, _ECHO_CHARS)
 
 
 # -- content helpers ---------------------------------------------------------------------------------

@@ -35,13 +35,12 @@ if TYPE_CHECKING:
     from typing import Any, Sequence
 
 from .. import quoting
-from ..excerpts import one_line
+from ..excerpts import CHARS_PER_TOKEN, estimate_tokens, one_line
 from ..config import Config
 from . import payload as payloads
 from ..vocabulary import CAPTURE_SOURCE
 from ..redaction import CONTEXT_TAG
 
-CHARS_PER_TOKEN = 4
 #: Claude Code saves longer additionalContext to a file and shows only a preview.
 CLAUDE_CODE_LIMIT_CHARS = 10_000
 SESSION_SHARE = 0.45
@@ -51,15 +50,6 @@ MIN_FILE_EXCERPT = 200
 SESSION_ENTRY_CHARS = 600
 MEMORY_LINE_CHARS = 220
 CANDIDATE_MEMORIES = 500
-
-
-def estimate_tokens(text: str) -> int:
-    """A rough count of the tokens a text costs in Claude's context (characters / 4, rounded up).
-
-    The one estimate shown beside memories, here and by the MCP tools (``~N tok``);
-    :mod:`ccmemory.tokens` counts the embedding model's tokens instead.
-    """
-    return max(1, -(-len(text) // CHARS_PER_TOKEN))
 
 
 def _quoted_line(text: str, limit: int) -> str:

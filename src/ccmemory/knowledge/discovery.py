@@ -19,7 +19,7 @@ from ..analysis import deep as deep_analysis
 from ..analysis import structure as structure_analysis
 from ..db import Database
 from ..vocabulary import DISCOVERY_SOURCE
-from . import lock
+from .. import locks
 from .settings import ProjectSettings
 
 MAX_EXPORT_FINDINGS = 25
@@ -131,12 +131,12 @@ def discover(db: Database | None, project_id: int | None, settings: ProjectSetti
     path = os.path.join(settings.writable_memory_dir(), "discover.lock")
 
     def status(text: str) -> None:
-        lock.update(path, status=text)
+        locks.update(path, status=text)
         if on_status:
             on_status(text)
 
     try:
-        with lock.held(path, status="starting"):
+        with locks.held(path, status="starting"):
             interrupted = False
             status("analysing structure")
             found = structure_analysis.analyze(settings.root, settings.ignored_dirs,
@@ -161,7 +161,7 @@ def discover(db: Database | None, project_id: int | None, settings: ProjectSetti
                 save(db, project_id, run)
             if interrupted:
                 raise KeyboardInterrupt
-    except lock.Busy as busy:
+    except locks.Busy as busy:
         raise AlreadyRunning(busy.holder) from None
     return run
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from .registry import ToolError
+from ..errors import ToolError
 
 
 def text(args: Mapping[str, Any], name: str, *, required: bool = False) -> str | None:

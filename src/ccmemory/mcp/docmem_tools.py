@@ -19,9 +19,9 @@ from typing import Any
 from .. import quoting
 from ..docmem import expand, query, view
 from ..docmem.nodes import MODES, Docmem
-from ..errors import CCMemoryError, NotFoundError
+from ..errors import CCMemoryError, NotFoundError, ToolError
 from . import arguments
-from .registry import Annotations, Tool, ToolContext, ToolError, reads
+from .registry import Annotations, Tool, ToolContext, reads
 
 _STATE_KEY = "docmem_views"
 _CONTEXT_FIELDS = ("context_type", "context_name", "context_value")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .. import documents
-from . import arguments, background, format
+from .. import background, documents
+from . import arguments, format
 from .registry import Annotations, Tool, ToolContext, reads
 
 DEFAULT_LIMIT = 5

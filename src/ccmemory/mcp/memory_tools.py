@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import memories, search, sessions
+from .. import background, memories, search, sessions
+from ..errors import ToolError
 from ..knowledge import promotion
 from ..vocabulary import MCP_SOURCE, SECTORS
-from . import arguments, background, format
-from .registry import Annotations, Tool, ToolContext, ToolError, reads
+from . import arguments, format
+from .registry import Annotations, Tool, ToolContext, reads
 
 DEFAULT_SEARCH_LIMIT = 5
 MAX_SEARCH_LIMIT = 50
