@@ -24,6 +24,8 @@ MCP_SOURCE = "mcp"
 UI_SOURCE = "ui"
 #: Read from an export file without a source of its own.
 IMPORT_SOURCE = "import"
+#: Who changed a memory file (``memory_file_log.source``): the MCP, UI and import sources above, or the CLI.
+CLI_SOURCE = "cli"
 #: Entries of the project's ``.claude/knowledge`` index, and what ``ccmemory discover`` found in the code.
 KNOWLEDGE_SOURCE = "knowledge"
 DISCOVERY_SOURCE = "discovery"

@@ -747,7 +747,7 @@ def _load_memory_file(ctx: ImportContext, record: dict[str, Any]) -> str:
         ctx.user_files_written.append(location.path)
     else:
         ctx.touched.add(scope)
-    file_store.log(ctx.db, project_id=scope, session_id=None, source="import", command="import",
+    file_store.log(ctx.db, project_id=scope, session_id=None, source=IMPORT_SOURCE, command="import",
                    path=location.path, new_path=None, ok=True, detail=f"{outcome}, {len(content.encode())} bytes")
     return outcome
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
 from ..excerpts import clip
+from ..vocabulary import MCP_SOURCE
 from . import paths, store
 from .paths import Location, MemoryFileError
 
@@ -34,7 +35,7 @@ class Call:
 
     __slots__ = ("project_id", "session_id", "source")
 
-    def __init__(self, project_id: int, session_id: str | None = None, source: str = "mcp") -> None:
+    def __init__(self, project_id: int, session_id: str | None = None, source: str = MCP_SOURCE) -> None:
         self.project_id = project_id
         self.session_id = session_id
         self.source = source

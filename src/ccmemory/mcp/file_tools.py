@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..files import commands
+from ..vocabulary import MCP_SOURCE
 from .registry import Annotations, Tool, ToolContext
 
 
 def memory(ctx: ToolContext, args: dict[str, Any]) -> str:
-    return commands.execute(ctx.db, args, commands.Call(ctx.project_id, ctx.session_id, "mcp"))
+    return commands.execute(ctx.db, args, commands.Call(ctx.project_id, ctx.session_id, MCP_SOURCE))
 
 
 _TEXT = {"type": "string"}
