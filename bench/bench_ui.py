@@ -30,7 +30,7 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from ccmemory import db as database  # noqa: E402
 from ccmemory import memories  # noqa: E402
-from ccmemory.migrations import SECTORS  # noqa: E402
+from ccmemory.vocabulary import CATEGORIES, SECTORS  # noqa: E402
 from ccmemory.ui.app import create_app  # noqa: E402
 from ccmemory.ui.viewer import Viewer  # noqa: E402
 
@@ -63,7 +63,7 @@ def build_store(path: Path, size: int) -> None:
         for seq in range(1, size + 1):
             rows.append((seq, f"m-{seq:08d}", 1, f"s{(seq - 1) * SESSIONS // size:04d}", texts[seq - 1],
                          rng.choice(SECTORS), "project" if seq % 4 else "session",
-                         rng.choice(memories.CATEGORIES), stamp(start, seq), stamp(start, seq),
+                         rng.choice(CATEGORIES), stamp(start, seq), stamp(start, seq),
                          1 if seq % 100 == 7 else 0, stamp(start, seq) if seq % 100 == 13 else None))
         rows += [(size + n, f"small-{n:06d}", 2, None, f"small project note {n}", "semantic", "project", "general",
                   stamp(start, n), stamp(start, n), 0, None) for n in range(1, 1001)]

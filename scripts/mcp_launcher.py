@@ -52,7 +52,7 @@ PLUGIN_ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIR = PLUGIN_ROOT / "src"
 if str(SOURCE_DIR) not in sys.path[:1]:
     sys.path.insert(0, str(SOURCE_DIR))
-from ccmemory import isolation  # noqa: E402  (the plugin's own; standard library only)
+from ccmemory import isolation, locks  # noqa: E402  (the plugin's own; standard library only)
 
 SERVER_MODULE = "ccmemory.mcp.server"
 READY_FILE = "ccmemory-ready.json"
@@ -175,8 +175,9 @@ def failure_marker(venv: Path) -> Path:
 
 def serve_while_building(venv: Path) -> int:
     """Build the environment in a detached process; serve this session with the bootstrap server meanwhile."""
-    lock = venv.with_name(venv.name + ".lock")
-    builder = None if lock.exists() and not lock_is_stale(lock) else start_detached_build()
+    holder = locks.read(str(venv.with_name(venv.name + ".lock")))
+    building = holder is not None and not locks.is_stale(holder, LOCK_STALE_SECONDS)
+    builder = None if building else start_detached_build()
     log = install_log()
 
     def status() -> str:
@@ -220,55 +221,21 @@ def build_runtime() -> Path:
     """Create the environment for the current dependency list unless it exists; one builder at a time."""
     reqs = requirements()
     venv = runtime_dir()
-    lock = venv.with_name(venv.name + ".lock")
+    lock = str(venv.with_name(venv.name + ".lock"))
     while not is_ready(venv):
-        if not take_lock(lock):
-            time.sleep(0.5)
-            continue
         try:
-            if not is_ready(venv):
-                failure_marker(venv).unlink(missing_ok=True)
-                try:
-                    create_environment(venv, reqs)
-                except LauncherError as exc:
-                    failure_marker(venv).write_text(f"{exc}\n")
-                    raise
-                remove_other_runtimes(venv)
-        finally:
-            lock.unlink(missing_ok=True)
+            with locks.held(lock, stale_after=LOCK_STALE_SECONDS, command="build"):
+                if not is_ready(venv):
+                    failure_marker(venv).unlink(missing_ok=True)
+                    try:
+                        create_environment(venv, reqs)
+                    except LauncherError as exc:
+                        failure_marker(venv).write_text(f"{exc}\n")
+                        raise
+                    remove_other_runtimes(venv)
+        except locks.Busy:
+            time.sleep(0.5)
     return venv_python(venv)
-
-
-def take_lock(lock: Path) -> bool:
-    """Create ``lock`` exclusively; break it when its owner died or it is older than any build."""
-    try:
-        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-    except FileExistsError:
-        if lock_is_stale(lock):
-            lock.unlink(missing_ok=True)
-        return False
-    with os.fdopen(fd, "w") as fh:
-        fh.write(str(os.getpid()))
-    return True
-
-
-def lock_is_stale(lock: Path) -> bool:
-    try:
-        owner = int(lock.read_text() or "0")
-        age = time.time() - lock.stat().st_mtime
-    except (OSError, ValueError):
-        return True
-    if age > LOCK_STALE_SECONDS:
-        return True
-    if sys.platform == "win32" or owner <= 0:
-        return False
-    try:
-        os.kill(owner, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 def create_environment(venv: Path, reqs: list[str]) -> None:
@@ -359,39 +326,35 @@ def embed_pending(python: Path) -> int:
 
     Run after a build (what the sessions captured while it ran) and, detached, by the
     SessionEnd hook (what the session's server had no time to embed), so the next
-    session's first search already finds everything by meaning.
+    session's first search already finds everything by meaning. A pass under way may have
+    listed its work before this session's last memories were written: it is asked for one
+    more round instead of dropping them (:func:`ccmemory.locks.in_rounds`).
     """
-    lock = runtime_home() / "embed.lock"
-    again = lock.with_name("embed.again")
-    if not take_lock(lock):
-        # The pass under way may have listed its work before this session's last memories were
-        # written: ask it for one more round instead of dropping them.
-        again.touch()
-        if take_lock(lock):  # it finished (or died) in between: run here after all
-            return _embed_rounds(python, lock, again)
+    lock = str(runtime_home() / "embed.lock")
+    try:
+        locks.in_rounds(lock, lambda: _embed(python), ask_holder=True, stale_after=LOCK_STALE_SECONDS,
+                        command="embed")
+    except locks.Busy:
         say("another process is embedding; it will run once more for what came since")
-        return 0
-    return _embed_rounds(python, lock, again)
+    except _EmbedFailed as failed:
+        return failed.code
+    return 0
 
 
-def _embed_rounds(python: Path, lock: Path, again: Path) -> int:
-    """Run ``ccmemory embed`` under ``lock`` until no other process has asked for a round since the last one.
+class _EmbedFailed(Exception):
+    """``ccmemory embed`` exited with ``code``: no more rounds."""
 
-    A request made while the lock is being released is seen by the check after the release
-    (the requester asks first, then tries the lock), so none is lost.
-    """
-    while True:
-        try:
-            while True:
-                again.unlink(missing_ok=True)
-                code = subprocess.run(isolation.python_command(str(python), "ccmemory", "embed"), env=server_env(),
-                                      stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT).returncode
-                if code != 0 or not again.exists():
-                    break
-        finally:
-            lock.unlink(missing_ok=True)
-        if code != 0 or not again.exists() or not take_lock(lock):
-            return code
+    def __init__(self, code: int) -> None:
+        super().__init__(f"ccmemory embed exited with {code}")
+        self.code = code
+
+
+def _embed(python: Path) -> None:
+    """One round of ``ccmemory embed``."""
+    code = subprocess.run(isolation.python_command(str(python), "ccmemory", "embed"), env=server_env(),
+                          stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT).returncode
+    if code != 0:
+        raise _EmbedFailed(code)
 
 
 def server_env() -> dict[str, str]:

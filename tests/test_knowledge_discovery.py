@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ccmemory import memories, projects, search
 from ccmemory import db as database
-from ccmemory.knowledge import lock, promotion, settings as project_settings
+from ccmemory import locks
+from ccmemory.knowledge import promotion, settings as project_settings
 
 from knowledge_helpers import on_terminal
 from mcp_helpers import running_server
@@ -83,7 +84,7 @@ def test_no_save_only_prints(home, tmp_path):
 def test_a_second_discovery_reports_the_one_in_progress(home, tmp_path):
     root = repo(tmp_path)
     settings = project_settings.load(str(root))
-    with lock.held(os.path.join(settings.memory_dir, "discover.lock"), status="analysing source files"):
+    with locks.held(os.path.join(settings.memory_dir, "discover.lock"), status="analysing source files"):
         busy = cli(home, root, "discover")
     assert busy.returncode == 1
     assert "Discovery already in progress" in busy.stderr and "status: analysing source files" in busy.stderr
@@ -102,7 +103,7 @@ def test_an_interrupted_discovery_saves_partial_results(home, tmp_path):
     lock_file = root / ".claude" / "memory" / "discover.lock"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        holder = lock.read(str(lock_file)) or {}
+        holder = locks.read(str(lock_file)) or {}
         if holder.get("status") == "analysing source files":
             break
         time.sleep(0.1)

@@ -149,7 +149,7 @@ def test_add_with_an_editor_that_writes_nothing_stores_nothing(home, project_dir
 
 def test_add_with_an_invalid_category_without_a_terminal_stores_it_as_general_and_lists_the_valid_ones(
         home, project_dir):
-    from ccmemory.memories import CATEGORIES
+    from ccmemory.vocabulary import CATEGORIES
 
     done = ccmemory(home, project_dir, "add", "API uses JWT tokens", "--category", "nonsense")
     assert done.returncode == 0, done.stderr  # F5: no TTY skips the prompt and uses the default

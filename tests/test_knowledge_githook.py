@@ -24,7 +24,7 @@ from typing import Callable
 import pytest
 
 from ccmemory import db as database
-from ccmemory.knowledge import lock
+from ccmemory import locks
 from knowledge_helpers import AUTH, GOTCHAS, ccmemory, env_for, git, make_repo, write_files
 from model_helpers import tiny_model
 
@@ -165,7 +165,7 @@ def test_a_commit_while_an_index_holds_the_lock_is_not_blocked_and_its_changes_a
     holder.wait_for(some_files_done, "progress")
     holder.process.send_signal(signal.SIGSTOP)
     try:
-        held = lock.read(str(index_lock(repo))) or {}
+        held = locks.read(str(index_lock(repo))) or {}
         assert held.get("pid") == holder.process.pid and held.get("command") == "index", held
 
         # Two commits change files the holder has already read; neither waits for it, neither indexes.
@@ -178,7 +178,7 @@ def test_a_commit_while_an_index_holds_the_lock_is_not_blocked_and_its_changes_a
             assert "ccmemory index) is busy; skipped this time" in done.stderr
             assert "this commit's knowledge changes are not lost" in done.stderr
             assert "ccmemory: Indexed" not in done.stderr  # the hook did not index alongside the holder
-        assert Path(lock.request_path(str(index_lock(repo)))).exists()
+        assert Path(locks.request_path(str(index_lock(repo)))).exists()
 
         # A second manual index is refused with who holds the lock and what to do (exit 1: nothing done).
         refused = ccmemory(home, repo, "index")
@@ -200,7 +200,7 @@ def test_a_commit_while_an_index_holds_the_lock_is_not_blocked_and_its_changes_a
         "architecture/billing.md#retries"]
     assert len([ref for ref in refs if ref.startswith("bulk/")]) == BULK_FILES
     assert sum(row["entries"] for row in query(home, "SELECT entries FROM knowledge_files")) == len(refs)
-    assert not index_lock(repo).exists() and not Path(lock.request_path(str(index_lock(repo)))).exists()
+    assert not index_lock(repo).exists() and not Path(locks.request_path(str(index_lock(repo)))).exists()
     again = ccmemory(home, repo, "index", "--json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["files_indexed"] == 0  # nothing was left over for later
@@ -209,7 +209,7 @@ def test_a_commit_while_an_index_holds_the_lock_is_not_blocked_and_its_changes_a
 def test_a_dry_run_does_not_need_the_lock(tmp_path, home):
     repo = tmp_path / "repo"
     make_repo(repo, {"gotchas.md": GOTCHAS})
-    with lock.held(str(index_lock(repo)), command="index"):
+    with locks.held(str(index_lock(repo)), command="index"):
         dry = ccmemory(home, repo, "index", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "Would index: gotchas.md (2 entries)" in dry.stdout
@@ -229,7 +229,7 @@ def test_a_lock_whose_process_has_ended_is_taken_over_by_the_next_commit(tmp_pat
     assert not index_lock(repo).exists()
 
 
-# --- lock.held: stale locks, and a holder that was taken over ----------------------------------------------------
+# --- locks.held: stale locks, and a holder that was taken over ----------------------------------------------------
 
 def _write_lock(path: Path, **holder: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -243,7 +243,7 @@ def test_stale_locks_are_taken_over_and_a_live_one_is_busy(tmp_path):
     live = os.getppid()  # pytest's parent: alive, and not this process
     stale = {
         "dead pid": {"pid": gone.pid, "started_epoch": time.time()},
-        "too old": {"pid": live, "started_epoch": time.time() - lock.STALE_SECONDS - 1},
+        "too old": {"pid": live, "started_epoch": time.time() - locks.STALE_SECONDS - 1},
         "unreadable": None,
     }
     for why, holder in stale.items():
@@ -251,14 +251,14 @@ def test_stale_locks_are_taken_over_and_a_live_one_is_busy(tmp_path):
             path.write_text("{not json")
         else:
             _write_lock(path, **holder)
-        with lock.held(str(path), command="test"):
-            mine = lock.read(str(path)) or {}
+        with locks.held(str(path), command="test"):
+            mine = locks.read(str(path)) or {}
             assert mine.get("pid") == os.getpid() and mine.get("command") == "test", why
         assert not path.exists(), why
 
-    _write_lock(path, pid=live, started="2026-01-01T10:00:00", started_epoch=time.time() - lock.STALE_SECONDS + 60)
-    with pytest.raises(lock.Busy) as busy:
-        with lock.held(str(path)):
+    _write_lock(path, pid=live, started="2026-01-01T10:00:00", started_epoch=time.time() - locks.STALE_SECONDS + 60)
+    with pytest.raises(locks.Busy) as busy:
+        with locks.held(str(path)):
             pass
     assert busy.value.holder["pid"] == live and busy.value.holder["started"] == "2026-01-01T10:00:00"
     assert path.exists()  # a live holder's lock is left alone
@@ -266,11 +266,11 @@ def test_stale_locks_are_taken_over_and_a_live_one_is_busy(tmp_path):
 
 def test_a_holder_that_was_taken_over_leaves_its_successors_lock_alone(tmp_path):
     path = tmp_path / "memory" / "index.lock"
-    with lock.held(str(path), command="slow"):
-        lock.update(str(path), started_epoch=time.time() - lock.STALE_SECONDS - 1)  # it ran far too long
-        successor = lock.held(str(path), command="next")
+    with locks.held(str(path), command="slow"):
+        locks.update(str(path), started_epoch=time.time() - locks.STALE_SECONDS - 1)  # it ran far too long
+        successor = locks.held(str(path), command="next")
         successor.__enter__()
-    assert (lock.read(str(path)) or {}).get("command") == "next"  # still the successor's
+    assert (locks.read(str(path)) or {}).get("command") == "next"  # still the successor's
     successor.__exit__(None, None, None)
     assert not path.exists()
 
@@ -281,17 +281,17 @@ def test_in_rounds_runs_once_more_for_each_request_and_a_busy_caller_asks(tmp_pa
 
     def work() -> int:
         if len(asked) < 2:  # a commit comes in during each of the first two rounds
-            with pytest.raises(lock.Busy):
-                lock.in_rounds(path, lambda: 0, ask_holder=True)
+            with pytest.raises(locks.Busy):
+                locks.in_rounds(path, lambda: 0, ask_holder=True)
             asked.append("asked")
         return len(asked)
 
-    assert lock.in_rounds(path, work) == [1, 2, 2]
-    assert not os.path.exists(path) and not os.path.exists(lock.request_path(path))
-    with lock.held(path):
-        with pytest.raises(lock.Busy):
-            lock.in_rounds(path, lambda: 0)  # without ask_holder: refused, nothing asked
-    assert not os.path.exists(lock.request_path(path))
+    assert locks.in_rounds(path, work) == [1, 2, 2]
+    assert not os.path.exists(path) and not os.path.exists(locks.request_path(path))
+    with locks.held(path):
+        with pytest.raises(locks.Busy):
+            locks.in_rounds(path, lambda: 0)  # without ask_holder: refused, nothing asked
+    assert not os.path.exists(locks.request_path(path))
 
 
 # --- F4 edge: a large commit gets the quick analysis only -------------------------------------------------------
@@ -395,5 +395,5 @@ def test_what_ccmemory_writes_in_a_project_never_goes_through_a_symlink(tmp_path
     assert json.loads((memory / "meta.json").read_text())["structure"]["files"] >= 3
     victims.append(planted("index.again.lock"))  # what a commit that finds the index busy writes
     with pytest.raises(safe_files.UnsafeFileError, match="symbolic link"):
-        safe_files.open_text_for_writing(str(lock.request_path(str(index_lock(repo)))))
+        safe_files.open_text_for_writing(str(locks.request_path(str(index_lock(repo)))))
     assert [victim.read_text() for victim in victims] == ["precious\n"] * 3

@@ -216,7 +216,8 @@ def test_a_hook_in_another_language_is_left_alone(home, tmp_path):
 
 
 def test_concurrent_runs_are_kept_apart_by_the_lock(home, tmp_path):
-    from ccmemory.knowledge import githook, lock, settings as project_settings
+    from ccmemory import locks
+    from ccmemory.knowledge import githook, settings as project_settings
 
     repo = git_repo(tmp_path / "repo", home)
     assert ccmemory(home, repo, "init").returncode == 0
@@ -224,7 +225,7 @@ def test_concurrent_runs_are_kept_apart_by_the_lock(home, tmp_path):
     settings = project_settings.load(str(repo))
     said: list[str] = []
     ran: list[int] = []
-    with lock.held(os.path.join(settings.memory_dir, "index.lock")):
+    with locks.held(os.path.join(settings.memory_dir, "index.lock")):
         assert githook.run_pre_commit(settings, lambda: ran.append(1) or [], said.append) == 0
     assert ran == [] and "is busy; skipped this time" in said[-1]
     assert githook.run_pre_commit(settings, lambda: ran.append(1) or [], said.append) == 0

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from ccmemory import embeddings, knowledge, tokens
+from ccmemory import embeddings, tokens
 from ccmemory.knowledge import indexer, sections
 from ccmemory.knowledge.settings import ProjectSettings
+from ccmemory.vocabulary import KNOWLEDGE_SOURCE
 
 
 def fits_chars(limit: int):
@@ -96,7 +97,7 @@ def test_no_token_of_an_entry_is_cut_by_the_encoder(embedder):
             f"### Refresh tokens\n{prose}\n\n{items}\n\n### Glossary\n" + "Überprüfung 認証 " * 120 + "\n")
     parsed = sections.parse(text, "architecture/auth.md", fits=fits)
     assert len(parsed.entries) > 4
-    embedded = embeddings.texts_to_embed([{"content": entry.content, "source": knowledge.SOURCE}
+    embedded = embeddings.texts_to_embed([{"content": entry.content, "source": KNOWLEDGE_SOURCE}
                                           for entry in parsed.entries], {})
     assert embedded == [entry.content for entry in parsed.entries]
     encodings = embedder._encoder._tokenizer.encode_batch(embedded)

@@ -35,14 +35,14 @@ from typing import Any, Callable, Iterator
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ccmemory import db as database, documents, memories, observations, projects, search, transcript
+from ccmemory import background, db as database, documents, memories, observations, projects, search, transcript
 from ccmemory.config import SCHEMA, load
 from ccmemory.docmem import nodes as docmem_nodes, query as docmem_query
-from ccmemory.errors import CCMemoryError, ValidationError
+from ccmemory.errors import CCMemoryError, ToolError, ValidationError
 from ccmemory.files import commands as file_commands, paths as file_paths
 from ccmemory.hooks import context as session_context, payload as payloads, runner, summary
-from ccmemory.mcp import background, registry, runtime
-from ccmemory.mcp.registry import ToolContext, ToolError
+from ccmemory.mcp import registry, runtime
+from ccmemory.mcp.registry import ToolContext
 from ccmemory.redaction import redact
 from ccmemory.vocabulary import CAPTURE_SOURCE
 from hook_helpers import write_config

@@ -17,3 +17,10 @@ class NotFoundError(CCMemoryError, LookupError):
 
 class StorageError(CCMemoryError):
     """The database could not be opened, migrated or written."""
+
+
+class ToolError(CCMemoryError):
+    """A call (an MCP tool's, or the viewer's) failed in a way the caller can fix; the message says how.
+
+    The MCP server returns it as a tool error, the viewer as a 400.
+    """

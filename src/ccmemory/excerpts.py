@@ -9,6 +9,8 @@ imports: the hooks use it on every tool call.
 from __future__ import annotations
 
 ELLIPSIS = "…"
+#: Characters per token of Claude's context, roughly: what a context budget in tokens is cut to.
+CHARS_PER_TOKEN = 4
 _SPACES = (" ", "\n", "\t")
 
 
@@ -46,6 +48,15 @@ def one_line(text: str, limit: int) -> str:
     return _head(flat, limit - len(ELLIPSIS)) + ELLIPSIS
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` as it is (no folding, no word boundary): when longer than ``limit``, its first ``limit``
+    characters and "…".
+
+    For values echoed in a message (a path, a repr), where every character counts and words do not.
+    """
+    return text if len(text) <= limit else text[:limit] + ELLIPSIS
+
+
 def ends(text: str, limit: int, *, tail_share: float = 1 / 3) -> str:
     """``text`` on one line, at most ``limit`` characters, keeping its start and its end: "start … end".
 
@@ -79,3 +90,12 @@ def counted(number: int, noun: str) -> str:
     if number == 1:
         return f"1 {noun}"
     return f"{number} {noun[:-1] + 'ies' if noun.endswith('y') else noun + 's'}"
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough count of the tokens a text costs in Claude's context (characters / 4, rounded up).
+
+    The one estimate shown beside memories, by SessionStart and the MCP tools (``~N tok``);
+    :mod:`ccmemory.tokens` counts the embedding model's tokens instead.
+    """
+    return max(1, -(-len(text) // CHARS_PER_TOKEN))

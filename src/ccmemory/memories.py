@@ -14,14 +14,13 @@ import re
 from . import clock, sessions
 from .db import Database
 from .errors import NotFoundError, ValidationError
-from .migrations import SECTORS, TIERS
 from .redaction import redact, redact_fields
+from .vocabulary import CATEGORIES, MANUAL_SOURCE, SECTORS, TIERS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Iterable, Sequence
 
-CATEGORIES = ("architecture", "component", "domain", "pattern", "gotcha", "discovery", "general")
 USAGE_TYPES = ("created", "recalled", "reinforced", "updated")
 MAX_CONTENT_CHARS = 10_000
 DEFAULT_LIST_LIMIT = 50
@@ -42,12 +41,6 @@ MIN_ID_PREFIX = 4
 SHOWN_CANDIDATES = 5
 #: Longer "ids" are not looked up (a uuid has 36 characters).
 MAX_ID_CHARS = 64
-
-_MEMORY_COLUMNS = (
-    "seq, id, project_id, session_id, content, sector, tier, category, tags, files, importance, salience, "
-    "reference_count, last_accessed, created_at, updated_at, valid_until, is_deleted, deleted_at, source, metadata"
-)
-
 
 class Memory:
     """One memory as stored; ``tags``, ``files`` and ``metadata`` are decoded.
@@ -108,6 +101,10 @@ class Memory:
 
     def __repr__(self) -> str:
         return f"Memory(id={self.id!r}, sector={self.sector!r}, content={self.content[:40]!r})"
+
+
+#: The columns a :class:`Memory` is read from, in its field order.
+_MEMORY_COLUMNS = ", ".join(Memory.FIELDS)
 
 
 def new_id() -> str:
@@ -215,7 +212,7 @@ def add(
     importance: float | None = None,
     salience: float | None = None,
     session_id: str | None = None,
-    source: str = "manual",
+    source: str = MANUAL_SOURCE,
     metadata: dict[str, Any] | None = None,
     dedupe_key: str | None = None,
     created_at: str | None = None,

@@ -1,4 +1,4 @@
-"""Versioned schema migrations: small ordered functions, each in one transaction.
+"""Versioned schema migrations: small ordered functions registered by :func:`migration`, each in one transaction.
 
 ``PRAGMA user_version`` holds the number of migrations applied. Before an
 existing database is migrated, a consistent copy is written beside it with
@@ -11,8 +11,7 @@ created only by connections that could load sqlite-vec.
 from __future__ import annotations
 
 import os
-import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from . import clock, paths
 
@@ -22,10 +21,25 @@ if TYPE_CHECKING:  # db opens the store and runs these migrations: importing it 
 
     from .db import Database
 
-SECTORS = ("episodic", "semantic", "procedural", "emotional", "reflective")
-TIERS = ("session", "project")
+#: The schema steps in order; ``PRAGMA user_version`` counts those applied. Filled by :func:`migration`.
+MIGRATIONS: List[Callable[[Database], None]] = []
 
-_M001 = f"""
+
+def migration(step: Callable[[Database], None]) -> Callable[[Database], None]:
+    """Register ``step`` as the next migration; its name says its version (``_m012_...`` is the twelfth).
+
+    Append only: a database records how many steps it has run, so a step never moves, and the name
+    check makes a step written out of order fail at import instead of skipping or repeating work.
+    """
+    number = len(MIGRATIONS) + 1
+    if not step.__name__.startswith(f"_m{number:03d}_"):
+        raise RuntimeError(f"Migration {step.__name__} is registered as number {number}: "
+                           f"name it _m{number:03d}_... and keep the steps in order")
+    MIGRATIONS.append(step)
+    return step
+
+
+_M001 = """
 CREATE TABLE projects (
     id          INTEGER PRIMARY KEY,
     path        TEXT NOT NULL UNIQUE,
@@ -40,7 +54,7 @@ CREATE TABLE sessions (
     ended_at        TEXT,
     summary         TEXT,
     transcript_path TEXT,
-    metadata        TEXT NOT NULL DEFAULT '{{}}'
+    metadata        TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX sessions_project ON sessions(project_id, started_at);
 
@@ -50,8 +64,8 @@ CREATE TABLE memories (
     project_id      INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
     session_id      TEXT REFERENCES sessions(id) ON DELETE SET NULL,
     content         TEXT NOT NULL,
-    sector          TEXT NOT NULL CHECK (sector IN {SECTORS!r}),
-    tier            TEXT NOT NULL CHECK (tier IN {TIERS!r}),
+    sector          TEXT NOT NULL CHECK (sector IN ('episodic', 'semantic', 'procedural', 'emotional', 'reflective')),
+    tier            TEXT NOT NULL CHECK (tier IN ('session', 'project')),
     category        TEXT NOT NULL DEFAULT 'general',
     tags            TEXT NOT NULL DEFAULT '[]',
     files           TEXT NOT NULL DEFAULT '[]',
@@ -67,7 +81,7 @@ CREATE TABLE memories (
     source          TEXT NOT NULL DEFAULT 'manual',
     dedupe_key      TEXT,
     needs_embedding INTEGER NOT NULL DEFAULT 1,
-    metadata        TEXT NOT NULL DEFAULT '{{}}'
+    metadata        TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX memories_project_created ON memories(project_id, created_at);
 CREATE INDEX memories_session ON memories(session_id, created_at);
@@ -123,7 +137,7 @@ CREATE TABLE documents (
     content_hash TEXT NOT NULL,
     created_at   TEXT NOT NULL,
     updated_at   TEXT NOT NULL,
-    metadata     TEXT NOT NULL DEFAULT '{{}}'
+    metadata     TEXT NOT NULL DEFAULT '{}'
 );
 CREATE UNIQUE INDEX documents_source ON documents(project_id, source_path) WHERE source_path IS NOT NULL;
 
@@ -202,6 +216,7 @@ CREATE TABLE meta (
 """
 
 
+@migration
 def _m001_initial(db: Database) -> None:
     """Projects, sessions, memories, relationships, documents, FTS and embeddings."""
     _run_script(db, _M001)
@@ -241,6 +256,7 @@ CREATE INDEX docmem_placements_parent ON docmem_placements(parent_id, order_valu
 """
 
 
+@migration
 def _m002_docmem(db: Database) -> None:
     """docmem trees and the placements of virtual nodes under docmem summaries."""
     _run_script(db, _M002)
@@ -278,6 +294,7 @@ CREATE INDEX memory_file_log_project ON memory_file_log(project_id, id);
 """
 
 
+@migration
 def _m003_memory_files(db: Database) -> None:
     """Memory files of Claude's memory tool, project and user scopes, and their audit log."""
     _run_script(db, _M003)
@@ -317,6 +334,7 @@ CREATE TABLE local_context_directories (
 """
 
 
+@migration
 def _m004_local_context(db: Database) -> None:
     """The rolling per-directory activity log, its themes and its per-directory switch."""
     _run_script(db, _M004)
@@ -330,6 +348,7 @@ CREATE INDEX memories_superseded ON memories(project_id, created_at) WHERE valid
 """
 
 
+@migration
 def _m005_rare_row_indexes(db: Database) -> None:
     """Partial indexes over deleted and over superseded memories."""
     _run_script(db, _M005)
@@ -364,6 +383,7 @@ END;
 """
 
 
+@migration
 def _m006_knowledge(db: Database) -> None:
     """Indexed knowledge files, a (project, source) index to find their entries, discovery reference times."""
     _run_script(db, _M006)
@@ -388,6 +408,7 @@ INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
 """
 
 
+@migration
 def _m007_porter_stemming(db: Database) -> None:
     """Keyword indexes with the Porter stemmer ("fixed" finds "fix", "fixes"), rebuilt from the stored rows.
 
@@ -406,6 +427,7 @@ def _int8(vector: bytes) -> bytes:
     return array("b", [max(-127, min(127, round(value * 127.0 / peak))) for value in values]).tobytes()
 
 
+@migration
 def _m008_int8_vectors(db: Database) -> None:
     """Stored vectors become int8, a quarter of their float32 size; the vector index re-syncs from them."""
     for table in ("memory_embeddings", "chunk_embeddings"):
@@ -414,6 +436,7 @@ def _m008_int8_vectors(db: Database) -> None:
             db.execute(f"UPDATE {table} SET vector = ?, indexed = 0 WHERE item_seq = ?", (_int8(vector), item_seq))
 
 
+@migration
 def _m009_creation_links_derived(db: Database) -> None:
     """A memory's own session is its ``session_id``: the 'created' usage rows that repeat it go.
 
@@ -441,6 +464,7 @@ CREATE INDEX memories_category ON memories(project_id, category, created_at) WHE
 """
 
 
+@migration
 def _m010_leaner_memory_indexes(db: Database) -> None:
     """One index serves session lookups and retried-capture detection; the category index skips 'general'."""
     _run_script(db, _M010)
@@ -461,6 +485,7 @@ CREATE INDEX {table}_unindexed ON {table}(model) WHERE indexed = 0;
 """
 
 
+@migration
 def _m011_embedding_model_numbers(db: Database) -> None:
     """Each stored vector names its model by a small number (``embedding_models``), not a ~60-character id.
 
@@ -525,6 +550,7 @@ def observation_fields_from_text(content: str, category: str, tags: str, metadat
     return {**metadata, **{key: value for key, value in fields.items() if key not in metadata}}
 
 
+@migration
 def _m012_observation_metadata(db: Database) -> None:
     """Captured tool calls get the structured metadata readers use instead of re-parsing their text.
 
@@ -552,12 +578,6 @@ def _m012_observation_metadata(db: Database) -> None:
                 db.execute("UPDATE memories SET metadata = ? WHERE seq = ?",
                            (json.dumps(fields, separators=(",", ":")), seq))
 
-
-MIGRATIONS: List[Callable[[Database], None]] = [
-    _m001_initial, _m002_docmem, _m003_memory_files, _m004_local_context, _m005_rare_row_indexes, _m006_knowledge,
-    _m007_porter_stemming, _m008_int8_vectors, _m009_creation_links_derived, _m010_leaner_memory_indexes,
-    _m011_embedding_model_numbers, _m012_observation_metadata,
-]
 _BACKUPS_KEPT = 3
 #: How long a process waits for another that is upgrading the same file (a large store takes seconds).
 UPGRADE_WAIT_SECONDS = 60
@@ -627,34 +647,23 @@ def _upgrade_lock(path: str) -> Iterator[None]:
     session, or SessionStart and the MCP server after an upgrade) each saw a
     version another was moving through and wrote a backup of a half-migrated
     file at the same moment; all but one then failed to open the store. The lock
-    is the OS's advisory lock on ``<db>.upgrade.lock``, released when its holder
-    exits, so a crash never leaves it held. Windows has no ``fcntl``; there the
-    per-migration transactions still keep the schema whole.
+    is ``<db>.upgrade.lock`` (:mod:`ccmemory.locks`): a holder that died leaves it
+    to the next process at once, and a waiter gives up after :data:`UPGRADE_WAIT_SECONDS`.
     """
-    try:
-        import fcntl
-    except ImportError:
-        fcntl = None  # type: ignore[assignment]
-    if fcntl is None or path in ("", ":memory:"):
+    if path in ("", ":memory:"):
         yield
         return
-    fd = os.open(path + ".upgrade.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + UPGRADE_WAIT_SECONDS
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    from .errors import StorageError
+    from . import locks
 
-                    raise StorageError(f"Another process has been upgrading {path} for over "
-                                       f"{UPGRADE_WAIT_SECONDS} s; try again once it has finished.") from None
-                time.sleep(0.02)
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(locks.held(path + ".upgrade.lock", wait=UPGRADE_WAIT_SECONDS, command="upgrade"))
+        except locks.Busy:
+            from .errors import StorageError
+
+            raise StorageError(f"Another process has been upgrading {path} for over "
+                               f"{UPGRADE_WAIT_SECONDS} s; try again once it has finished.") from None
         yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def _backup(db: Database, version: int) -> str:

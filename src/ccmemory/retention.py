@@ -23,7 +23,7 @@ from typing import Any, Sequence
 from . import memories
 from .db import Database
 from .errors import ValidationError
-from .migrations import SECTORS, TIERS
+from .vocabulary import SECTORS, TIERS
 
 DEFAULT_OLDER_THAN_DAYS = 90
 DEFAULT_DELETED_AFTER_DAYS = 30

@@ -49,13 +49,12 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from . import knowledge, memories, sessions, vectors
+from . import memories, sessions, vectors
 from .db import Database
 from .errors import ValidationError
 from .memories import Memory
-from .vocabulary import CAPTURE_SOURCE, LOOKUP_TOOLS, SUMMARY_SOURCE
-from .migrations import SECTORS
 from .query_dates import date_range
+from .vocabulary import CAPTURE_SOURCE, KNOWLEDGE_SOURCE, LOOKUP_TOOLS, SECTORS, SUMMARY_SOURCE
 
 MODES = ("hybrid", "semantic", "keyword")
 DEFAULT_MODE = "hybrid"
@@ -362,7 +361,7 @@ def prior(memory: Memory, names: Sequence[str], dates: tuple[str, str] | None) -
     It is at most 1, except for curated knowledge, which is boosted (:data:`KNOWLEDGE_BOOST`).
     """
     factor = 1.0 - SALIENCE_WEIGHT * (1.0 - memory.salience)
-    if memory.source == knowledge.SOURCE:
+    if memory.source == KNOWLEDGE_SOURCE:
         factor *= KNOWLEDGE_BOOST
     if names:
         words = set(re.findall(r"[\w'-]+", memory.content.lower()))

@@ -6,6 +6,7 @@ from . import clock, excerpts
 from .db import Database
 from .errors import NotFoundError, ValidationError
 from .redaction import redact
+from .vocabulary import SUMMARY_SOURCE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def memory_counts(db: Database, session_ids: Sequence[str]) -> dict[str, int]:
 
 def summary_memory_ids(db: Database, session_ids: Sequence[str]) -> dict[str, str]:
     """The id of each session's summary memory (what memory_get takes for a session)."""
-    rows = _per_session(db, session_ids, "id", " AND source = 'summary' ORDER BY seq")
+    rows = _per_session(db, session_ids, "id", f" AND source = '{SUMMARY_SOURCE}' ORDER BY seq")
     return {row["session_id"]: row["id"] for row in rows}
 
 
@@ -108,4 +109,4 @@ def gist(summary: str | None, limit: int) -> str:
 
 def preview(content: str, source: str, limit: int) -> str:
     """One line for a memory in a list of hits: a session summary's gist, else the text's start."""
-    return gist(content, limit) if source == "summary" else excerpts.one_line(content, limit)
+    return gist(content, limit) if source == SUMMARY_SOURCE else excerpts.one_line(content, limit)

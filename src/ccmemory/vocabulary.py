@@ -1,13 +1,35 @@
-"""The words memories are described with, in one home: where a memory came from, which tools only look.
+"""The words memories are described with, in one home: sectors, tiers, categories, where a memory came
+from, which tools change files and which only look.
 
 Plain constants and no imports: the hooks read them on every tool call, and every layer (capture,
-search, SessionStart, the CLI) must agree on them. Migrations keep their own frozen copies of what
-they were written against.
+search, SessionStart, the CLI, the viewer, the MCP tools) must agree on them. Migrations keep their
+own frozen copies of what they were written against: a schema step must not change when a word is
+added here.
 """
 
-#: ``source`` of the observations the capture hook stores and of the session summaries Stop writes.
+#: What kind of memory it is (the schema's CHECK constraint holds these five).
+SECTORS = ("episodic", "semantic", "procedural", "emotional", "reflective")
+#: How long it is kept: "session" memories are promoted to "project" or fade (the schema checks these two).
+TIERS = ("session", "project")
+#: What kind of knowledge a memory holds; "general" is the default, and what every captured tool call is.
+CATEGORIES = ("architecture", "component", "domain", "pattern", "gotcha", "discovery", "general")
+
+#: ``source`` of a memory: who wrote it. Added with ``ccmemory add`` (the column's default).
+MANUAL_SOURCE = "manual"
+#: The observations the capture hook stores, and the session summaries Stop writes.
 CAPTURE_SOURCE = "capture"
 SUMMARY_SOURCE = "summary"
+#: Added by Claude with the ``memory_add`` MCP tool, or by hand in the viewer.
+MCP_SOURCE = "mcp"
+UI_SOURCE = "ui"
+#: Read from an export file without a source of its own.
+IMPORT_SOURCE = "import"
+#: Who changed a memory file (``memory_file_log.source``): the MCP, UI and import sources above, or the CLI.
+CLI_SOURCE = "cli"
+#: Entries of the project's ``.claude/knowledge`` index, and what ``ccmemory discover`` found in the code.
+KNOWLEDGE_SOURCE = "knowledge"
+DISCOVERY_SOURCE = "discovery"
+
 #: Claude Code's tools that change files: their observations name what changed (and echo it back, which
 #: capture leaves out).
 FILE_CHANGING_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 from .. import clock
 from ..errors import ValidationError
+from ..excerpts import clip
 
 #: How far ahead of this machine's clock an imported time may be (clock skew between machines).
 MAX_FUTURE_SECONDS = 600
@@ -42,8 +43,7 @@ def latest_time() -> str:
 
 
 def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:59] + "…"
+    return clip(repr(value), 59)  # at most 60 characters with the marker
 
 
 def _missing(name: str) -> ValidationError:

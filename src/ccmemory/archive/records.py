@@ -61,7 +61,8 @@ from ..docmem.nodes import MAX_NODE_CHARS, check_context, node_hash, token_count
 from ..documents import MAX_DOCUMENT_BYTES
 from ..errors import ValidationError
 from ..files import commands as file_commands, paths as file_paths, store as file_store
-from ..migrations import SECTORS, TIERS, observation_fields_from_text
+from ..migrations import observation_fields_from_text
+from ..vocabulary import IMPORT_SOURCE, SECTORS, TIERS
 from ..redaction import redact, redact_fields
 from ..vocabulary import CAPTURE_SOURCE
 from . import fields
@@ -457,7 +458,7 @@ def _load_memory(ctx: ImportContext, record: dict[str, Any]) -> str:
         raise ValidationError("nothing of its content is left once private spans are removed")
     category = fields.text(record, "category", max_chars=100, required=False)
     importance = fields.number(record, "importance", 0.0, 1.0, default=memories.DEFAULT_SALIENCE)
-    source = fields.text(record, "source", max_chars=_MAX_SOURCE_CHARS, required=False) or "import"
+    source = fields.text(record, "source", max_chars=_MAX_SOURCE_CHARS, required=False) or IMPORT_SOURCE
     if not source.replace("_", "").replace("-", "").isalnum() or not source.isascii() or source != source.lower():
         raise ValidationError(f"its source {source!r} is not a lowercase word")
     row = {
@@ -751,7 +752,7 @@ def _load_memory_file(ctx: ImportContext, record: dict[str, Any]) -> str:
         ctx.user_files_written.append(location.path)
     else:
         ctx.touched.add(scope)
-    file_store.log(ctx.db, project_id=scope, session_id=None, source="import", command="import",
+    file_store.log(ctx.db, project_id=scope, session_id=None, source=IMPORT_SOURCE, command="import",
                    path=location.path, new_path=None, ok=True, detail=f"{outcome}, {len(content.encode())} bytes")
     return outcome
 

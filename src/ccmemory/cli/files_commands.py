@@ -17,6 +17,7 @@ import click
 from .groups import WholeHelpGroup
 
 from ..files import commands, paths, store
+from ..vocabulary import CLI_SOURCE
 from .common import echo, emit_json, fail, handles_errors, json_option, open_store, project_option
 
 
@@ -35,7 +36,7 @@ def file_errors(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _call(project: int) -> commands.Call:
-    return commands.Call(project, None, "cli")
+    return commands.Call(project, None, CLI_SOURCE)
 
 
 @click.group(cls=WholeHelpGroup)

@@ -23,8 +23,10 @@ from typing import Any
 import click
 
 from .. import db as database
-from .. import knowledge, projects
-from ..knowledge import githook, indexer, lock, settings as project_settings
+from .. import projects
+from .. import locks
+from ..knowledge import githook, indexer, settings as project_settings
+from ..vocabulary import KNOWLEDGE_SOURCE
 from .common import (INTERRUPTED_EXIT, default_project_dir, echo, emit_json, fail, handles_errors, json_option,
                      one_line, project_option)
 
@@ -58,7 +60,7 @@ _NAMED_SECTIONS = 5
 
 def _section_of(row: dict[str, Any]) -> tuple[str, str] | None:
     """(file, section title) of a pending knowledge entry's row; None for any other memory."""
-    if row.get("source") != knowledge.SOURCE:
+    if row.get("source") != KNOWLEDGE_SOURCE:
         return None
     info = json.loads(row.get("metadata") or "{}").get("knowledge") or {}
     return (info["file"], info.get("title") or info.get("anchor") or "") if info.get("file") else None
@@ -72,7 +74,7 @@ def _unembedded_sections(db: database.Database, project: int) -> str:
     """``architecture/auth.md (Token validation, Refresh); gotchas.md (...)``: the project's entries without vectors."""
     by_file: dict[str, list[str]] = {}
     for row in db.rows("SELECT source, metadata FROM memories WHERE project_id = ? AND source = ? "
-                       "AND needs_embedding = 1 AND is_deleted = 0 ORDER BY seq", (project, knowledge.SOURCE)):
+                       "AND needs_embedding = 1 AND is_deleted = 0 ORDER BY seq", (project, KNOWLEDGE_SOURCE)):
         found = _section_of(row)
         if found:
             by_file.setdefault(found[0], []).append(found[1])
@@ -128,7 +130,7 @@ def _has_unembedded_knowledge(db: database.Database, project: int) -> bool:
     """Whether entries of the project wait for vectors (an interrupted run, a model that failed)."""
     return db.vectors_loaded and db.scalar(
         "SELECT 1 FROM memories WHERE project_id = ? AND source = ? AND needs_embedding = 1 AND is_deleted = 0 "
-        "LIMIT 1", (project, knowledge.SOURCE)) is not None
+        "LIMIT 1", (project, KNOWLEDGE_SOURCE)) is not None
 
 
 def _merged(reports: list[indexer.IndexReport]) -> indexer.IndexReport:
@@ -148,7 +150,7 @@ def _merged(reports: list[indexer.IndexReport]) -> indexer.IndexReport:
     return merged
 
 
-def _busy(busy: lock.Busy) -> None:
+def _busy(busy: locks.Busy) -> None:
     fail(f"Another index of this project is running ({githook.holder_text(busy.holder)}), so nothing was indexed. "
          "Wait for it to finish, then run `ccmemory index` again (a lock whose process has ended is taken over).", 1)
 
@@ -221,12 +223,12 @@ def index_command(force: bool, dry_run: bool, project_dir: str | None, as_json: 
         if dry_run:
             one_round()
         else:
-            lock.in_rounds(githook.index_lock(settings), one_round, command="index")
+            locks.in_rounds(githook.index_lock(settings), one_round, command="index")
         report = _merged(reports)
         if not dry_run and (report.count("indexed") or _has_unembedded_knowledge(db, project)):
             embedding = True
             embed_new_entries(db, project, report, settings, show_progress=not as_json)
-    except lock.Busy as busy:
+    except locks.Busy as busy:
         _busy(busy)
         return
     except KeyboardInterrupt:

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from .. import compat, config, embeddings, isolation, migrations, paths, retention, status, vectors
+from .. import compat, config, embeddings, isolation, migrations, paths, retention, status, vectors, vocabulary
 from .. import db as database
 from .common import (echo, emit_json, fail, handles_errors, json_option, load_settings, one_line, open_db, open_store,
                      project_option)
@@ -181,9 +181,9 @@ def vacuum() -> None:
 @click.command()
 @click.option("--older-than", "older_than", type=click.FloatRange(min=0), default=retention.DEFAULT_OLDER_THAN_DAYS,
               show_default=True, help="Remove memories older than this many days (in the chosen tiers).")
-@click.option("--tier", "tiers", multiple=True, type=click.Choice(migrations.TIERS),
+@click.option("--tier", "tiers", multiple=True, type=click.Choice(vocabulary.TIERS),
               help="Tier(s) that expire [default: session; project-tier memories are kept unless named].")
-@click.option("--sector", "sectors", multiple=True, type=click.Choice(migrations.SECTORS),
+@click.option("--sector", "sectors", multiple=True, type=click.Choice(vocabulary.SECTORS),
               help="Only expire memories of these sectors [default: every sector].")
 @click.option("--deleted-after", "deleted_after", type=click.FloatRange(min=0),
               default=retention.DEFAULT_DELETED_AFTER_DAYS, show_default=True,

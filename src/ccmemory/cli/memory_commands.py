@@ -9,9 +9,8 @@ import click
 from .. import memories, projects, search as searching
 from ..knowledge import promotion
 from ..db import Database
-from ..memories import CATEGORIES
 from ..redaction import REDACTED
-from ..migrations import SECTORS
+from ..vocabulary import CATEGORIES, SECTORS
 from .common import (default_project_dir, describe, echo, emit_json, fail, handles_errors, json_option, open_store,
                      preview, project_option, report_search, search_embedder)
 

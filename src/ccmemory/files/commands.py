@@ -14,6 +14,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 
+from ..excerpts import clip
+from ..vocabulary import MCP_SOURCE
 from . import paths, store
 from .paths import Location, MemoryFileError
 
@@ -33,7 +35,7 @@ class Call:
 
     __slots__ = ("project_id", "session_id", "source")
 
-    def __init__(self, project_id: int, session_id: str | None = None, source: str = "mcp") -> None:
+    def __init__(self, project_id: int, session_id: str | None = None, source: str = MCP_SOURCE) -> None:
         self.project_id = project_id
         self.session_id = session_id
         self.source = source
@@ -106,7 +108,7 @@ def _whole(value: Any, name: str) -> int:
 
 
 def _echo(text: str) -> str:
-    return text if len(text) <= _ECHO_CHARS else text[:_ECHO_CHARS] + "…"
+    return clip(text, _ECHO_CHARS)
 
 
 # -- content helpers ---------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import posixpath
 import re
 
 from ..errors import ValidationError
+from ..excerpts import clip
 
 ROOT = "/memories"
 USER_DIR = "user"
@@ -71,7 +72,7 @@ def shown(raw: object, limit: int = 120) -> str:
     text = raw if isinstance(raw, str) else repr(raw)
     if not text.isprintable() or "\\" in text:
         text = text.encode("unicode_escape").decode("ascii")
-    return text if len(text) <= limit else text[:limit] + "…"
+    return clip(text, limit)
 
 
 def _problem(raw: object) -> str | None:

@@ -37,13 +37,12 @@ if TYPE_CHECKING:
     from typing import Any, Sequence
 
 from .. import quoting
-from ..excerpts import one_line
+from ..excerpts import CHARS_PER_TOKEN, estimate_tokens, one_line
 from ..config import Config
 from ..observations import FAILED_MARK, marked_on_first_line
-from ..vocabulary import CAPTURE_SOURCE
+from ..vocabulary import CAPTURE_SOURCE, KNOWLEDGE_SOURCE, SUMMARY_SOURCE
 from ..redaction import CONTEXT_TAG
 
-CHARS_PER_TOKEN = 4
 #: Claude Code saves longer additionalContext to a file and shows only a preview.
 CLAUDE_CODE_LIMIT_CHARS = 10_000
 SESSION_SHARE = 0.45
@@ -53,15 +52,6 @@ MIN_FILE_EXCERPT = 200
 SESSION_ENTRY_CHARS = 600
 MEMORY_LINE_CHARS = 220
 CANDIDATE_MEMORIES = 500
-
-
-def estimate_tokens(text: str) -> int:
-    """A rough count of the tokens a text costs in Claude's context (characters / 4, rounded up).
-
-    The one estimate shown beside memories, here and by the MCP tools (``~N tok``);
-    :mod:`ccmemory.tokens` counts the embedding model's tokens instead.
-    """
-    return max(1, -(-len(text) // CHARS_PER_TOKEN))
 
 
 def _quoted_line(text: str, limit: int) -> str:
@@ -243,7 +233,7 @@ def build(db: Any, project_id: int, *, config: Config, exclude_session: str | No
 
     candidates = [m for m in memories.list_memories(db, project_id=project_id, tier="project",
                                                     include_superseded=False, limit=CANDIDATE_MEMORIES)
-                  if m.source not in ("summary", "knowledge")]  # knowledge: searched, not injected
+                  if m.source not in (SUMMARY_SOURCE, KNOWLEDGE_SOURCE)]  # knowledge: searched, not injected
     ranked = rank_memories(candidates)[: int(settings["memories"])]
     lines = _section("\nProject memories (most salient first):\n", [_memory_line(memory) + "\n" for memory in ranked],
                      room, tag)

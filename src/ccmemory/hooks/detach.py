@@ -92,6 +92,8 @@ def _remove(marker: str) -> None:
 
 def wait_for_captures(session_id: str, hook: str) -> int:
     """Wait until no capture of ``session_id`` is in flight (bounded); returns how many were still running."""
+    from ..locks import alive
+
     folder = _folder()
     prefix = _marker_name(session_id) + "."
     deadline = time.monotonic() + WAIT_SECONDS.get(hook, 0.0)
@@ -103,25 +105,10 @@ def wait_for_captures(session_id: str, hook: str) -> int:
             return 0
         for name in names:
             pid = int(name[len(prefix):]) if name[len(prefix):].isdigit() else 0
-            if pid and _alive(pid):
+            if pid and alive(pid):
                 running.append(name)
             else:
                 _remove(os.path.join(folder, name))
         if not running or time.monotonic() >= deadline:
             return len(running)
         time.sleep(_POLL_SECONDS)
-
-
-def _alive(pid: int) -> bool:
-    """Whether a process runs (a zombie, finished but not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True

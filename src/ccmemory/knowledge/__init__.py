@@ -1,7 +1,7 @@
 """The knowledge tier: a project's curated markdown (``.claude/knowledge/**/*.md``) as searchable memories.
 
 ``ccmemory index`` turns each H3 section of those files into a memory with
-source :data:`SOURCE`, whose metadata names the file and the section's anchor,
+source :data:`~ccmemory.vocabulary.KNOWLEDGE_SOURCE`, whose metadata names the file and the section's anchor,
 so the same hybrid search and MCP tools find curated knowledge beside what the
 hooks captured, and mark each such hit ``file.md#anchor``. The markdown stays
 the source of truth: entries are derived from it and rebuilt from it.
@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-#: ``memories.source`` of entries derived from the knowledge markdown.
-SOURCE = "knowledge"
+from ..vocabulary import KNOWLEDGE_SOURCE
 
 
 def reference(memory: Any) -> str | None:
     """``architecture/auth.md#jwt-flow`` for a knowledge entry, None for any other memory."""
-    if getattr(memory, "source", None) != SOURCE:
+    if getattr(memory, "source", None) != KNOWLEDGE_SOURCE:
         return None
     info = (memory.metadata or {}).get("knowledge") or {}
     file = info.get("file")

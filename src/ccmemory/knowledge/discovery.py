@@ -18,10 +18,10 @@ from .. import memories
 from ..analysis import deep as deep_analysis
 from ..analysis import structure as structure_analysis
 from ..db import Database
-from . import lock
+from ..vocabulary import DISCOVERY_SOURCE
+from .. import locks
 from .settings import ProjectSettings
 
-SOURCE = "discovery"
 MAX_EXPORT_FINDINGS = 25
 
 
@@ -99,7 +99,7 @@ def findings_of(result: dict[str, Any]) -> list[Finding]:
 
 def _existing(db: Database, project_id: int) -> dict[str, memories.Memory]:
     rows = [m for m in memories.list_memories(db, project_id=project_id, category="discovery", limit=10_000)
-            if m.source == SOURCE]
+            if m.source == DISCOVERY_SOURCE]
     return {m.metadata.get("discovery", {}).get("key"): m for m in rows}
 
 
@@ -115,7 +115,7 @@ def save(db: Database, project_id: int, run: Discovery) -> None:
                 run.updated += 1
             continue
         memories.add(db, project_id=project_id, content=finding.content, sector="semantic", tier="project",
-                     category="discovery", tags=[finding.kind], source=SOURCE, metadata=metadata)
+                     category="discovery", tags=[finding.kind], source=DISCOVERY_SOURCE, metadata=metadata)
         run.saved += 1
 
 
@@ -131,12 +131,12 @@ def discover(db: Database | None, project_id: int | None, settings: ProjectSetti
     path = os.path.join(settings.writable_memory_dir(), "discover.lock")
 
     def status(text: str) -> None:
-        lock.update(path, status=text)
+        locks.update(path, status=text)
         if on_status:
             on_status(text)
 
     try:
-        with lock.held(path, status="starting"):
+        with locks.held(path, status="starting"):
             interrupted = False
             status("analysing structure")
             found = structure_analysis.analyze(settings.root, settings.ignored_dirs,
@@ -161,7 +161,7 @@ def discover(db: Database | None, project_id: int | None, settings: ProjectSetti
                 save(db, project_id, run)
             if interrupted:
                 raise KeyboardInterrupt
-    except lock.Busy as busy:
+    except locks.Busy as busy:
         raise AlreadyRunning(busy.holder) from None
     return run
 

@@ -18,7 +18,7 @@ takes ``.claude/memory/index.lock`` (shared with ``ccmemory index``) so two runs
 never index at once, indexes and embeds, prints one line, and on any failure
 writes the details to ``.claude/memory/errors.log`` and still exits 0. When
 another run holds the lock the hook does not wait: it asks that run for one
-more round (:func:`lock.in_rounds`), which indexes this commit's changes.
+more round (:func:`ccmemory.locks.in_rounds`), which indexes this commit's changes.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Callable
 from .. import isolation, safe_files
 from ..errors import ValidationError
 from ..safe_files import UnsafeFileError, open_text_for_writing
-from . import lock
+from .. import locks
 from .settings import ProjectSettings
 
 BEGIN = "# >>> ccmemory pre-commit (re-indexes .claude/knowledge; never blocks the commit) >>>"
@@ -240,8 +240,8 @@ def run_pre_commit(settings: ProjectSettings, index: Callable[[], list[str]], sa
         if not knowledge_changed or not os.path.isdir(settings.knowledge_dir):
             return 0
         try:
-            rounds = lock.in_rounds(index_lock(settings), index, ask_holder=True, command="git-hook pre-commit")
-        except lock.Busy as busy:
+            rounds = locks.in_rounds(index_lock(settings), index, ask_holder=True, command="git-hook pre-commit")
+        except locks.Busy as busy:
             say(f"ccmemory: another indexing run ({holder_text(busy.holder)}) is busy; skipped this time: "
                 "that run will index once more when it ends, so this commit's knowledge changes are not lost")
             return 0

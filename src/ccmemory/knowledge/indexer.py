@@ -19,7 +19,8 @@ from typing import Any, Callable
 from .. import clock, memories, safe_files
 from ..db import Database
 from ..errors import NotFoundError, ValidationError
-from . import SOURCE, files, sections
+from ..vocabulary import KNOWLEDGE_SOURCE
+from . import files, sections
 from .settings import ProjectSettings
 
 #: Bump when the way files become entries changes, so every file is indexed again.
@@ -122,7 +123,7 @@ def _fits(settings: ProjectSettings) -> tuple[Callable[[str], bool], str]:
 def _entries_of(db: Database, project_id: int, path: str) -> list[str]:
     return [row["id"] for row in db.rows(
         "SELECT id FROM memories WHERE project_id = ? AND source = ? AND json_extract(metadata, '$.knowledge.file') = ?",
-        (project_id, SOURCE, path))]
+        (project_id, KNOWLEDGE_SOURCE, path))]
 
 
 def _remove_file(db: Database, project_id: int, path: str) -> int:
@@ -146,7 +147,7 @@ def _store_file(db: Database, project_id: int, path: str, digest: str, parsed: s
         for entry in parsed.entries:
             memories.add(
                 db, project_id=project_id, content=entry.content, sector="semantic", tier="project",
-                category=category, tags=entry.keywords, source=SOURCE,
+                category=category, tags=entry.keywords, source=KNOWLEDGE_SOURCE,
                 metadata={"knowledge": {"file": path, "anchor": entry.anchor, "heading": entry.heading,
                                         "title": entry.title, "keywords": entry.keywords, "part": entry.part,
                                         "parts": entry.parts}},
@@ -165,7 +166,7 @@ def _known(db: Database, project_id: int) -> dict[str, dict[str, Any]]:
     rows = db.rows("SELECT path, content_hash, entries FROM knowledge_files WHERE project_id = ?", (project_id,))
     counts = {row["file"]: row["n"] for row in db.rows(
         "SELECT json_extract(metadata, '$.knowledge.file') AS file, COUNT(*) AS n FROM memories "
-        "WHERE project_id = ? AND source = ? AND is_deleted = 0 GROUP BY file", (project_id, SOURCE))}
+        "WHERE project_id = ? AND source = ? AND is_deleted = 0 GROUP BY file", (project_id, KNOWLEDGE_SOURCE))}
     return {row["path"]: {**row, "present": counts.get(row["path"], 0)} for row in rows}
 
 

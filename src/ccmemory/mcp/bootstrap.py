@@ -29,7 +29,7 @@ import threading
 from typing import IO, Any, Callable, NoReturn
 
 from .. import __version__, compat
-from .background import Background
+from ..background import Background
 from .registry import tool_listing
 from .runtime import HANDOVER_ENV, INSTRUCTIONS, Runtime, collect_tools, load_tool_modules
 

@@ -17,9 +17,9 @@ from typing import Annotated, Any, Mapping
 from .. import parameters, quoting
 from ..docmem import expand, query, view
 from ..docmem.nodes import MAX_CONTEXT_CHARS, MODES, Docmem
-from ..errors import CCMemoryError, NotFoundError
+from ..errors import CCMemoryError, NotFoundError, ToolError
 from ..parameters import Param
-from .registry import Annotations, ToolContext, ToolError, reads, tool
+from .registry import Annotations, ToolContext, reads, tool
 
 _STATE_KEY = "docmem_views"
 

@@ -3,9 +3,9 @@
 from pathlib import Path
 from typing import Annotated
 
-from .. import documents, search
+from .. import background, documents, search
 from ..parameters import Param
-from . import background, format
+from . import format
 from .registry import Annotations, ToolContext, reads, tool
 
 #: The most sections one docs_search answers with (the CLI's --limit goes to search.MAX_LIMIT).

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from ..files import commands
 from ..parameters import Param
+from ..vocabulary import MCP_SOURCE
 from .registry import Annotations, ToolContext, tool
 
 Sent = Param(as_sent=True)
@@ -43,7 +44,7 @@ def memory(
     arguments = {**undeclared, "command": command, "path": path, "view_range": view_range, "file_text": file_text,
                  "old_str": old_str, "new_str": new_str, "insert_line": insert_line, "insert_text": insert_text,
                  "position": position, "old_path": old_path, "new_path": new_path}
-    return commands.execute(ctx.db, arguments, commands.Call(ctx.project_id, ctx.session_id, "mcp"))
+    return commands.execute(ctx.db, arguments, commands.Call(ctx.project_id, ctx.session_id, MCP_SOURCE))
 
 
 TOOLS = [memory]

@@ -16,9 +16,8 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Sequence
 
 from .. import knowledge, quoting
-from ..hooks.context import estimate_tokens
+from ..excerpts import counted, estimate_tokens, one_line
 from ..memories import Memory
-from ..excerpts import counted, one_line
 from ..sessions import gist, preview
 
 SNIPPET_CHARS = 160

@@ -7,12 +7,13 @@ same defaults (named in :mod:`ccmemory.memories` and :mod:`ccmemory.search`).
 
 from typing import Annotated
 
-from .. import memories, search, sessions
+from .. import background, memories, search, sessions
+from ..errors import ToolError
 from ..knowledge import promotion
-from ..migrations import SECTORS
 from ..parameters import Param
-from . import background, format
-from .registry import Annotations, ToolContext, ToolError, reads, tool
+from ..vocabulary import MCP_SOURCE, SECTORS
+from . import format
+from .registry import Annotations, ToolContext, reads, tool
 
 #: The most hits one memory_search answers with (the CLI's --limit goes to search.MAX_LIMIT): an index stays short.
 MAX_SEARCH_LIMIT = 50
@@ -132,7 +133,7 @@ def memory_add(
     created_at: Annotated[str | None, Param("When it happened, ISO 8601; now when not given")] = None,
 ) -> str:
     memory = memories.add(ctx.db, project_id=ctx.project_id, content=content, sector=sector, category=category,
-                          tags=tags, importance=importance, session_id=ctx.session_id, source="mcp",
+                          tags=tags, importance=importance, session_id=ctx.session_id, source=MCP_SOURCE,
                           created_at=created_at)
     background.of(ctx).wake()
     return (f"Memory created: {memory.id} (sector: {memory.sector}, category: {memory.category}, "

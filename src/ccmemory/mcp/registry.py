@@ -33,10 +33,6 @@ TOOL_MODULES = (
 )
 
 
-class ToolError(Exception):
-    """A tool failed in a way the caller can fix; the message becomes an MCP tool error."""
-
-
 @dataclass(frozen=True)
 class Annotations:
     """MCP tool annotations: what a tool does, so a client can decide how to run it.
@@ -73,7 +69,7 @@ class Tool:
     """One MCP tool: its schema for ``tools/list`` and the function that answers ``tools/call``.
 
     ``handler(context, arguments)`` checks the arguments as sent and returns the
-    text shown to Claude; it raises :class:`ToolError` (or a
+    text shown to Claude; it raises :class:`ccmemory.errors.ToolError` (or another
     :class:`ccmemory.errors.CCMemoryError`) for errors the caller can act on.
     Made by :func:`tool`, never by hand.
     """

@@ -16,10 +16,10 @@ from types import ModuleType
 from typing import Any, Iterator
 
 from .. import db as database, projects
+from ..background import STATE_KEY, Background
 from ..errors import CCMemoryError
 from ..redaction import storable
-from .background import STATE_KEY, Background
-from .registry import TOOL_MODULES, Tool, ToolContext, ToolError
+from .registry import TOOL_MODULES, Tool, ToolContext
 
 log = logging.getLogger("ccmemory.mcp")
 
@@ -126,7 +126,7 @@ class Runtime:
         with self._lock:
             try:
                 return bounded_result(tool.handler(self._open(), storable_arguments(arguments))), False
-            except (ToolError, CCMemoryError) as exc:
+            except CCMemoryError as exc:  # ToolError among them
                 return bounded_result(str(exc)), True  # an error may echo an argument of any size
             except Exception as exc:
                 log.exception("Tool %s failed", tool.name)

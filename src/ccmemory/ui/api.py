@@ -22,7 +22,7 @@ from ..files import commands as file_commands
 from ..files import paths as file_paths
 from ..files import store as file_store
 from ..memories import INCLUSION, Memory
-from ..migrations import SECTORS, TIERS
+from ..vocabulary import CATEGORIES, SECTORS, TIERS, UI_SOURCE
 from .viewer import Viewer
 
 PAGE_SIZE = 50
@@ -99,7 +99,7 @@ def _cursor(text: str | None) -> tuple[str, int] | None:
 def list_projects(call: Call) -> dict[str, Any]:
     """Every project, plus the values the page's filters offer."""
     return {"projects": projects.list_all(call.db), "sectors": list(SECTORS), "tiers": list(TIERS),
-            "categories": list(memories.CATEGORIES), "search_modes": list(search.MODES)}
+            "categories": list(CATEGORIES), "search_modes": list(search.MODES)}
 
 
 def project_storage(call: Call) -> dict[str, Any]:
@@ -191,7 +191,7 @@ def add_memory(call: Call) -> dict[str, Any]:
         call.db, project_id=call.project_id, content=call.body.get("content"),
         sector=parameters.choice(call.body, "sector", SECTORS), category=parameters.text(call.body, "category"),
         tags=parameters.strings(call.body, "tags"),
-        importance=parameters.number(call.body, "importance", memories.DEFAULT_SALIENCE), source="ui",
+        importance=parameters.number(call.body, "importance", memories.DEFAULT_SALIENCE), source=UI_SOURCE,
     )
     call.viewer.background.wake()
     return memory_detail(call, memory)
@@ -236,7 +236,7 @@ def supersede(call: Call) -> dict[str, Any]:
     else:
         new = memories.add(call.db, project_id=old.project_id, content=call.body["content"], sector=old.sector,
                            tier=old.tier, category=old.category, tags=old.tags, importance=old.importance,
-                           source="ui")
+                           source=UI_SOURCE)
         call.viewer.background.wake()
     old, new = memories.supersede(call.db, old.id, new.id, project_id=old.project_id)
     return {"old": memory_detail(call, old), "new": memory_detail(call, new)}
@@ -304,7 +304,7 @@ def claude_md(call: Call) -> dict[str, Any]:
 # ---------------------------------------------------------------- /memories files (Claude's memory tool)
 
 def _file_call(call: Call) -> file_commands.Call:
-    return file_commands.Call(call.project_id, None, "ui")
+    return file_commands.Call(call.project_id, None, UI_SOURCE)
 
 
 def list_files(call: Call) -> dict[str, Any]:

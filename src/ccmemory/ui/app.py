@@ -27,9 +27,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import CCMemoryError, NotFoundError, ValidationError
+from ..errors import CCMemoryError, NotFoundError, ToolError, ValidationError
 from ..files.paths import MemoryFileError
-from ..mcp.registry import ToolError
 from . import api, events
 from .viewer import Viewer
 

@@ -8,7 +8,7 @@ import threading
 from typing import Any, Callable, TypeVar
 
 from .. import db as database
-from ..mcp.background import Background
+from ..background import Background
 
 T = TypeVar("T")
 

@@ -1,10 +1,10 @@
-"""What the MCP server does off the request path: load the model, embed what hooks captured.
+"""What a long-lived process does off the request path: load the model, embed what hooks captured.
 
-Loading fastembed takes about a second, more than the server may spend before
+Loading fastembed takes about a second, more than the MCP server may spend before
 answering ``tools/list``, and hooks store memories without vectors. So the
-server runs one background thread that loads the embedder and then keeps
+server (and the viewer) runs one background thread that loads the embedder and then keeps
 embedding pending memories and document chunks, on its own connection, while
-the server lives. Both live in ``ToolContext.state`` under :data:`STATE_KEY`.
+the process lives. The server keeps it in ``ToolContext.state`` under :data:`STATE_KEY`.
 
 A search never waits for that backlog: it embeds only its query, with a model
 instance of its own (the loop embeds with a second instance on one thread, so
@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
-from .. import embeddings
-from .registry import ToolContext
+from . import embeddings
 
 STATE_KEY = "background"
 MODEL_WAIT_SECONDS = 1.5
@@ -127,7 +126,13 @@ class Background:
             db.close()
 
 
-def of(context: ToolContext) -> Background:
+class _WithState(Protocol):
+    """What :func:`of` reads the worker from: an MCP ``ToolContext``."""
+
+    state: dict[str, Any] | None
+
+
+def of(context: _WithState) -> Background:
     """The server's background worker; a context without one (no server) gets a model-only worker."""
     state = context.state if context.state is not None else {}
     worker = state.get(STATE_KEY)
