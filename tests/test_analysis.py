@@ -11,7 +11,8 @@ from pathlib import Path
 from ccmemory import analysis
 from ccmemory.analysis import analyzers, languages, structure, trust
 from ccmemory.knowledge import settings as project_settings
-from knowledge_helpers import on_terminal, write_files as write
+from testing.cli import on_terminal
+from testing.knowledge import write_files as write
 
 
 def run(root: Path, deep: bool = False) -> dict:

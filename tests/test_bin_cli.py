@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime_helpers import REPO_ROOT, fake_ready_runtime
+from testing.repo import REPO_ROOT
+from testing.runtime import fake_ready_runtime
 
 BIN = REPO_ROOT / "bin" / "ccmemory"
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 
 from ccmemory import config
-from hook_helpers import bash_call, common, memories_of, run_hook
-from mcp_helpers import running_server
+from testing.hooks import bash_call, common, memories_of, run_hook
+from testing.mcp import running_server
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,7 +21,9 @@ from pathlib import Path
 import pytest
 
 from ccmemory import db as database, embeddings
-from hook_helpers import HOOK_PYTHON, HOOKS, hook_env, log_text, tool_call, wait_for_background_captures
+from testing.env import isolated_env
+from testing.hooks import HOOK_PYTHON, log_text, tool_call, wait_for_background_captures
+from testing.repo import HOOKS
 
 SOURCE = Path(__file__).resolve().parents[1] / "src"
 
@@ -43,7 +45,7 @@ def _parallel_captures(home: Path, project_dir: Path, calls: int, workers: int) 
                             {"stdout": str(index)}, f"toolu-{index}")
         data = json.dumps(payload).encode()
         return subprocess.run([HOOK_PYTHON, "-S", str(HOOKS / "run.py"), "post_tool_use"], input=data,
-                              capture_output=True, env=hook_env(home), timeout=300).returncode
+                              capture_output=True, env=isolated_env(home), timeout=300).returncode
 
     indexes = [i for i in range(calls)] * 2  # every payload delivered twice, as a retrying client would
     random.Random(11).shuffle(indexes)

@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hook_helpers import hook_env
+from testing.env import isolated_env
 
 
 def cli(home: Path, project: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ccmemory", "files", *args, "--project", str(project)],
-                          input=stdin, capture_output=True, text=True, env=hook_env(home), timeout=120)
+                          input=stdin, capture_output=True, text=True, env=isolated_env(home), timeout=120)
 
 
 def test_the_files_commands_round_trip(home: Path, project_dir: Path) -> None:

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 from ccmemory import db as database
-from knowledge_helpers import ccmemory as run
+from testing.cli import invoke
 
 
 def added(home: Path, cwd: Path, text: str) -> str:
-    done = run(home, cwd, "add", text, "--json")
+    done = invoke(home, cwd, "add", text, "--json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["id"]
 
@@ -31,7 +31,7 @@ def renamed(home: Path, old: str, new: str) -> None:
 def test_any_unique_prefix_of_four_or_more_characters_names_a_memory(home: Path, project_dir: Path) -> None:
     memory_id = added(home, project_dir, "The API uses JWT tokens for auth")
     for length in (4, 7, 12):
-        shown = run(home, project_dir, "get", memory_id[:length])
+        shown = invoke(home, project_dir, "get", memory_id[:length])
         assert shown.returncode == 0, shown.stderr
         assert "The API uses JWT tokens for auth" in shown.stdout
 
@@ -40,30 +40,30 @@ def test_a_prefix_too_short_or_ambiguous_says_so(home: Path, project_dir: Path) 
     first, second = added(home, project_dir, "first memory"), added(home, project_dir, "second memory")
     renamed(home, first, "abcd1111-0000-4000-8000-000000000001")
     renamed(home, second, "abcd2222-0000-4000-8000-000000000002")
-    short = run(home, project_dir, "get", "abc")
+    short = invoke(home, project_dir, "get", "abc")
     assert short.returncode == 1 and "too short" in short.stderr and "at least 4" in short.stderr
-    ambiguous = run(home, project_dir, "get", "abcd")
+    ambiguous = invoke(home, project_dir, "get", "abcd")
     assert ambiguous.returncode == 1 and "ambiguous" in ambiguous.stderr
     assert "abcd1111-0000-4000-8000-000000000001" in ambiguous.stderr
     assert "abcd2222-0000-4000-8000-000000000002" in ambiguous.stderr
-    assert "second memory" in run(home, project_dir, "get", "abcd2").stdout
-    refused = run(home, project_dir, "delete", "abcd")
+    assert "second memory" in invoke(home, project_dir, "get", "abcd2").stdout
+    refused = invoke(home, project_dir, "delete", "abcd")
     assert refused.returncode == 1 and "ambiguous" in refused.stderr
-    assert "first memory" in run(home, project_dir, "get", "abcd1").stdout  # nothing was deleted
-    unknown = run(home, project_dir, "get", "ffff0000")
+    assert "first memory" in invoke(home, project_dir, "get", "abcd1").stdout  # nothing was deleted
+    unknown = invoke(home, project_dir, "get", "ffff0000")
     assert unknown.returncode == 1 and "Entry not found: ffff0000" in unknown.stderr
 
 
 def test_deleting_a_deleted_memory_says_so_and_fails(home: Path, project_dir: Path) -> None:
     memory_id = added(home, project_dir, "Deploys go out on Tuesdays")
-    assert run(home, project_dir, "delete", memory_id[:6]).returncode == 0
-    again = run(home, project_dir, "delete", memory_id[:6])
+    assert invoke(home, project_dir, "delete", memory_id[:6]).returncode == 0
+    again = invoke(home, project_dir, "delete", memory_id[:6])
     assert again.returncode == 1 and "already deleted" in again.stderr and "soft-deleted" not in again.stdout
     assert f"ccmemory restore {memory_id}" in again.stderr
 
 
 def test_the_mcp_tools_take_prefixes_and_name_ambiguity(home: Path, project_dir: Path) -> None:
-    from mcp_helpers import running_server
+    from testing.mcp import running_server
 
     first, second = added(home, project_dir, "first memory"), added(home, project_dir, "second memory")
     renamed(home, first, "abcd1111-0000-4000-8000-000000000001")
@@ -81,11 +81,11 @@ def test_the_mcp_tools_take_prefixes_and_name_ambiguity(home: Path, project_dir:
 
 def test_stats_and_doctor_hint_at_embed_only_when_something_waits(home: Path, project_dir: Path) -> None:
     added(home, project_dir, "A memory to embed")
-    waiting = run(home, project_dir, "stats")
+    waiting = invoke(home, project_dir, "stats")
     assert "Pending embeddings: 1 (run `ccmemory embed`)" in waiting.stdout
-    assert run(home, project_dir, "embed").returncode == 0
-    assert "Pending embeddings: 0\n" in run(home, project_dir, "stats").stdout
-    verbose = run(home, project_dir, "doctor", "--verbose")
+    assert invoke(home, project_dir, "embed").returncode == 0
+    assert "Pending embeddings: 0\n" in invoke(home, project_dir, "stats").stdout
+    verbose = invoke(home, project_dir, "doctor", "--verbose")
     assert "pending embeddings: 0\n" in verbose.stdout
 
 
@@ -105,7 +105,7 @@ def test_doctor_says_when_no_claude_is_on_path_and_never_runs_one_from_the_proje
 
 
 def test_the_readme_install_steps_are_the_ones_the_real_install_test_runs() -> None:
-    from e2e.claude_cli import README_INSTALL
+    from testing.claude_code import README_INSTALL
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Use it in Claude Code"):]
@@ -118,36 +118,36 @@ def test_the_readme_install_steps_are_the_ones_the_real_install_test_runs() -> N
 
 def test_help_never_cuts_a_command_summary_mid_phrase(home: Path, project_dir: Path) -> None:
     for group in ((), ("docs",), ("files",), ("config",), ("context",)):
-        shown = run(home, project_dir, *group, "--help")
+        shown = invoke(home, project_dir, *group, "--help")
         assert shown.returncode == 0, shown.stderr
         commands = shown.stdout[shown.stdout.index("Commands:"):] if "Commands:" in shown.stdout else ""
         assert "..." not in commands, (group, commands)
 
 
 def test_add_says_when_it_redacted_and_suggests_a_near_category(home: Path, project_dir: Path) -> None:
-    secret = run(home, project_dir, "add", "The staging DB_PASSWORD=hunter2-Zq81x is in the vault")
+    secret = invoke(home, project_dir, "add", "The staging DB_PASSWORD=hunter2-Zq81x is in the vault")
     assert secret.returncode == 0, secret.stderr
     assert "Note: 1 secret-looking value replaced by [REDACTED]" in secret.stderr
-    plain = run(home, project_dir, "add", "Deploys go out on Tuesdays")
+    plain = invoke(home, project_dir, "add", "Deploys go out on Tuesdays")
     assert "Note:" not in plain.stderr
-    typo = run(home, project_dir, "add", "Auth is a middleware", "--category", "archtecture")
+    typo = invoke(home, project_dir, "add", "Auth is a middleware", "--category", "archtecture")
     assert typo.returncode == 0 and "did you mean 'architecture'?" in typo.stderr
 
 
 def test_a_bad_date_names_the_option(home: Path, project_dir: Path) -> None:
-    wrong = run(home, project_dir, "add", "Release shipped", "--created-at", "soon")
+    wrong = invoke(home, project_dir, "add", "Release shipped", "--created-at", "soon")
     assert wrong.returncode == 2 and "'--created-at'" in wrong.stderr and "ISO-8601" in wrong.stderr
     assert "created_at:" not in wrong.stderr
 
 
 def test_an_empty_query_is_refused_before_anything_loads(home: Path, project_dir: Path) -> None:
-    empty = run(home, project_dir, "search", "  ")
+    empty = invoke(home, project_dir, "search", "  ")
     assert empty.returncode == 2 and "Query cannot be empty" in empty.stderr
     assert not (home / "ccmemory.db").exists()  # refused before the store (or the model) was opened
 
 
 def test_an_empty_list_names_the_project_and_the_way_to_others(home: Path, project_dir: Path) -> None:
-    listed = run(home, project_dir, "list")
+    listed = invoke(home, project_dir, "list")
     assert listed.returncode == 0
     assert str(project_dir) in listed.stdout and "--all-projects" in listed.stdout and "--project" in listed.stdout
 
@@ -155,7 +155,7 @@ def test_an_empty_list_names_the_project_and_the_way_to_others(home: Path, proje
 def test_export_counts_in_plain_english(home: Path, project_dir: Path, tmp_path: Path) -> None:
     added(home, project_dir, "one memory")
     added(home, project_dir, "another memory")
-    done = run(home, project_dir, "export", "--project", str(project_dir), "-o", str(tmp_path / "out.jsonl"))
+    done = invoke(home, project_dir, "export", "--project", str(project_dir), "-o", str(tmp_path / "out.jsonl"))
     assert done.returncode == 0, done.stderr
     assert "Exported 1 project, 2 memories" in done.stderr
 
@@ -206,7 +206,7 @@ def test_the_demo_previews_and_next_session_say_the_useful_thing_first(tmp_path:
 def test_the_viewer_takes_a_short_unique_prefix_and_names_an_ambiguous_one(home: Path, project_dir: Path) -> None:
     import urllib.error
 
-    from ui_helpers import api_get, running_ui
+    from testing.ui import api_get, running_ui
 
     first, second = added(home, project_dir, "first memory"), added(home, project_dir, "second memory")
     renamed(home, first, "abcd1111-0000-4000-8000-000000000001")

@@ -22,7 +22,7 @@ import pytest
 from ccmemory import clock, db as database, documents, memories, projects, sessions
 from ccmemory.docmem.nodes import Docmem
 from ccmemory.errors import NotFoundError
-from mcp_helpers import running_server
+from testing.mcp import running_server
 
 TABLES = ("memories", "memory_relationships", "documents", "chunks", "docmem_nodes", "docmem_placements",
           "session_memories")

@@ -14,8 +14,8 @@ from ccmemory import memories, projects, search
 from ccmemory import db as database
 from ccmemory.knowledge import lock, promotion, settings as project_settings
 
-from knowledge_helpers import on_terminal
-from mcp_helpers import running_server
+from testing.cli import on_terminal
+from testing.mcp import running_server
 
 
 def cli(home: Path, root: Path, *args: str) -> subprocess.CompletedProcess[str]:

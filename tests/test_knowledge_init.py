@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from ccmemory.knowledge import sections
-from knowledge_helpers import ccmemory, env_for, git, on_terminal
+from testing.cli import invoke, on_terminal
+from testing.env import isolated_env
+from testing.knowledge import git
 
 SKILLS = ("memory-discover", "memory-query", "memory-save")
 CREATED = [
@@ -44,7 +46,7 @@ def knowledge_rows(home: Path) -> list[dict]:
 
 def test_init_creates_the_tree_skills_hook_analysis_and_checklist(home, tmp_path):
     repo = git_repo(tmp_path / "repo", home)
-    done = ccmemory(home, repo, "init")
+    done = invoke(home, repo, "init")
     assert done.returncode == 0, done.stderr
     for path in CREATED:
         assert (repo / path).is_file(), path
@@ -63,7 +65,7 @@ def test_init_creates_the_tree_skills_hook_analysis_and_checklist(home, tmp_path
 
 def test_templates_gotchas_shows_the_format_and_skills_have_valid_frontmatter(home, tmp_path):
     repo = git_repo(tmp_path / "repo", home)
-    assert ccmemory(home, repo, "init").returncode == 0
+    assert invoke(home, repo, "init").returncode == 0
     gotchas = (repo / ".claude" / "knowledge" / "gotchas.md").read_text()
     assert "vector-index: false" in gotchas and "keywords:" in gotchas and "### " in gotchas
     parsed = sections.parse(gotchas, "gotchas.md", fits=lambda text: len(text) < 2000)
@@ -87,12 +89,12 @@ def test_init_never_overwrites(home, tmp_path):
     mine = repo / ".claude" / "knowledge" / "gotchas.md"
     mine.parent.mkdir(parents=True)
     mine.write_text("# My own gotchas\n")
-    done = ccmemory(home, repo, "init")  # no terminal: merges without asking
+    done = invoke(home, repo, "init")  # no terminal: merges without asking
     assert done.returncode == 0
     assert "Existing .claude found: adding only the files it does not have yet." in done.stdout
     assert "Skipping existing: .claude/knowledge/gotchas.md" in done.stdout
     assert mine.read_text() == "# My own gotchas\n"
-    again = ccmemory(home, repo, "init")
+    again = invoke(home, repo, "init")
     assert again.returncode == 0 and "Created: nothing" in again.stdout
     for path in CREATED:
         assert f"Skipping existing: {path}" in again.stdout
@@ -122,7 +124,7 @@ def test_existing_claude_folder_asks_to_merge_only_on_a_terminal(home, tmp_path)
 def test_outside_a_git_repository_it_warns_and_continues(home, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
-    done = ccmemory(home, plain, "init")
+    done = invoke(home, plain, "init")
     assert done.returncode == 0
     assert "Not a git repo. Git hooks will not be installed." in done.stderr
     assert (plain / ".claude" / "knowledge" / "gotchas.md").is_file()
@@ -135,7 +137,7 @@ def test_a_read_only_project_fails_with_a_clear_message(home, tmp_path):
         target = tmp_path / "readonly"
         target.mkdir()
         os.chmod(target, 0o555)
-    done = ccmemory(home, tmp_path, "init", "--no-hook", "--project", str(target))
+    done = invoke(home, tmp_path, "init", "--no-hook", "--project", str(target))
     assert done.returncode == 1
     assert re.search(r"Cannot write to \S+: Permission denied", done.stderr), done.stderr
 
@@ -148,7 +150,7 @@ def test_a_full_disk_fails_fast(home, tmp_path):
         pytest.skip(f"cannot mount a tiny tmpfs here ({mounted.stderr.decode().strip()})")
     try:
         (small / "filler").write_bytes(b"x" * 4096)
-        done = ccmemory(home, tmp_path, "init", "--no-hook", "--project", str(small))
+        done = invoke(home, tmp_path, "init", "--no-hook", "--project", str(small))
         assert done.returncode == 1 and "Insufficient disk space" in done.stderr
     finally:
         subprocess.run(["umount", str(small)], check=False)
@@ -156,7 +158,7 @@ def test_a_full_disk_fails_fast(home, tmp_path):
 
 def test_pre_commit_hook_indexes_changed_knowledge_and_never_blocks(home, tmp_path):
     repo = git_repo(tmp_path / "repo", home)
-    assert ccmemory(home, repo, "init").returncode == 0
+    assert invoke(home, repo, "init").returncode == 0
     (repo / ".claude" / "knowledge" / "architecture" / "auth.md").write_text(
         "# Auth\n## Tokens\n### Token validation\nJWT tokens are checked by the auth middleware.\n")
     git(home, repo, "add", "-A")
@@ -178,7 +180,7 @@ def test_pre_commit_hook_indexes_changed_knowledge_and_never_blocks(home, tmp_pa
     (repo / ".claude" / "knowledge" / "gotchas.md").write_text("### Changed\ntext\n")
     git(home, repo, "add", "-A")
     failing = subprocess.run(["git", "commit", "-m", "still commits"], cwd=repo, capture_output=True, text=True,
-                             env={**env_for(home), "CCMEMORY_HOME": str(broken_home)}, timeout=300)
+                             env={**isolated_env(home), "CCMEMORY_HOME": str(broken_home)}, timeout=300)
     assert failing.returncode == 0, failing.stderr
     assert "knowledge indexing failed" in failing.stderr and "The commit goes on" in failing.stderr
     log = (repo / ".claude" / "memory" / "errors.log").read_text()
@@ -192,7 +194,7 @@ def test_hook_is_added_to_an_existing_hook_which_keeps_working(home, tmp_path):
     hook = repo / ".git" / "hooks" / "pre-commit"
     hook.write_text("#!/bin/sh\necho theirs >> \"$(git rev-parse --show-toplevel)/theirs.log\"\nexit 0\n")
     hook.chmod(0o755)
-    done = ccmemory(home, repo, "init")
+    done = invoke(home, repo, "init")
     assert "Added ccmemory to the existing git pre-commit hook: .git/hooks/pre-commit" in done.stdout
     text = hook.read_text()
     assert text.startswith("#!/bin/sh\n# >>> ccmemory") and "echo theirs" in text and text.endswith("exit 0\n")
@@ -210,7 +212,7 @@ def test_a_hook_in_another_language_is_left_alone(home, tmp_path):
     repo = git_repo(tmp_path / "repo", home)
     hook = repo / ".git" / "hooks" / "pre-commit"
     hook.write_text("#!/usr/bin/env python3\nprint('mine')\n")
-    done = ccmemory(home, repo, "init")
+    done = invoke(home, repo, "init")
     assert done.returncode == 0 and "is not a shell script, so it was left alone" in done.stderr
     assert hook.read_text() == "#!/usr/bin/env python3\nprint('mine')\n"
 
@@ -219,7 +221,7 @@ def test_concurrent_runs_are_kept_apart_by_the_lock(home, tmp_path):
     from ccmemory.knowledge import githook, lock, settings as project_settings
 
     repo = git_repo(tmp_path / "repo", home)
-    assert ccmemory(home, repo, "init").returncode == 0
+    assert invoke(home, repo, "init").returncode == 0
     git(home, repo, "add", "-A")
     settings = project_settings.load(str(repo))
     said: list[str] = []
@@ -233,7 +235,7 @@ def test_concurrent_runs_are_kept_apart_by_the_lock(home, tmp_path):
 
 def test_source_changes_refresh_the_structure_cache_and_flag_big_changes(home, tmp_path):
     repo = git_repo(tmp_path / "repo", home)
-    assert ccmemory(home, repo, "init").returncode == 0
+    assert invoke(home, repo, "init").returncode == 0
     git(home, repo, "add", "-A")
     assert git(home, repo, "commit", "-m", "setup").returncode == 0
     cache = repo / ".claude" / "memory" / "meta.json"
@@ -257,7 +259,7 @@ def test_without_git_installed_init_warns_and_continues(home, tmp_path):
     empty_path = tmp_path / "no-tools"
     empty_path.mkdir()
     done = subprocess.run([sys.executable, "-m", "ccmemory", "init"], cwd=project, capture_output=True, text=True,
-                          env={**env_for(home), "PATH": str(empty_path)}, timeout=180)
+                          env={**isolated_env(home), "PATH": str(empty_path)}, timeout=180)
     assert done.returncode == 0, done.stderr
     assert "Git is not installed. Git hooks will not be installed." in done.stderr
     assert (project / ".claude" / "knowledge" / "gotchas.md").is_file()

@@ -15,8 +15,8 @@ from ccmemory.hooks import context as session_context
 from ccmemory import config
 from ccmemory.knowledge import indexer, settings as project_settings
 
-from knowledge_helpers import AUTH, GOTCHAS, make_repo
-from mcp_helpers import running_server
+from testing.knowledge import AUTH, GOTCHAS, make_repo
+from testing.mcp import running_server
 
 
 def cli(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -23,7 +23,7 @@ import pytest
 
 from ccmemory.mcp.registry import tool_listing
 from ccmemory.mcp.runtime import collect_tools, load_tool_modules
-from hook_helpers import run_hook, tool_call
+from testing.hooks import run_hook, tool_call
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LAUNCHER = REPO_ROOT / "scripts" / "mcp_launcher.py"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ccmemory import memories
-from mcp_helpers import SOURCE
+from testing.repo import SOURCE
 
 PREFIX = Path(os.environ.get("CCMEMORY_INSPECTOR_PREFIX") or Path.home() / ".cache" / "ccmemory-test" / "inspector")
 INSPECTOR = PREFIX / "node_modules" / ".bin" / "mcp-inspector"

@@ -44,7 +44,7 @@ from ccmemory.hooks import capture, context as session_context, payload as paylo
 from ccmemory.mcp import background, registry, runtime
 from ccmemory.mcp.registry import ToolContext, ToolError
 from ccmemory.redaction import redact
-from hook_helpers import write_config
+from testing.hooks import write_config
 
 CHARS = st.characters(blacklist_categories=())  # lone surrogates included
 TEXT = st.text(alphabet=CHARS, max_size=300)

@@ -1,6 +1,6 @@
 """The redaction corpus through every write channel, then a byte search of the whole data directory.
 
-Every realistic fake secret of :mod:`secret_corpus` (≥ 60 in ≥ 30 formats) is sent through each
+Every realistic fake secret of :mod:`testing.secret_corpus` (≥ 60 in ≥ 30 formats) is sent through each
 way text reaches the store: the capture hook (Bash command and output, Write, Edit, Read, an MCP
 tool's input), transcripts read by the Stop hook, the MCP tools ``memory_add``, ``docs_ingest``
 (text and a file in the project) and ``docmem_create_node``, the CLI ``add`` and ``docs ingest``,
@@ -23,9 +23,9 @@ import uuid
 from pathlib import Path
 
 from ccmemory import db as database, memories, migrations, projects
-from hook_helpers import assert_quiet_success, common, run_hook, tool_call, write_config, write_transcript
-from mcp_helpers import running_server
-from secret_corpus import LOOKALIKES, SECRETS, chunks
+from testing.hooks import assert_quiet_success, common, run_hook, tool_call, write_config, write_transcript
+from testing.mcp import running_server
+from testing.secret_corpus import chunks, LOOKALIKES, SECRETS
 
 
 def _hook_channels(home: Path, project_dir: Path, texts: list[str]) -> int:

@@ -2,7 +2,7 @@
 
 Requests go through Starlette's in-process client to the real application;
 tests that need the real server (loopback binding, free port, event stream)
-start ``ccmemory ui`` as a subprocess (see ``ui_helpers.py``).
+start ``ccmemory ui`` as a subprocess (see ``testing/ui.py``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from ccmemory.docmem.nodes import Docmem
 from ccmemory.ui.app import create_app
 from ccmemory.ui.viewer import Viewer
 
-from hook_helpers import run_hook, tool_call
-from ui_helpers import api_get, events_until, running_ui
+from testing.hooks import run_hook, tool_call
+from testing.ui import api_get, events_until, running_ui
 
 SECRET_TEXTS = {
     "AKIAIOSFODNN7EXAMPLE": "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hook_helpers import bash_call, common, rows, run_hook
-from knowledge_helpers import ccmemory, env_for
+from testing.hooks import bash_call, common, rows, run_hook
+from testing.cli import spawn
+from testing.env import isolated_env
 
 from ccmemory import clock, db as database, projects
 from ccmemory.files import commands as file_commands
@@ -47,7 +48,7 @@ def world(tmp_path: Path) -> dict[str, Path]:
     home, project, victim = tmp_path / "home", tmp_path / "project", tmp_path / "victim"
     for folder in (project, victim):
         (folder / ".git").mkdir(parents=True)
-    assert ccmemory(home, victim, "add", "Victim project: deploys go through the release train").returncode == 0
+    assert spawn(home, victim, "add", "Victim project: deploys go through the release train").returncode == 0
     db = database.connect(home / "ccmemory.db")
     try:
         call = file_commands.Call(projects.project_id(db, project), None, "test")
@@ -100,7 +101,7 @@ def _hostile_lines(project: Path, victim: Path, missing: Path) -> str:
 
 
 def _import(world: dict[str, Path], *flags: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
-    result = ccmemory(world["home"], world["project"], "import", str(world["file"]), *flags, "--json")
+    result = spawn(world["home"], world["project"], "import", str(world["file"]), *flags, "--json")
     return result, (json.loads(result.stdout) if result.stdout.strip() else None)
 
 
@@ -140,7 +141,7 @@ def _memory_ceiling() -> None:
 def _limited_embed(world: dict[str, Path]) -> subprocess.CompletedProcess[str]:
     """The real `ccmemory embed`, under :func:`_memory_ceiling`."""
     return subprocess.run([sys.executable, "-m", "ccmemory", "embed"], cwd=world["project"],
-                          env=env_for(world["home"]), capture_output=True, text=True, timeout=150,
+                          env=isolated_env(world["home"]), capture_output=True, text=True, timeout=150,
                           preexec_fn=_memory_ceiling)
 
 
@@ -208,7 +209,7 @@ def test_all_projects_writes_only_projects_on_this_machine_and_names_them(world)
 
 
 def test_user_files_only_when_asked_and_never_over_the_users_own(world):
-    first = ccmemory(world["home"], world["project"], "import", str(world["file"]), "--into-project",
+    first = spawn(world["home"], world["project"], "import", str(world["file"]), "--into-project",
                      str(world["project"]), "--include-user-files")
     assert "Wrote user-wide memory file /memories/user/new-rule.md (shown to every project)" in first.stdout
     assert "/memories/user/prefs.md is already here with other text; your copy is kept" in first.stderr
@@ -222,7 +223,7 @@ def test_an_endless_line_is_refused_with_bounded_memory(world):
     """Lines are read at most 64 MB at a time: /dev/zero as the file is refused, not read into memory."""
     before = _dump(world["home"])
     result = subprocess.run([sys.executable, "-m", "ccmemory", "import", "/dev/zero", "--into-project", "."],
-                            cwd=world["project"], env=env_for(world["home"]), capture_output=True, text=True,
+                            cwd=world["project"], env=isolated_env(world["home"]), capture_output=True, text=True,
                             timeout=150, preexec_fn=_memory_ceiling)
     assert result.returncode == 2 and "not a ccmemory export" in result.stderr, result.stderr
     assert _dump(world["home"]) == before
@@ -255,16 +256,16 @@ def test_exports_are_private_and_a_project_export_leaves_user_files_out(world):
     whole, single, readable = world["tmp"] / "all.jsonl", world["tmp"] / "one.jsonl", world["tmp"] / "notes.md"
     single.write_text("an older export, created world-readable\n")
     single.chmod(0o644)
-    assert ccmemory(world["home"], world["project"], "export", "-o", str(whole)).returncode == 0
-    assert ccmemory(world["home"], world["project"], "export", "--project", str(world["project"]),
+    assert spawn(world["home"], world["project"], "export", "-o", str(whole)).returncode == 0
+    assert spawn(world["home"], world["project"], "export", "--project", str(world["project"]),
                     "-o", str(single)).returncode == 0
-    assert ccmemory(world["home"], world["project"], "export", "--format", "markdown", "-o",
+    assert spawn(world["home"], world["project"], "export", "--format", "markdown", "-o",
                     str(readable)).returncode == 0
     for path in (whole, single, readable):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
     assert OWN in whole.read_text()  # a backup of everything keeps the user's own files
     assert OWN not in single.read_text() and '"project":null' not in single.read_text()
     assert [name for name in os.listdir(world["tmp"]) if name.startswith(".ccmemory-")] == []
-    with_files = ccmemory(world["home"], world["project"], "export", "--project", str(world["project"]),
+    with_files = spawn(world["home"], world["project"], "export", "--project", str(world["project"]),
                           "--include-user-files")
     assert OWN in with_files.stdout

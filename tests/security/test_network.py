@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-from knowledge_helpers import ccmemory
-from mcp_helpers import running_server
+from testing.cli import spawn
+from testing.mcp import running_server
 
 from ccmemory import config, documents, fetch, html_text, markdown_blocks, tokens
 
@@ -212,7 +212,7 @@ def test_docs_ingest_refuses_internal_addresses_without_contacting_them(home: Pa
 def test_the_cli_refuses_internal_addresses_too(home: Path, project_dir: Path, serve: Callable[..., _Server]) -> None:
     target = serve(_page(b"# Internal\n\nsecret admin page"))
     for url in (target.url("/"), "http://169.254.169.254/latest/meta-data/"):
-        result = ccmemory(home, project_dir, "docs", "ingest", "--url", url)
+        result = spawn(home, project_dir, "docs", "ingest", "--url", url)
         assert result.returncode != 0 and "not public" in result.stdout + result.stderr
     assert target.requests == []
 
@@ -225,7 +225,7 @@ def test_a_project_cannot_opt_in_for_the_user(home: Path, project_dir: Path, ser
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"docs": {"allow_private_hosts": ["127.0.0.1"]},
                                     "env": {"CLAUDE_PLUGIN_OPTION_ALLOW_PRIVATE_HOSTS": "127.0.0.1"}}))
-    result = ccmemory(home, project_dir, "docs", "ingest", "--url", target.url("/"))
+    result = spawn(home, project_dir, "docs", "ingest", "--url", target.url("/"))
     assert result.returncode != 0 and "not public" in result.stdout + result.stderr
     assert target.requests == []
 
@@ -428,7 +428,7 @@ def test_a_5_mb_document_is_ingested(home: Path, project_dir: Path) -> None:
     """The largest document ccmemory takes, in its worst shape (one sentence), through the real CLI."""
     page = project_dir / "big.md"
     page.write_text("# Big\n\n" + HOSTILE_SHAPES["one long sentence"](documents.MAX_DOCUMENT_BYTES - 100))
-    result = ccmemory(home, project_dir, "docs", "ingest", str(page), "--json")
+    result = spawn(home, project_dir, "docs", "ingest", str(page), "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["chunk_count"] > 1000
 
@@ -537,14 +537,14 @@ def test_the_knowledge_parser_does_bounded_work_per_character(shape: str) -> Non
 
 
 def test_ccmemory_index_reads_hostile_knowledge_files_and_skips_oversized_ones(home: Path, tmp_path: Path) -> None:
-    from knowledge_helpers import make_repo
+    from testing.knowledge import make_repo
 
     repo = tmp_path / "repo"
     files: dict[str, str | bytes] = {f"shape-{number}.md": make(300_000)
                                      for number, make in enumerate(KNOWLEDGE_SHAPES.values())}
     files["huge.md"] = "### Huge\n" + "z " * (3 * 1024 * 1024)  # 6 MB: over the per-file cap
     make_repo(repo, files)
-    result = ccmemory(home, repo, "index", "--dry-run", "--json")  # every file parsed; nothing embedded
+    result = spawn(home, repo, "index", "--dry-run", "--json")  # every file parsed; nothing embedded
     report = json.loads(result.stdout)
     outcomes = {item["path"]: item["action"] for item in report["files"]}
     assert outcomes.pop("huge.md") == "skipped" and any("File too large: huge.md" in w for w in report["warnings"])
@@ -553,10 +553,10 @@ def test_ccmemory_index_reads_hostile_knowledge_files_and_skips_oversized_ones(h
 
 def test_a_heading_longer_than_an_entry_no_longer_hangs_the_index(home: Path, tmp_path: Path) -> None:
     """Before, nothing fitted after such a heading and the text was halved forever (`ccmemory index` and the hook hung)."""
-    from knowledge_helpers import make_repo
+    from testing.knowledge import make_repo
 
     repo = tmp_path / "repo"
     make_repo(repo, {"notes.md": "### " + "Long heading " * 400 + "\n\nThe body of the section.\n"})
-    result = ccmemory(home, repo, "index", "--dry-run", "--json")
+    result = spawn(home, repo, "index", "--dry-run", "--json")
     assert result.returncode in (0, 2), result.stderr
     assert json.loads(result.stdout)["entries_created"] == 1
