@@ -34,9 +34,10 @@ TERMINAL_WIDTH = 80
 MODULE = [sys.executable, "-m", "ccmemory"]
 
 
-def invoke(home: Path | None, cwd: Path, *args: str, stdin: str | None = None,
+def invoke(home: Path | None, cwd: Path | None, *args: str, stdin: str | None = None,
            **env: str) -> subprocess.CompletedProcess[str]:
-    """``ccmemory *args`` in this process, in ``cwd``, with ``isolated_env(home, **env)`` as its environment.
+    """``ccmemory *args`` in this process, in ``cwd`` (None: this process's), with ``isolated_env(home, **env)`` as
+    its environment.
 
     An exception the command lets escape becomes what the real process gives: exit 1, the traceback on stderr.
     """
@@ -45,7 +46,7 @@ def invoke(home: Path | None, cwd: Path, *args: str, stdin: str | None = None,
     wanted = isolated_env(home, **env)
     overlay: dict[str, str | None] = {key: None for key in os.environ if key not in wanted}
     overlay.update(wanted)
-    with contextlib.chdir(cwd):
+    with contextlib.chdir(cwd or os.getcwd()):
         result = CliRunner(env=overlay).invoke(cli, list(args), input=stdin, prog_name=PROG_NAME,
                                                terminal_width=TERMINAL_WIDTH)
     stderr = result.stderr
@@ -54,9 +55,9 @@ def invoke(home: Path | None, cwd: Path, *args: str, stdin: str | None = None,
     return subprocess.CompletedProcess([*MODULE, *args], result.exit_code, result.stdout, stderr)
 
 
-def spawn(home: Path | None, cwd: Path, *args: str, stdin: str | None = None, program: list[str] | None = None,
+def spawn(home: Path | None, cwd: Path | None, *args: str, stdin: str | None = None, program: list[str] | None = None,
           timeout: float = 180, **env: str) -> subprocess.CompletedProcess[str]:
-    """``program *args`` (default ``python -m ccmemory``) as a real process in ``cwd``, with
+    """``program *args`` (default ``python -m ccmemory``) as a real process in ``cwd`` (None: this process's), with
     ``isolated_env(home, **env)``; ``stdin`` is its input (none given: it reads an empty pipe)."""
     return subprocess.run([*(program or MODULE), *args], cwd=cwd, env=isolated_env(home, **env),
                           input=stdin if stdin is not None else "", capture_output=True, text=True, timeout=timeout)

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from ccmemory import db as database
-from testing.cli import invoke
+from testing.cli import invoke as run, spawn
 
 
 def added(home: Path, cwd: Path, text: str) -> str:
-    done = invoke(home, cwd, "add", text, "--json")
+    done = run(home, cwd, "add", text, "--json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["id"]
 
@@ -31,7 +30,7 @@ def renamed(home: Path, old: str, new: str) -> None:
 def test_any_unique_prefix_of_four_or_more_characters_names_a_memory(home: Path, project_dir: Path) -> None:
     memory_id = added(home, project_dir, "The API uses JWT tokens for auth")
     for length in (4, 7, 12):
-        shown = invoke(home, project_dir, "get", memory_id[:length])
+        shown = run(home, project_dir, "get", memory_id[:length])
         assert shown.returncode == 0, shown.stderr
         assert "The API uses JWT tokens for auth" in shown.stdout
 
@@ -40,24 +39,24 @@ def test_a_prefix_too_short_or_ambiguous_says_so(home: Path, project_dir: Path) 
     first, second = added(home, project_dir, "first memory"), added(home, project_dir, "second memory")
     renamed(home, first, "abcd1111-0000-4000-8000-000000000001")
     renamed(home, second, "abcd2222-0000-4000-8000-000000000002")
-    short = invoke(home, project_dir, "get", "abc")
+    short = run(home, project_dir, "get", "abc")
     assert short.returncode == 1 and "too short" in short.stderr and "at least 4" in short.stderr
-    ambiguous = invoke(home, project_dir, "get", "abcd")
+    ambiguous = run(home, project_dir, "get", "abcd")
     assert ambiguous.returncode == 1 and "ambiguous" in ambiguous.stderr
     assert "abcd1111-0000-4000-8000-000000000001" in ambiguous.stderr
     assert "abcd2222-0000-4000-8000-000000000002" in ambiguous.stderr
-    assert "second memory" in invoke(home, project_dir, "get", "abcd2").stdout
-    refused = invoke(home, project_dir, "delete", "abcd")
+    assert "second memory" in run(home, project_dir, "get", "abcd2").stdout
+    refused = run(home, project_dir, "delete", "abcd")
     assert refused.returncode == 1 and "ambiguous" in refused.stderr
-    assert "first memory" in invoke(home, project_dir, "get", "abcd1").stdout  # nothing was deleted
-    unknown = invoke(home, project_dir, "get", "ffff0000")
+    assert "first memory" in run(home, project_dir, "get", "abcd1").stdout  # nothing was deleted
+    unknown = run(home, project_dir, "get", "ffff0000")
     assert unknown.returncode == 1 and "Entry not found: ffff0000" in unknown.stderr
 
 
 def test_deleting_a_deleted_memory_says_so_and_fails(home: Path, project_dir: Path) -> None:
     memory_id = added(home, project_dir, "Deploys go out on Tuesdays")
-    assert invoke(home, project_dir, "delete", memory_id[:6]).returncode == 0
-    again = invoke(home, project_dir, "delete", memory_id[:6])
+    assert run(home, project_dir, "delete", memory_id[:6]).returncode == 0
+    again = run(home, project_dir, "delete", memory_id[:6])
     assert again.returncode == 1 and "already deleted" in again.stderr and "soft-deleted" not in again.stdout
     assert f"ccmemory restore {memory_id}" in again.stderr
 
@@ -81,11 +80,11 @@ def test_the_mcp_tools_take_prefixes_and_name_ambiguity(home: Path, project_dir:
 
 def test_stats_and_doctor_hint_at_embed_only_when_something_waits(home: Path, project_dir: Path) -> None:
     added(home, project_dir, "A memory to embed")
-    waiting = invoke(home, project_dir, "stats")
+    waiting = run(home, project_dir, "stats")
     assert "Pending embeddings: 1 (run `ccmemory embed`)" in waiting.stdout
-    assert invoke(home, project_dir, "embed").returncode == 0
-    assert "Pending embeddings: 0\n" in invoke(home, project_dir, "stats").stdout
-    verbose = invoke(home, project_dir, "doctor", "--verbose")
+    assert run(home, project_dir, "embed").returncode == 0
+    assert "Pending embeddings: 0\n" in run(home, project_dir, "stats").stdout
+    verbose = run(home, project_dir, "doctor", "--verbose")
     assert "pending embeddings: 0\n" in verbose.stdout
 
 
@@ -95,10 +94,8 @@ def test_doctor_says_when_no_claude_is_on_path_and_never_runs_one_from_the_proje
     planted = project_dir / "claude"
     planted.write_text(f"#!/bin/sh\ntouch {marker}\necho '9.9.9 (Claude Code)'\n")
     planted.chmod(0o755)
-    env = {**os.environ, "CCMEMORY_HOME": str(home), "PATH": os.pathsep.join([".", "", os.path.dirname(sys.executable),
-                                                                             "/usr/bin", "/bin"])}
-    result = subprocess.run([sys.executable, "-m", "ccmemory", "doctor"], cwd=project_dir, env=env,
-                            capture_output=True, text=True, timeout=120)
+    path = os.pathsep.join([".", "", os.path.dirname(sys.executable), "/usr/bin", "/bin"])
+    result = spawn(home, project_dir, "doctor", PATH=path, timeout=120)  # a real process looks up PATH
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[note] claude code: no `claude` on PATH" in result.stdout
     assert not marker.exists()
@@ -118,36 +115,36 @@ def test_the_readme_install_steps_are_the_ones_the_real_install_test_runs() -> N
 
 def test_help_never_cuts_a_command_summary_mid_phrase(home: Path, project_dir: Path) -> None:
     for group in ((), ("docs",), ("files",), ("config",), ("context",)):
-        shown = invoke(home, project_dir, *group, "--help")
+        shown = run(home, project_dir, *group, "--help")
         assert shown.returncode == 0, shown.stderr
         commands = shown.stdout[shown.stdout.index("Commands:"):] if "Commands:" in shown.stdout else ""
         assert "..." not in commands, (group, commands)
 
 
 def test_add_says_when_it_redacted_and_suggests_a_near_category(home: Path, project_dir: Path) -> None:
-    secret = invoke(home, project_dir, "add", "The staging DB_PASSWORD=hunter2-Zq81x is in the vault")
+    secret = run(home, project_dir, "add", "The staging DB_PASSWORD=hunter2-Zq81x is in the vault")
     assert secret.returncode == 0, secret.stderr
     assert "Note: 1 secret-looking value replaced by [REDACTED]" in secret.stderr
-    plain = invoke(home, project_dir, "add", "Deploys go out on Tuesdays")
+    plain = run(home, project_dir, "add", "Deploys go out on Tuesdays")
     assert "Note:" not in plain.stderr
-    typo = invoke(home, project_dir, "add", "Auth is a middleware", "--category", "archtecture")
+    typo = run(home, project_dir, "add", "Auth is a middleware", "--category", "archtecture")
     assert typo.returncode == 0 and "did you mean 'architecture'?" in typo.stderr
 
 
 def test_a_bad_date_names_the_option(home: Path, project_dir: Path) -> None:
-    wrong = invoke(home, project_dir, "add", "Release shipped", "--created-at", "soon")
+    wrong = run(home, project_dir, "add", "Release shipped", "--created-at", "soon")
     assert wrong.returncode == 2 and "'--created-at'" in wrong.stderr and "ISO-8601" in wrong.stderr
     assert "created_at:" not in wrong.stderr
 
 
 def test_an_empty_query_is_refused_before_anything_loads(home: Path, project_dir: Path) -> None:
-    empty = invoke(home, project_dir, "search", "  ")
+    empty = run(home, project_dir, "search", "  ")
     assert empty.returncode == 2 and "Query cannot be empty" in empty.stderr
     assert not (home / "ccmemory.db").exists()  # refused before the store (or the model) was opened
 
 
 def test_an_empty_list_names_the_project_and_the_way_to_others(home: Path, project_dir: Path) -> None:
-    listed = invoke(home, project_dir, "list")
+    listed = run(home, project_dir, "list")
     assert listed.returncode == 0
     assert str(project_dir) in listed.stdout and "--all-projects" in listed.stdout and "--project" in listed.stdout
 
@@ -155,7 +152,7 @@ def test_an_empty_list_names_the_project_and_the_way_to_others(home: Path, proje
 def test_export_counts_in_plain_english(home: Path, project_dir: Path, tmp_path: Path) -> None:
     added(home, project_dir, "one memory")
     added(home, project_dir, "another memory")
-    done = invoke(home, project_dir, "export", "--project", str(project_dir), "-o", str(tmp_path / "out.jsonl"))
+    done = run(home, project_dir, "export", "--project", str(project_dir), "-o", str(tmp_path / "out.jsonl"))
     assert done.returncode == 0, done.stderr
     assert "Exported 1 project, 2 memories" in done.stderr
 
@@ -184,10 +181,7 @@ def test_cuts_end_at_words_and_are_never_longer_than_what_they_replace() -> None
 
 
 def test_the_demo_previews_and_next_session_say_the_useful_thing_first(tmp_path: Path) -> None:
-    env = {**os.environ}
-    env.pop("CCMEMORY_HOME", None)
-    done = subprocess.run([sys.executable, "-m", "ccmemory", "demo", "--home", str(tmp_path / "demo")],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    done = spawn(None, tmp_path, "demo", "--home", str(tmp_path / "demo"), timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     searches = done.stdout[done.stdout.index("\nSearch ("):done.stdout.index("What the next session is given")]
     hits = [line for line in searches.splitlines() if line[:1].isdigit()]

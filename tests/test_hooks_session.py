@@ -17,6 +17,7 @@ from testing.hooks import (
 
 from ccmemory import db as database, memories, projects, redaction, sessions
 from ccmemory.hooks import context, privacy
+from testing.repo import SOURCE
 
 
 def session_end(session_id: str, project: Path, reason: str = "other") -> dict:
@@ -211,7 +212,7 @@ def test_preview_prints_exactly_what_the_hook_injects(home: Path, project_dir: P
     seed_project(home, project_dir)
     hook = run_hook("session_start", session_start("n6", project_dir), home)
     cli = [sys.executable, "-m", "ccmemory", "context", "--preview", "--project", str(project_dir)]
-    env = isolated_env(home, PYTHONPATH=str(Path(__file__).parents[1] / "src"))
+    env = isolated_env(home, PYTHONPATH=str(SOURCE))
     preview = subprocess.run(cli, capture_output=True, env=env, timeout=120)
     assert preview.returncode == 0, preview.stderr.decode()
     assert same_nonce(preview.stdout.decode()) == same_nonce(injected(hook) + "\n")

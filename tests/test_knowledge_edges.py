@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ccmemory import db as database
-from testing.cli import invoke, on_terminal
+from testing.cli import invoke as ccmemory, on_terminal, spawn
 from testing.env import isolated_env
 from testing.knowledge import AUTH, git, GOTCHAS, make_repo, write_files
 from testing.models import tiny_model
@@ -55,7 +55,7 @@ def test_index_with_a_model_that_cannot_load_stores_every_entry_and_exits_2(tmp_
     home, missing = broken_model_home(tmp_path)
     repo = tmp_path / "repo"
     make_repo(repo, {"gotchas.md": GOTCHAS, "architecture/auth.md": AUTH})
-    done = invoke(home, repo, "index")
+    done = ccmemory(home, repo, "index")
     # F5.2: 2 = warnings but completed; every section is stored, searchable by keywords until embedded
     assert done.returncode == 2, done.stderr
     assert "Indexed 2 file(s)" in done.stdout and "4 entries created" in done.stdout
@@ -66,15 +66,15 @@ def test_index_with_a_model_that_cannot_load_stores_every_entry_and_exits_2(tmp_
     assert len(warning) == 1, done.stderr
     assert "Entries stored without vectors" in warning[0] and "Could not load embedding model" in warning[0]
     assert str(missing) in warning[0] and "ccmemory embed" in warning[0]
-    keyword = invoke(home, repo, "search", "scheduler clock", "--mode", "keyword")
+    keyword = ccmemory(home, repo, "search", "scheduler clock", "--mode", "keyword")
     assert keyword.returncode == 0 and "gotchas.md#cron-runs-in-server-time" in keyword.stdout
 
     # the pending entries are embedded by the next run once the model is fixed; nothing is indexed twice
     (home / "config.json").write_text("{}")
-    again = invoke(home, repo, "index")
+    again = ccmemory(home, repo, "index")
     assert again.returncode == 0, again.stderr
     assert "0 entries created" in again.stdout and len(knowledge_refs(home)) == 4
-    fixed = invoke(home, repo, "embed")
+    fixed = ccmemory(home, repo, "embed")
     assert fixed.returncode == 0, fixed.stderr
     assert rows(home, "SELECT COUNT(*) AS n FROM memories WHERE source = 'knowledge' AND needs_embedding = 1")[0]["n"] == 0
 
@@ -83,7 +83,7 @@ def test_index_embedding_failure_warning_names_the_files_and_sections(tmp_path):
     home, _ = broken_model_home(tmp_path)
     repo = tmp_path / "repo"
     make_repo(repo, {"gotchas.md": GOTCHAS, "architecture/auth.md": AUTH})
-    done = invoke(home, repo, "index")
+    done = ccmemory(home, repo, "index")
     assert done.returncode == 2
     assert "architecture/auth.md" in done.stderr and "gotchas.md" in done.stderr
     assert "Token validation" in done.stderr and "Cron runs in server time" in done.stderr
@@ -98,7 +98,7 @@ def test_index_goes_on_past_a_section_the_model_fails_on_and_names_it(tmp_path):
     long_section = " ".join(["The billing job retries each failed invoice with exponential backoff."] * 12)
     repo = tmp_path / "repo"
     make_repo(repo, {"gotchas.md": GOTCHAS, "architecture/billing.md": f"# Billing\n### Retries\n{long_section}\n"})
-    done = invoke(home, repo, "index")
+    done = ccmemory(home, repo, "index")
     assert done.returncode == 2, done.stderr
     assert "Indexed 2 file(s)" in done.stdout and "3 entries created" in done.stdout
     warnings = [line for line in done.stderr.splitlines() if line.startswith("Warning:")]
@@ -108,10 +108,10 @@ def test_index_goes_on_past_a_section_the_model_fails_on_and_names_it(tmp_path):
     # the other file's sections were embedded; only the one the model cannot take waits
     pending = rows(home, "SELECT metadata FROM memories WHERE source = 'knowledge' AND needs_embedding = 1")
     assert [json.loads(row["metadata"])["knowledge"]["file"] for row in pending] == ["architecture/billing.md"]
-    semantic = invoke(home, repo, "search", "scheduler clock", "--mode", "semantic", "--json")
+    semantic = ccmemory(home, repo, "search", "scheduler clock", "--mode", "semantic", "--json")
     assert semantic.returncode == 0, semantic.stderr
     # `ccmemory embed` tries it again, says which item still fails, and exits 1
-    again = invoke(home, repo, "embed")
+    again = ccmemory(home, repo, "embed")
     assert again.returncode == 1, again.stderr
     assert "Embedded 0 item(s)" in again.stdout
     assert "Warning: the model failed on memory" in again.stderr
@@ -153,7 +153,7 @@ def test_add_with_an_invalid_category_without_a_terminal_stores_it_as_general_an
         home, project_dir):
     from ccmemory.memories import CATEGORIES
 
-    done = invoke(home, project_dir, "add", "API uses JWT tokens", "--category", "nonsense")
+    done = ccmemory(home, project_dir, "add", "API uses JWT tokens", "--category", "nonsense")
     assert done.returncode == 0, done.stderr  # F5: no TTY skips the prompt and uses the default
     assert "unknown category 'nonsense'" in done.stderr and "stored as 'general'" in done.stderr
     assert all(category in done.stderr for category in CATEGORIES), done.stderr
@@ -193,8 +193,7 @@ def test_init_logs_and_skips_a_corrupted_template_and_places_the_rest(home, tmp_
     which = subprocess.run([sys.executable, "-c", "import ccmemory; print(ccmemory.__file__)"], env=env,
                            capture_output=True, text=True)
     assert which.stdout.strip() == str(site / "ccmemory" / "__init__.py")  # the damaged copy is what runs
-    done = subprocess.run([sys.executable, "-m", "ccmemory", "init"], cwd=root, env=env, capture_output=True,
-                          text=True, timeout=180)
+    done = spawn(home, root, "init", PYTHONPATH=str(site))
     assert done.returncode == 0, done.stderr
     for damaged, why in ((".claude/settings.json", "is not valid JSON"),
                          (".claude/skills/memory-save/SKILL.md", "holds binary data")):
@@ -205,7 +204,7 @@ def test_init_logs_and_skips_a_corrupted_template_and_places_the_rest(home, tmp_
                    ".claude/skills/memory-discover/SKILL.md", ".claude/knowledge/domain/.gitkeep"):
         assert (root / placed).is_file() and f"[x] {placed}" in done.stdout
     # a later init from a good install places what was skipped, and nothing else changes
-    again = invoke(home, root, "init")
+    again = ccmemory(home, root, "init")
     assert again.returncode == 0 and "[x] .claude/settings.json" in again.stdout
     assert json.loads((root / ".claude" / "settings.json").read_text())["enabledPlugins"]
 
@@ -226,7 +225,7 @@ def custom_repo(tmp_path: Path, home: Path, folder: str = "docs/kb") -> Path:
 
 def test_init_puts_the_knowledge_tree_in_the_configured_folder(home, tmp_path):
     root = custom_repo(tmp_path, home)
-    done = invoke(home, root, "init")
+    done = ccmemory(home, root, "init")
     assert done.returncode == 0, done.stderr
     assert "Warning" not in done.stderr, done.stderr
     for path in ("docs/kb/gotchas.md", "docs/kb/architecture/.gitkeep", "docs/kb/patterns/.gitkeep"):
@@ -235,31 +234,31 @@ def test_init_puts_the_knowledge_tree_in_the_configured_folder(home, tmp_path):
     assert not (root / ".claude" / "knowledge").exists()
     assert (root / ".claude" / "skills" / "memory-query" / "SKILL.md").is_file()  # the rest stays in .claude
     assert "docs/kb/" in done.stdout  # the next steps point at the configured folder
-    again = invoke(home, root, "init")
+    again = ccmemory(home, root, "init")
     assert again.returncode == 0 and "Skipping existing: docs/kb/gotchas.md" in again.stdout
 
 
 def test_index_reads_only_the_configured_folder(home, tmp_path):
     root = custom_repo(tmp_path, home)
-    missing = invoke(home, root, "index")
+    missing = ccmemory(home, root, "index")
     assert missing.returncode == 1
     assert "Knowledge directory not found" in missing.stderr and str(root / "docs" / "kb") in missing.stderr
 
     write_files(root, {"docs/kb/architecture/auth.md": AUTH,
                        ".claude/knowledge/gotchas.md": GOTCHAS})  # the default folder is not read
-    done = invoke(home, root, "index", "--json")
+    done = ccmemory(home, root, "index", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["knowledge_dir"] == str(root / "docs" / "kb")
     assert [f["path"] for f in report["files"]] == ["architecture/auth.md"]
     assert knowledge_refs(home) == ["architecture/auth.md#refresh", "architecture/auth.md#token-validation"]
-    hit = invoke(home, root, "search", "token validation middleware", "--mode", "keyword")
+    hit = ccmemory(home, root, "search", "token validation middleware", "--mode", "keyword")
     assert "architecture/auth.md#token-validation" in hit.stdout
 
 
 def test_the_git_hook_reindexes_when_the_configured_folder_changes(home, tmp_path):
     root = custom_repo(tmp_path, home)
-    assert invoke(home, root, "init").returncode == 0
+    assert ccmemory(home, root, "init").returncode == 0
     write_files(root, {"docs/kb/architecture/auth.md": AUTH})
     git(home, root, "add", "-A")
     committed = git(home, root, "commit", "-m", "knowledge in docs/kb")
@@ -270,17 +269,17 @@ def test_the_git_hook_reindexes_when_the_configured_folder_changes(home, tmp_pat
 
 def test_promote_writes_discoveries_into_the_configured_folder(home, tmp_path):
     root = custom_repo(tmp_path, home, folder="notes/knowledge")
-    found = invoke(home, root, "discover", "--json")
+    found = ccmemory(home, root, "discover", "--json")
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout)["saved"] >= 1
     discovery_id = rows(home, "SELECT id FROM memories WHERE source = 'discovery' ORDER BY seq LIMIT 1")[0]["id"]
-    promoted = invoke(home, root, "promote", discovery_id, "--json")
+    promoted = ccmemory(home, root, "promote", discovery_id, "--json")
     assert promoted.returncode == 0, promoted.stderr
     [result] = json.loads(promoted.stdout)
     assert result["action"] == "promoted" and result["path"].startswith("notes/knowledge/discoveries/")
     assert (root / result["path"]).is_file()
     assert not (root / ".claude" / "knowledge").exists()
     # the promoted file is then indexed from the configured folder like any other knowledge
-    indexed = invoke(home, root, "index")
+    indexed = ccmemory(home, root, "index")
     assert indexed.returncode == 0, indexed.stderr
     assert any(ref.startswith("discoveries/") for ref in knowledge_refs(home))

@@ -25,7 +25,7 @@ import pytest
 
 from ccmemory import db as database
 from ccmemory.knowledge import lock
-from testing.cli import invoke
+from testing.cli import invoke as ccmemory
 from testing.env import isolated_env
 from testing.knowledge import AUTH, git, GOTCHAS, make_repo, write_files
 from testing.models import tiny_model
@@ -60,7 +60,7 @@ def committed_project(tmp_path: Path, home: Path) -> Path:
     assert git(home, repo, "init", "-q").returncode == 0
     write_files(repo, {"src/index.ts": "export function greet(name: string): string { return name }\n",
                        "package.json": json.dumps({"name": "demo-app", "main": "src/index.ts"})})
-    done = invoke(home, repo, "init")
+    done = ccmemory(home, repo, "init")
     assert done.returncode == 0, done.stderr
     write_files(repo / ".claude" / "knowledge", {"architecture/auth.md": AUTH})
     commit(home, repo, "setup", ".")
@@ -183,7 +183,7 @@ def test_a_commit_while_an_index_holds_the_lock_is_not_blocked_and_its_changes_a
         assert Path(lock.request_path(str(index_lock(repo)))).exists()
 
         # A second manual index is refused with who holds the lock and what to do (exit 1: nothing done).
-        refused = invoke(home, repo, "index")
+        refused = ccmemory(home, repo, "index")
         assert refused.returncode == 1, refused.stderr
         assert f"Another index of this project is running (pid {holder.process.pid}, started " in refused.stderr
         assert "Wait for it to finish, then run `ccmemory index` again" in refused.stderr
@@ -203,7 +203,7 @@ def test_a_commit_while_an_index_holds_the_lock_is_not_blocked_and_its_changes_a
     assert len([ref for ref in refs if ref.startswith("bulk/")]) == BULK_FILES
     assert sum(row["entries"] for row in query(home, "SELECT entries FROM knowledge_files")) == len(refs)
     assert not index_lock(repo).exists() and not Path(lock.request_path(str(index_lock(repo)))).exists()
-    again = invoke(home, repo, "index", "--json")
+    again = ccmemory(home, repo, "index", "--json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["files_indexed"] == 0  # nothing was left over for later
 
@@ -212,7 +212,7 @@ def test_a_dry_run_does_not_need_the_lock(tmp_path, home):
     repo = tmp_path / "repo"
     make_repo(repo, {"gotchas.md": GOTCHAS})
     with lock.held(str(index_lock(repo)), command="index"):
-        dry = invoke(home, repo, "index", "--dry-run")
+        dry = ccmemory(home, repo, "index", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "Would index: gotchas.md (2 entries)" in dry.stdout
 
@@ -356,7 +356,7 @@ def test_ctrl_c_during_index_keeps_what_was_indexed_and_the_next_run_does_the_re
     assert len(entry_refs(home)) == kept  # each kept file whole (one section each), nothing half-stored
     assert not index_lock(repo).exists()  # released on the way out
 
-    rest = invoke(home, repo, "index", "--json")
+    rest = ccmemory(home, repo, "index", "--json")
     assert rest.returncode == 0, rest.stderr
     report = json.loads(rest.stdout)
     assert report["files_unchanged"] == kept and report["files_indexed"] == BULK_FILES - kept

@@ -7,13 +7,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ccmemory.knowledge import sections
-from testing.cli import invoke, on_terminal
+from testing.cli import invoke as ccmemory, on_terminal
 from testing.env import isolated_env
 from testing.knowledge import git
 
@@ -46,7 +45,7 @@ def knowledge_rows(home: Path) -> list[dict]:
 
 def test_init_creates_the_tree_skills_hook_analysis_and_checklist(home, tmp_path):
     repo = git_repo(tmp_path / "repo", home)
-    done = invoke(home, repo, "init")
+    done = ccmemory(home, repo, "init")
     assert done.returncode == 0, done.stderr
     for path in CREATED:
         assert (repo / path).is_file(), path
@@ -65,7 +64,7 @@ def test_init_creates_the_tree_skills_hook_analysis_and_checklist(home, tmp_path
 
 def test_templates_gotchas_shows_the_format_and_skills_have_valid_frontmatter(home, tmp_path):
     repo = git_repo(tmp_path / "repo", home)
-    assert invoke(home, repo, "init").returncode == 0
+    assert ccmemory(home, repo, "init").returncode == 0
     gotchas = (repo / ".claude" / "knowledge" / "gotchas.md").read_text()
     assert "vector-index: false" in gotchas and "keywords:" in gotchas and "### " in gotchas
     parsed = sections.parse(gotchas, "gotchas.md", fits=lambda text: len(text) < 2000)
@@ -89,12 +88,12 @@ def test_init_never_overwrites(home, tmp_path):
     mine = repo / ".claude" / "knowledge" / "gotchas.md"
     mine.parent.mkdir(parents=True)
     mine.write_text("# My own gotchas\n")
-    done = invoke(home, repo, "init")  # no terminal: merges without asking
+    done = ccmemory(home, repo, "init")  # no terminal: merges without asking
     assert done.returncode == 0
     assert "Existing .claude found: adding only the files it does not have yet." in done.stdout
     assert "Skipping existing: .claude/knowledge/gotchas.md" in done.stdout
     assert mine.read_text() == "# My own gotchas\n"
-    again = invoke(home, repo, "init")
+    again = ccmemory(home, repo, "init")
     assert again.returncode == 0 and "Created: nothing" in again.stdout
     for path in CREATED:
         assert f"Skipping existing: {path}" in again.stdout
@@ -124,7 +123,7 @@ def test_existing_claude_folder_asks_to_merge_only_on_a_terminal(home, tmp_path)
 def test_outside_a_git_repository_it_warns_and_continues(home, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
-    done = invoke(home, plain, "init")
+    done = ccmemory(home, plain, "init")
     assert done.returncode == 0
     assert "Not a git repo. Git hooks will not be installed." in done.stderr
     assert (plain / ".claude" / "knowledge" / "gotchas.md").is_file()
@@ -137,7 +136,7 @@ def test_a_read_only_project_fails_with_a_clear_message(home, tmp_path):
         target = tmp_path / "readonly"
         target.mkdir()
         os.chmod(target, 0o555)
-    done = invoke(home, tmp_path, "init", "--no-hook", "--project", str(target))
+    done = ccmemory(home, tmp_path, "init", "--no-hook", "--project", str(target))
     assert done.returncode == 1
     assert re.search(r"Cannot write to \S+: Permission denied", done.stderr), done.stderr
 
@@ -150,7 +149,7 @@ def test_a_full_disk_fails_fast(home, tmp_path):
         pytest.skip(f"cannot mount a tiny tmpfs here ({mounted.stderr.decode().strip()})")
     try:
         (small / "filler").write_bytes(b"x" * 4096)
-        done = invoke(home, tmp_path, "init", "--no-hook", "--project", str(small))
+        done = ccmemory(home, tmp_path, "init", "--no-hook", "--project", str(small))
         assert done.returncode == 1 and "Insufficient disk space" in done.stderr
     finally:
         subprocess.run(["umount", str(small)], check=False)
@@ -158,7 +157,7 @@ def test_a_full_disk_fails_fast(home, tmp_path):
 
 def test_pre_commit_hook_indexes_changed_knowledge_and_never_blocks(home, tmp_path):
     repo = git_repo(tmp_path / "repo", home)
-    assert invoke(home, repo, "init").returncode == 0
+    assert ccmemory(home, repo, "init").returncode == 0
     (repo / ".claude" / "knowledge" / "architecture" / "auth.md").write_text(
         "# Auth\n## Tokens\n### Token validation\nJWT tokens are checked by the auth middleware.\n")
     git(home, repo, "add", "-A")
@@ -194,7 +193,7 @@ def test_hook_is_added_to_an_existing_hook_which_keeps_working(home, tmp_path):
     hook = repo / ".git" / "hooks" / "pre-commit"
     hook.write_text("#!/bin/sh\necho theirs >> \"$(git rev-parse --show-toplevel)/theirs.log\"\nexit 0\n")
     hook.chmod(0o755)
-    done = invoke(home, repo, "init")
+    done = ccmemory(home, repo, "init")
     assert "Added ccmemory to the existing git pre-commit hook: .git/hooks/pre-commit" in done.stdout
     text = hook.read_text()
     assert text.startswith("#!/bin/sh\n# >>> ccmemory") and "echo theirs" in text and text.endswith("exit 0\n")
@@ -212,7 +211,7 @@ def test_a_hook_in_another_language_is_left_alone(home, tmp_path):
     repo = git_repo(tmp_path / "repo", home)
     hook = repo / ".git" / "hooks" / "pre-commit"
     hook.write_text("#!/usr/bin/env python3\nprint('mine')\n")
-    done = invoke(home, repo, "init")
+    done = ccmemory(home, repo, "init")
     assert done.returncode == 0 and "is not a shell script, so it was left alone" in done.stderr
     assert hook.read_text() == "#!/usr/bin/env python3\nprint('mine')\n"
 
@@ -221,7 +220,7 @@ def test_concurrent_runs_are_kept_apart_by_the_lock(home, tmp_path):
     from ccmemory.knowledge import githook, lock, settings as project_settings
 
     repo = git_repo(tmp_path / "repo", home)
-    assert invoke(home, repo, "init").returncode == 0
+    assert ccmemory(home, repo, "init").returncode == 0
     git(home, repo, "add", "-A")
     settings = project_settings.load(str(repo))
     said: list[str] = []
@@ -235,7 +234,7 @@ def test_concurrent_runs_are_kept_apart_by_the_lock(home, tmp_path):
 
 def test_source_changes_refresh_the_structure_cache_and_flag_big_changes(home, tmp_path):
     repo = git_repo(tmp_path / "repo", home)
-    assert invoke(home, repo, "init").returncode == 0
+    assert ccmemory(home, repo, "init").returncode == 0
     git(home, repo, "add", "-A")
     assert git(home, repo, "commit", "-m", "setup").returncode == 0
     cache = repo / ".claude" / "memory" / "meta.json"
@@ -258,8 +257,7 @@ def test_without_git_installed_init_warns_and_continues(home, tmp_path):
     project.mkdir()
     empty_path = tmp_path / "no-tools"
     empty_path.mkdir()
-    done = subprocess.run([sys.executable, "-m", "ccmemory", "init"], cwd=project, capture_output=True, text=True,
-                          env={**isolated_env(home), "PATH": str(empty_path)}, timeout=180)
+    done = ccmemory(home, project, "init", PATH=str(empty_path))
     assert done.returncode == 0, done.stderr
     assert "Git is not installed. Git hooks will not be installed." in done.stderr
     assert (project / ".claude" / "knowledge" / "gotchas.md").is_file()

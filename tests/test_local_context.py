@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -200,10 +199,9 @@ def test_session_start_puts_memory_files_first_and_stays_in_budget(home: Path, p
 
 # -- the CLI -----------------------------------------------------------------------------------------
 def cli(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    from testing.env import isolated_env
+    from testing.cli import invoke
 
-    return subprocess.run([sys.executable, "-m", "ccmemory", *args], input=stdin, capture_output=True, text=True,
-                          env=isolated_env(home), timeout=120)
+    return invoke(home, None, *args, stdin=stdin)
 
 
 def test_context_show_clear_and_switch_from_the_cli(home: Path, project_dir: Path) -> None:

@@ -15,10 +15,7 @@ The look-alikes go through ``memory_add``: at most 2 may come back changed.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -26,6 +23,7 @@ from ccmemory import db as database, memories, migrations, projects
 from testing.hooks import assert_quiet_success, common, run_hook, tool_call, write_config, write_transcript
 from testing.mcp import running_server
 from testing.secret_corpus import chunks, LOOKALIKES, SECRETS
+from testing.cli import invoke
 
 
 def _hook_channels(home: Path, project_dir: Path, texts: list[str]) -> int:
@@ -62,10 +60,7 @@ def _hook_channels(home: Path, project_dir: Path, texts: list[str]) -> int:
 
 
 def _cli(home: Path, cwd: Path, *args: str, stdin: str | None = None) -> None:
-    env = {**os.environ, "CCMEMORY_HOME": str(home)}
-    env.pop("CLAUDE_PROJECT_DIR", None)
-    result = subprocess.run([sys.executable, "-m", "ccmemory", *args], cwd=cwd, env=env, input=stdin,
-                            capture_output=True, text=True, timeout=120)
+    result = invoke(home, cwd, *args, stdin=stdin)
     assert result.returncode == 0, result.stderr
 
 

@@ -25,6 +25,7 @@ from ccmemory.ui.viewer import Viewer
 
 from testing.hooks import run_hook, tool_call
 from testing.ui import api_get, events_until, running_ui
+from testing.cli import spawn
 
 SECRET_TEXTS = {
     "AKIAIOSFODNN7EXAMPLE": "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
@@ -436,16 +437,13 @@ def test_the_event_stream_reports_a_hook_capture(home: Path, project_dir: Path) 
 
 def test_a_taken_port_is_a_usage_error_that_says_what_to_do(home: Path, project_dir: Path) -> None:
     import socket
-    import subprocess
-    import sys
 
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen(1)
     try:
-        result = subprocess.run([sys.executable, "-m", "ccmemory", "ui", "--no-open", "--keyword-only", "--port",
-                                 str(taken.getsockname()[1])], capture_output=True, text=True, timeout=120,
-                                cwd=str(project_dir))
+        result = spawn(home, project_dir, "ui", "--no-open", "--keyword-only", "--port", str(taken.getsockname()[1]),
+                       timeout=120)
     finally:
         taken.close()
     assert result.returncode == 2

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from testing.hooks import bash_call, common, rows, run_hook
-from testing.cli import spawn
+from testing.cli import spawn as ccmemory
 from testing.env import isolated_env
 
 from ccmemory import clock, db as database, projects
@@ -48,7 +48,7 @@ def world(tmp_path: Path) -> dict[str, Path]:
     home, project, victim = tmp_path / "home", tmp_path / "project", tmp_path / "victim"
     for folder in (project, victim):
         (folder / ".git").mkdir(parents=True)
-    assert spawn(home, victim, "add", "Victim project: deploys go through the release train").returncode == 0
+    assert ccmemory(home, victim, "add", "Victim project: deploys go through the release train").returncode == 0
     db = database.connect(home / "ccmemory.db")
     try:
         call = file_commands.Call(projects.project_id(db, project), None, "test")
@@ -101,7 +101,7 @@ def _hostile_lines(project: Path, victim: Path, missing: Path) -> str:
 
 
 def _import(world: dict[str, Path], *flags: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
-    result = spawn(world["home"], world["project"], "import", str(world["file"]), *flags, "--json")
+    result = ccmemory(world["home"], world["project"], "import", str(world["file"]), *flags, "--json")
     return result, (json.loads(result.stdout) if result.stdout.strip() else None)
 
 
@@ -209,7 +209,7 @@ def test_all_projects_writes_only_projects_on_this_machine_and_names_them(world)
 
 
 def test_user_files_only_when_asked_and_never_over_the_users_own(world):
-    first = spawn(world["home"], world["project"], "import", str(world["file"]), "--into-project",
+    first = ccmemory(world["home"], world["project"], "import", str(world["file"]), "--into-project",
                      str(world["project"]), "--include-user-files")
     assert "Wrote user-wide memory file /memories/user/new-rule.md (shown to every project)" in first.stdout
     assert "/memories/user/prefs.md is already here with other text; your copy is kept" in first.stderr
@@ -256,16 +256,16 @@ def test_exports_are_private_and_a_project_export_leaves_user_files_out(world):
     whole, single, readable = world["tmp"] / "all.jsonl", world["tmp"] / "one.jsonl", world["tmp"] / "notes.md"
     single.write_text("an older export, created world-readable\n")
     single.chmod(0o644)
-    assert spawn(world["home"], world["project"], "export", "-o", str(whole)).returncode == 0
-    assert spawn(world["home"], world["project"], "export", "--project", str(world["project"]),
+    assert ccmemory(world["home"], world["project"], "export", "-o", str(whole)).returncode == 0
+    assert ccmemory(world["home"], world["project"], "export", "--project", str(world["project"]),
                     "-o", str(single)).returncode == 0
-    assert spawn(world["home"], world["project"], "export", "--format", "markdown", "-o",
+    assert ccmemory(world["home"], world["project"], "export", "--format", "markdown", "-o",
                     str(readable)).returncode == 0
     for path in (whole, single, readable):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
     assert OWN in whole.read_text()  # a backup of everything keeps the user's own files
     assert OWN not in single.read_text() and '"project":null' not in single.read_text()
     assert [name for name in os.listdir(world["tmp"]) if name.startswith(".ccmemory-")] == []
-    with_files = spawn(world["home"], world["project"], "export", "--project", str(world["project"]),
+    with_files = ccmemory(world["home"], world["project"], "export", "--project", str(world["project"]),
                           "--include-user-files")
     assert OWN in with_files.stdout

@@ -12,7 +12,6 @@ from __future__ import annotations
 import http.server
 import ipaddress
 import json
-import os
 import random
 import re
 import socket
@@ -25,10 +24,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-from testing.cli import spawn
+from testing.cli import MODULE, spawn as ccmemory
 from testing.mcp import running_server
 
 from ccmemory import config, documents, fetch, html_text, markdown_blocks, tokens
+from testing.env import isolated_env
 
 # ------------------------------------------------------------------ local servers
 
@@ -212,7 +212,7 @@ def test_docs_ingest_refuses_internal_addresses_without_contacting_them(home: Pa
 def test_the_cli_refuses_internal_addresses_too(home: Path, project_dir: Path, serve: Callable[..., _Server]) -> None:
     target = serve(_page(b"# Internal\n\nsecret admin page"))
     for url in (target.url("/"), "http://169.254.169.254/latest/meta-data/"):
-        result = spawn(home, project_dir, "docs", "ingest", "--url", url)
+        result = ccmemory(home, project_dir, "docs", "ingest", "--url", url)
         assert result.returncode != 0 and "not public" in result.stdout + result.stderr
     assert target.requests == []
 
@@ -225,7 +225,7 @@ def test_a_project_cannot_opt_in_for_the_user(home: Path, project_dir: Path, ser
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"docs": {"allow_private_hosts": ["127.0.0.1"]},
                                     "env": {"CLAUDE_PLUGIN_OPTION_ALLOW_PRIVATE_HOSTS": "127.0.0.1"}}))
-    result = spawn(home, project_dir, "docs", "ingest", "--url", target.url("/"))
+    result = ccmemory(home, project_dir, "docs", "ingest", "--url", target.url("/"))
     assert result.returncode != 0 and "not public" in result.stdout + result.stderr
     assert target.requests == []
 
@@ -428,7 +428,7 @@ def test_a_5_mb_document_is_ingested(home: Path, project_dir: Path) -> None:
     """The largest document ccmemory takes, in its worst shape (one sentence), through the real CLI."""
     page = project_dir / "big.md"
     page.write_text("# Big\n\n" + HOSTILE_SHAPES["one long sentence"](documents.MAX_DOCUMENT_BYTES - 100))
-    result = spawn(home, project_dir, "docs", "ingest", str(page), "--json")
+    result = ccmemory(home, project_dir, "docs", "ingest", str(page), "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["chunk_count"] > 1000
 
@@ -458,10 +458,8 @@ def test_the_browser_is_started_without_the_token_on_its_command_line(home: Path
     browser.write_text("import json, sys\n"
                        f"json.dump(sys.argv, open({str(record)!r}, 'w'))\n")
     browser.chmod(0o755)
-    env = {**os.environ, "CCMEMORY_HOME": str(home), "PYTHONUNBUFFERED": "1",
-           "BROWSER": f"{sys.executable} {browser} %s"}
-    env.pop("CLAUDE_PLUGIN_DATA", None)
-    process = subprocess.Popen([sys.executable, "-m", "ccmemory", "ui", "--keyword-only", "--project",
+    env = isolated_env(home, PYTHONUNBUFFERED="1", BROWSER=f"{sys.executable} {browser} %s")
+    process = subprocess.Popen([*MODULE, "ui", "--keyword-only", "--project",
                                 str(project_dir)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                                cwd=str(project_dir), text=True)
     try:
@@ -544,7 +542,7 @@ def test_ccmemory_index_reads_hostile_knowledge_files_and_skips_oversized_ones(h
                                      for number, make in enumerate(KNOWLEDGE_SHAPES.values())}
     files["huge.md"] = "### Huge\n" + "z " * (3 * 1024 * 1024)  # 6 MB: over the per-file cap
     make_repo(repo, files)
-    result = spawn(home, repo, "index", "--dry-run", "--json")  # every file parsed; nothing embedded
+    result = ccmemory(home, repo, "index", "--dry-run", "--json")  # every file parsed; nothing embedded
     report = json.loads(result.stdout)
     outcomes = {item["path"]: item["action"] for item in report["files"]}
     assert outcomes.pop("huge.md") == "skipped" and any("File too large: huge.md" in w for w in report["warnings"])
@@ -557,6 +555,6 @@ def test_a_heading_longer_than_an_entry_no_longer_hangs_the_index(home: Path, tm
 
     repo = tmp_path / "repo"
     make_repo(repo, {"notes.md": "### " + "Long heading " * 400 + "\n\nThe body of the section.\n"})
-    result = spawn(home, repo, "index", "--dry-run", "--json")
+    result = ccmemory(home, repo, "index", "--dry-run", "--json")
     assert result.returncode in (0, 2), result.stderr
     assert json.loads(result.stdout)["entries_created"] == 1

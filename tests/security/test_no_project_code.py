@@ -27,7 +27,6 @@ from mcp.client.stdio import StdioServerParameters
 from testing.hooks import bash_call, common, rows, wait_for_background_captures, write_config
 from testing.hostile import Hostile, make_hostile, marker_code
 from testing.cli import on_terminal
-from testing.env import isolated_env
 from testing.knowledge import AUTH, write_files
 from testing.mcp import RunningServer
 from testing.repo import REPO_ROOT
@@ -168,8 +167,7 @@ def test_a_relative_interpreter_override_is_refused(hostile, tmp_path, value):
 def plugin_cli_env(hostile: Hostile, tmp_path: Path) -> dict[str, str]:
     """The shell of Claude's Bash tool in the repository, whose ``ccmemory`` is the plugin's ``bin/ccmemory``."""
     home = tmp_path / "data"
-    return hostile.env(home, CLAUDE_CONFIG_DIR=str(tmp_path / "claude-config"),
-                       **{key: value for key, value in isolated_env(home).items() if key.startswith("GIT_")})
+    return hostile.env(home, CLAUDE_CONFIG_DIR=str(tmp_path / "claude-config"))
 
 
 def cli(hostile: Hostile, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -21,7 +21,7 @@ import pytest
 
 from ccmemory import safe_files
 from testing.hooks import common, run_hook, tool_call
-from testing.cli import spawn
+from testing.cli import spawn as ccmemory
 from testing.knowledge import AUTH, git, write_files
 
 #: Bytes that must never reach the data directory: each outside file holds its own marker.
@@ -55,7 +55,7 @@ def world(tmp_path: Path) -> dict[str, Path]:
 
 def run(world: dict[str, Path], *args: str, **env: str):
     """The real CLI in the hostile repository, with the fake HOME."""
-    return spawn(world["data"], world["repo"], *args, HOME=str(world["home"]), **env)
+    return ccmemory(world["data"], world["repo"], *args, HOME=str(world["home"]), **env)
 
 
 def snapshot(folder: Path) -> dict[str, bytes | str]:
