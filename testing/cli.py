@@ -1,10 +1,14 @@
 """The ``ccmemory`` command line for tests: in this process through click's runner, or as a real process.
 
-:func:`invoke` is for what the command does (its output, JSON, exit codes, what it stores): a
-subprocess would prove nothing more and costs an interpreter start and the imports. It runs
-``ccmemory.cli`` with the environment :func:`testing.env.isolated_env` builds (the whole of
-``os.environ`` is that environment while it runs, restored after) in ``cwd``, and answers with
-the ``CompletedProcess`` a real run gives, so a test reads it the same way either way.
+:func:`invoke` is for what the command does (its output, JSON, exit codes): a subprocess would
+prove nothing more and costs an interpreter start and the imports. It runs ``ccmemory.cli`` with
+the environment :func:`testing.env.isolated_env` builds (the whole of ``os.environ`` is that
+environment while it runs, restored after) in ``cwd``, closes the connections the command left
+open as a process exit would, and answers with the ``CompletedProcess`` a real run gives, so a
+test reads it the same way either way. Only for a test that does not open the store itself: the
+CLI's apsw carries its own SQLite, and two SQLite libraries with the same file open in one process
+drop each other's POSIX locks (SQLite's "how to corrupt", multiple copies of SQLite) — a test
+that reads the store with the standard library's ``sqlite3`` runs the CLI with :func:`spawn`.
 
 :func:`spawn` runs a real process, for where the process is the point: interpreter isolation
 (``-I``/``-P``, what is on ``sys.path``), the exit code of the real binary, signals, the plugin's
@@ -23,6 +27,7 @@ import time
 import traceback
 from pathlib import Path
 
+import apsw
 from click.testing import CliRunner
 
 from testing.env import isolated_env
@@ -46,9 +51,13 @@ def invoke(home: Path | None, cwd: Path | None, *args: str, stdin: str | None = 
     wanted = isolated_env(home, **env)
     overlay: dict[str, str | None] = {key: None for key in os.environ if key not in wanted}
     overlay.update(wanted)
+    before = {id(connection) for connection in apsw.connections()}
     with contextlib.chdir(cwd or os.getcwd()):
         result = CliRunner(env=overlay).invoke(cli, list(args), input=stdin, prog_name=PROG_NAME,
                                                terminal_width=TERMINAL_WIDTH)
+    for connection in apsw.connections():
+        if id(connection) not in before:
+            connection.close(True)
     stderr = result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         stderr += "".join(traceback.format_exception(result.exception))

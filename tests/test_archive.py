@@ -20,7 +20,7 @@ from ccmemory import clock, documents, memories, projects, sessions
 from ccmemory.archive import records
 from ccmemory.docmem.nodes import Docmem
 from ccmemory.files import commands as file_commands
-from testing.cli import invoke as run
+from testing.cli import spawn as run
 
 
 def build_store(home: Path, project_dir: Path, other_dir: Path) -> None:

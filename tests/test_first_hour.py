@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from ccmemory import db as database
-from testing.cli import invoke as run, spawn
+from testing.cli import spawn
+from testing.cli import spawn as run
 
 
 def added(home: Path, cwd: Path, text: str) -> str:

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from ccmemory import db as database, memories, projects, retention
-from testing.cli import invoke
+from testing.cli import spawn
 
 OLD = "2020-01-01T00:00:00.000Z"
 
@@ -74,7 +74,7 @@ def test_gc_command(home: Path, db: database.Database, project: int, project_dir
     _aged(db, project, "old observation")
 
     def gc(*args: str) -> subprocess.CompletedProcess[str]:
-        return invoke(home, project_dir, "gc", *args)
+        return spawn(home, project_dir, "gc", *args)
 
     dry = gc("--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr

@@ -20,7 +20,7 @@ from ccmemory import clock, db as database, documents, memories, projects, sessi
 from ccmemory.docmem.nodes import Docmem
 from ccmemory.errors import NotFoundError
 from testing.mcp import running_server
-from testing.cli import invoke as _cli
+from testing.cli import spawn as _cli
 
 TABLES = ("memories", "memory_relationships", "documents", "chunks", "docmem_nodes", "docmem_placements",
           "session_memories")

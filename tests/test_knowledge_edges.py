@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from ccmemory import db as database
-from testing.cli import invoke as ccmemory, on_terminal, spawn
+from testing.cli import on_terminal, spawn
+from testing.cli import spawn as ccmemory
 from testing.env import isolated_env
 from testing.knowledge import AUTH, git, GOTCHAS, make_repo, write_files
 from testing.models import tiny_model

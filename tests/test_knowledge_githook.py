@@ -25,7 +25,7 @@ import pytest
 
 from ccmemory import db as database
 from ccmemory.knowledge import lock
-from testing.cli import invoke as ccmemory
+from testing.cli import spawn as ccmemory
 from testing.env import isolated_env
 from testing.knowledge import AUTH, git, GOTCHAS, make_repo, write_files
 from testing.models import tiny_model

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from ccmemory.knowledge import sections
-from testing.cli import invoke as ccmemory, on_terminal
+from testing.cli import on_terminal
+from testing.cli import spawn as ccmemory
 from testing.env import isolated_env
 from testing.knowledge import git
 

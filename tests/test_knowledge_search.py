@@ -15,12 +15,12 @@ from ccmemory.knowledge import indexer, settings as project_settings
 
 from testing.knowledge import AUTH, GOTCHAS, make_repo
 from testing.mcp import running_server
-from testing.cli import invoke
+from testing.cli import spawn
 from testing.env import isolated_env
 
 
 def cli(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return invoke(home, cwd, *args)
+    return spawn(home, cwd, *args)
 
 
 def test_index_command_summary_progress_exit_codes_and_dry_run(home, tmp_path):

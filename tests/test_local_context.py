@@ -199,9 +199,9 @@ def test_session_start_puts_memory_files_first_and_stays_in_budget(home: Path, p
 
 # -- the CLI -----------------------------------------------------------------------------------------
 def cli(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    from testing.cli import invoke
+    from testing.cli import spawn
 
-    return invoke(home, None, *args, stdin=stdin)
+    return spawn(home, None, *args, stdin=stdin)
 
 
 def test_context_show_clear_and_switch_from_the_cli(home: Path, project_dir: Path) -> None:

@@ -23,7 +23,7 @@ from ccmemory import db as database, memories, migrations, projects
 from testing.hooks import assert_quiet_success, common, run_hook, tool_call, write_config, write_transcript
 from testing.mcp import running_server
 from testing.secret_corpus import chunks, LOOKALIKES, SECRETS
-from testing.cli import invoke
+from testing.cli import spawn
 
 
 def _hook_channels(home: Path, project_dir: Path, texts: list[str]) -> int:
@@ -60,7 +60,7 @@ def _hook_channels(home: Path, project_dir: Path, texts: list[str]) -> int:
 
 
 def _cli(home: Path, cwd: Path, *args: str, stdin: str | None = None) -> None:
-    result = invoke(home, cwd, *args, stdin=stdin)
+    result = spawn(home, cwd, *args, stdin=stdin)
     assert result.returncode == 0, result.stderr
 
 
