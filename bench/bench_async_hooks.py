@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_session import binary, run_session, script  # noqa: E402
 from report import shared_machine, write_section  # noqa: E402
-from tests.e2e.claude_cli import ClaudeCode  # noqa: E402
-from tests.e2e.fake_anthropic import FakeAnthropic  # noqa: E402
+from testing.claude_code import ClaudeCode  # noqa: E402
+from testing.fake_anthropic import FakeAnthropic  # noqa: E402
 
 
 def configure(cc: ClaudeCode, asynchronous: bool, sleep: float, record: Path) -> None:

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAUNCHER = ROOT / "scripts" / "mcp_launcher.py"
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
 from report import write_section  # noqa: E402
 
@@ -90,8 +90,8 @@ def bench_build(scratch: Path) -> list[str]:
 
 def bench_claude(scratch: Path) -> list[str]:
     """Seconds from starting ``claude -p`` to the first request offering memory_search."""
-    from e2e.claude_cli import LATEST_VERSION, ClaudeCode, find_claude
-    from e2e.fake_anthropic import FakeAnthropic, text, tool_results, tool_use
+    from testing.claude_code import ClaudeCode, find_claude, LATEST_VERSION
+    from testing.fake_anthropic import FakeAnthropic, text, tool_results, tool_use
 
     binary = find_claude(LATEST_VERSION)
     if binary is None:

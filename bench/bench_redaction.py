@@ -7,7 +7,7 @@ same inputs as :func:`ccmemory.redaction.redact`: the quadratic one of issue 11
 (``src/ccmemory/hooks/privacy.py`` at ``ca45a88``) and the one before issue 19's redaction work
 (``redaction.py`` and its rules at ``e121600``). Inputs: a typical 10,000-character capture of
 coding text, the same serialized as JSON (escapes, which are now decoded and scanned too), text
-dense with secrets (the corpus of tests/secret_corpus.py), and growing sizes of the adversarial
+dense with secrets (the corpus of testing/secret_corpus.py), and growing sizes of the adversarial
 input from issue 11 (``"a." * n + "://x@"``), whose cost grew with the square of its size.
 Ratios are the figure to read: the machine is shared.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
 from report import write_section  # noqa: E402
@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-write", action="store_true")
     options = parser.parse_args()
-    from secret_corpus import SECRETS
+    from testing.secret_corpus import SECRETS
 
     old = old_scanner()
     with tempfile.TemporaryDirectory(prefix="ccmemory-bench-redaction-") as folder:
@@ -125,7 +125,7 @@ def main() -> None:
         *rows,
         "",
         f"The quadratic cost quadruples when the adversarial input doubles; the others double (linear). "
-        f"Corpus of tests/secret_corpus.py: {len(SECRETS)} secrets; the quadratic scanner left {old_leaked} "
+        f"Corpus of testing/secret_corpus.py: {len(SECRETS)} secrets; the quadratic scanner left {old_leaked} "
         f"in place, the one before issue 19 {previous_leaked}, `redact` {leaked}.",
     ])
     print(body)

@@ -3,7 +3,7 @@
 Run: python bench/bench_session.py [--calls 50] [--rounds 3] [--versions 2.1.197,2.1.330] [--turn-seconds 0,1]
 
 The real Claude Code CLI (each version installed under ``~/.cache/ccmemory-test``)
-talks to the fake Messages API on 127.0.0.1 (``tests/e2e/fake_anthropic.py``),
+talks to the fake Messages API on 127.0.0.1 (``testing/fake_anthropic.py``),
 which answers every turn with one Bash tool call (``true``) until ``--calls``
 calls have run, then a closing text. Two throwaway users per version: one
 without the plugin, one with it installed from this working copy, as a user
@@ -30,8 +30,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from report import shared_machine, write_section  # noqa: E402
-from tests.e2e.claude_cli import ClaudeCode  # noqa: E402
-from tests.e2e.fake_anthropic import FakeAnthropic, text, tool_use  # noqa: E402
+from testing.claude_code import ClaudeCode  # noqa: E402
+from testing.fake_anthropic import FakeAnthropic, text, tool_use  # noqa: E402
 
 PREFIX = Path.home() / ".cache" / "ccmemory-test"
 SETTLE_SECONDS = 30

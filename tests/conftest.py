@@ -11,7 +11,7 @@ import pytest
 from ccmemory import db as database
 from ccmemory import embeddings, projects
 
-import home_guard
+from testing import home_guard
 
 _real_home: Path | None = None
 _real_home_before: dict[str, tuple[int, int]] = {}

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from ccmemory import analysis
 from ccmemory.analysis import analyzers, languages, structure, trust
 from ccmemory.knowledge import settings as project_settings
-from knowledge_helpers import on_terminal, write_files as write
+from testing.cli import invoke, on_terminal
+from testing.knowledge import write_files as write
 
 
 def run(root: Path, deep: bool = False) -> dict:
@@ -19,10 +19,7 @@ def run(root: Path, deep: bool = False) -> dict:
 
 
 def cli(home: Path, root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CCMEMORY_HOME": str(home)}
-    env.pop("CLAUDE_PROJECT_DIR", None)
-    return subprocess.run([sys.executable, "-m", "ccmemory", "analyze", "--project", str(root), *args], env=env,
-                          capture_output=True, text=True, timeout=120)
+    return invoke(home, None, "analyze", "--project", str(root), *args)
 
 
 TS_APP = {

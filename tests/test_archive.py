@@ -10,10 +10,7 @@ session observation under a docmem summary.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,13 +20,7 @@ from ccmemory import clock, documents, memories, projects, sessions
 from ccmemory.archive import records
 from ccmemory.docmem.nodes import Docmem
 from ccmemory.files import commands as file_commands
-
-
-def run(home: Path, cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CCMEMORY_HOME": str(home)}
-    env.pop("CLAUDE_PROJECT_DIR", None)
-    return subprocess.run([sys.executable, "-m", "ccmemory", *args], cwd=cwd, env=env, input=stdin,
-                          capture_output=True, text=True, timeout=120)
+from testing.cli import spawn as run
 
 
 def build_store(home: Path, project_dir: Path, other_dir: Path) -> None:

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime_helpers import REPO_ROOT, fake_ready_runtime
+from testing.repo import REPO_ROOT
+from testing.runtime import fake_ready_runtime
+from testing.env import isolated_env
 
 BIN = REPO_ROOT / "bin" / "ccmemory"
 
@@ -22,10 +24,7 @@ def run_bin(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedP
 
 def plain_env(tmp_path: Path) -> dict[str, str]:
     """A shell as Claude's Bash tool has it: no plugin variables, no override of the runtime."""
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("CLAUDE", "CCMEMORY_")) and key != "PYTHONPATH"}
-    env.update({"HOME": str(tmp_path / "home"), "CCMEMORY_HOME": str(tmp_path / "data")})
-    return env
+    return isolated_env(tmp_path / "data", user_home=tmp_path / "home")
 
 
 def test_the_cli_runs_on_the_runtime_the_mcp_launcher_built(tmp_path, project_dir):

@@ -16,7 +16,7 @@ from ccmemory import db as database, documents, memories, search
 from ccmemory.docmem import query
 from ccmemory.errors import ValidationError
 from ccmemory.hooks import payload as payloads
-from hook_helpers import assert_quiet_success, bash_call, common, memories_of, rows, run_hook, tool_call
+from testing.hooks import assert_quiet_success, bash_call, common, memories_of, rows, run_hook, tool_call
 
 
 def test_capture_limit_is_10000_characters_of_json(home: Path, project_dir: Path) -> None:

@@ -5,18 +5,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-
-def run(home: Path, cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CCMEMORY_HOME": str(home)}
-    env.pop("CLAUDE_PROJECT_DIR", None)
-    return subprocess.run([sys.executable, "-m", "ccmemory", *args], cwd=cwd, env=env, input=stdin,
-                          capture_output=True, text=True, timeout=120)
+from testing.cli import invoke as run, spawn
 
 
 def test_add_takes_the_time_it_happened(home, project_dir):
@@ -115,10 +106,7 @@ def test_doctor_passes_on_a_working_install(home, project_dir):
 def test_demo_removes_its_temporary_data_dir_and_says_so(home, project_dir, tmp_path):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    env = {**os.environ, "TMPDIR": str(scratch)}
-    env.pop("CCMEMORY_HOME", None)
-    result = subprocess.run([sys.executable, "-m", "ccmemory", "demo"], cwd=project_dir, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = spawn(None, project_dir, "demo", TMPDIR=str(scratch), timeout=300)  # tempfile reads TMPDIR once
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Removed the demo's temporary data dir" in result.stdout
     assert list(scratch.glob("ccmemory-demo-*")) == []

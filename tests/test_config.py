@@ -8,25 +8,22 @@ Plugin options (``userConfig`` in plugin.json) reach hooks as ``CLAUDE_PLUGIN_OP
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 
 from ccmemory import config
-from hook_helpers import bash_call, common, memories_of, run_hook
-from mcp_helpers import running_server
+from testing.hooks import bash_call, common, memories_of, run_hook
+from testing.mcp import running_server
+from testing.cli import invoke
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def cli(home: Path, *args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "CCMEMORY_"))}
-    clean.update({"CCMEMORY_HOME": str(home), "HOME": str(home.parent / "user-home"), **env})
-    return subprocess.run([sys.executable, "-m", "ccmemory", *args], env=clean, cwd=cwd, capture_output=True,
-                          text=True, timeout=120)
+    """The CLI of a user whose HOME is beside the data dir (their ``~/.claude`` is the test's own)."""
+    return invoke(home, cwd, *args, HOME=str(home.parent / "user-home"), **env)
 
 
 def test_every_default_passes_its_own_schema():

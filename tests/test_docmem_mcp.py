@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -13,16 +12,16 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from ccmemory import memories, sessions
 from ccmemory.docmem import view
 from ccmemory.mcp import docmem_tools as tools
+from testing.env import isolated_env
+from testing.repo import SOURCE
 
-SOURCE = Path(__file__).resolve().parents[1] / "src"
 USER_TEXT = b"# Project rules\n\nAlways run the tests.\n"
 STALE = b"\n# DOCMEM Dynamic\n" + view.BEGIN.encode() + b"\n\n## gone\n\nleft by an earlier server\n\n" + \
     view.END.encode() + b"\n"
 
 
 async def _session_calls(project_dir: Path, home: Path, steps: list[tuple[str, dict]]) -> tuple[list, list]:
-    env = {**os.environ, "CCMEMORY_HOME": str(home), "PYTHONPATH": str(SOURCE)}
-    env.pop("CLAUDE_PROJECT_DIR", None)
+    env = isolated_env(home, PYTHONPATH=str(SOURCE))
     server = StdioServerParameters(command=sys.executable, args=["-m", "ccmemory.mcp.server"], env=env,
                                    cwd=str(project_dir))
     results = []

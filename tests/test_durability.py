@@ -9,7 +9,6 @@ are counts and SQLite's own integrity checks, never times.
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
@@ -21,9 +20,11 @@ from pathlib import Path
 import pytest
 
 from ccmemory import db as database, embeddings
-from hook_helpers import HOOK_PYTHON, HOOKS, hook_env, log_text, tool_call, wait_for_background_captures
+from testing.cli import MODULE
+from testing.env import isolated_env
+from testing.hooks import HOOK_PYTHON, log_text, tool_call, wait_for_background_captures
+from testing.repo import HOOKS, SOURCE
 
-SOURCE = Path(__file__).resolve().parents[1] / "src"
 
 
 def _integrity(path: Path) -> None:
@@ -43,7 +44,7 @@ def _parallel_captures(home: Path, project_dir: Path, calls: int, workers: int) 
                             {"stdout": str(index)}, f"toolu-{index}")
         data = json.dumps(payload).encode()
         return subprocess.run([HOOK_PYTHON, "-S", str(HOOKS / "run.py"), "post_tool_use"], input=data,
-                              capture_output=True, env=hook_env(home), timeout=300).returncode
+                              capture_output=True, env=isolated_env(home), timeout=300).returncode
 
     indexes = [i for i in range(calls)] * 2  # every payload delivered twice, as a retrying client would
     random.Random(11).shuffle(indexes)
@@ -81,7 +82,7 @@ while True:
 def _kill_writers(home: Path, project_dir: Path, kills: int) -> None:
     path = home / "ccmemory.db"
     database.connect(path).close()
-    env = {**os.environ, "CCMEMORY_HOME": str(home), "PYTHONPATH": str(SOURCE)}
+    env = isolated_env(home, PYTHONPATH=str(SOURCE))
     rng = random.Random(109)
     for _ in range(kills):
         process = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(project_dir)], env=env,
@@ -117,9 +118,8 @@ def _kill_embed(home: Path, project_dir: Path, kills: int) -> None:
             memories.add(db, project_id=project, content=f"memory number {i} about topic {i % 17}")
     finally:
         db.close()
-    env = {**os.environ, "CCMEMORY_HOME": str(home)}
-    env.pop("CLAUDE_PROJECT_DIR", None)
-    command = [sys.executable, "-m", "ccmemory", "embed", "--batch-size", "16"]
+    env = isolated_env(home)
+    command = [*MODULE, "embed", "--batch-size", "16"]
     model = embeddings.configured_spec().model_id
     pending = []
     for _ in range(kills):

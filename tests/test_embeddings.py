@@ -9,7 +9,7 @@ import pytest
 
 from ccmemory import embeddings, memories, projects, search
 from ccmemory.embeddings import ModelSpec
-from model_helpers import tiny_model
+from testing.models import tiny_model
 
 
 def test_builtin_model_files_verify_and_nothing_is_downloaded(home, embedder):

@@ -1,18 +1,16 @@
-"""``ccmemory files list|show|edit|rm|mv|log`` as a user runs them: real processes on a real store."""
+"""``ccmemory files list|show|edit|rm|mv|log`` as a user runs them, on a real store."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from hook_helpers import hook_env
+from testing.cli import invoke
 
 
 def cli(home: Path, project: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ccmemory", "files", *args, "--project", str(project)],
-                          input=stdin, capture_output=True, text=True, env=hook_env(home), timeout=120)
+    return invoke(home, None, "files", *args, "--project", str(project), stdin=stdin)
 
 
 def test_the_files_commands_round_trip(home: Path, project_dir: Path) -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from ccmemory import db as database
-from knowledge_helpers import ccmemory as run
+from testing.cli import spawn
+from testing.cli import spawn as run
 
 
 def added(home: Path, cwd: Path, text: str) -> str:
@@ -63,7 +63,7 @@ def test_deleting_a_deleted_memory_says_so_and_fails(home: Path, project_dir: Pa
 
 
 def test_the_mcp_tools_take_prefixes_and_name_ambiguity(home: Path, project_dir: Path) -> None:
-    from mcp_helpers import running_server
+    from testing.mcp import running_server
 
     first, second = added(home, project_dir, "first memory"), added(home, project_dir, "second memory")
     renamed(home, first, "abcd1111-0000-4000-8000-000000000001")
@@ -95,17 +95,15 @@ def test_doctor_says_when_no_claude_is_on_path_and_never_runs_one_from_the_proje
     planted = project_dir / "claude"
     planted.write_text(f"#!/bin/sh\ntouch {marker}\necho '9.9.9 (Claude Code)'\n")
     planted.chmod(0o755)
-    env = {**os.environ, "CCMEMORY_HOME": str(home), "PATH": os.pathsep.join([".", "", os.path.dirname(sys.executable),
-                                                                             "/usr/bin", "/bin"])}
-    result = subprocess.run([sys.executable, "-m", "ccmemory", "doctor"], cwd=project_dir, env=env,
-                            capture_output=True, text=True, timeout=120)
+    path = os.pathsep.join([".", "", os.path.dirname(sys.executable), "/usr/bin", "/bin"])
+    result = spawn(home, project_dir, "doctor", PATH=path, timeout=120)  # a real process looks up PATH
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[note] claude code: no `claude` on PATH" in result.stdout
     assert not marker.exists()
 
 
 def test_the_readme_install_steps_are_the_ones_the_real_install_test_runs() -> None:
-    from e2e.claude_cli import README_INSTALL
+    from testing.claude_code import README_INSTALL
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Use it in Claude Code"):]
@@ -184,10 +182,7 @@ def test_cuts_end_at_words_and_are_never_longer_than_what_they_replace() -> None
 
 
 def test_the_demo_previews_and_next_session_say_the_useful_thing_first(tmp_path: Path) -> None:
-    env = {**os.environ}
-    env.pop("CCMEMORY_HOME", None)
-    done = subprocess.run([sys.executable, "-m", "ccmemory", "demo", "--home", str(tmp_path / "demo")],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    done = spawn(None, tmp_path, "demo", "--home", str(tmp_path / "demo"), timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     searches = done.stdout[done.stdout.index("\nSearch ("):done.stdout.index("What the next session is given")]
     hits = [line for line in searches.splitlines() if line[:1].isdigit()]
@@ -206,7 +201,7 @@ def test_the_demo_previews_and_next_session_say_the_useful_thing_first(tmp_path:
 def test_the_viewer_takes_a_short_unique_prefix_and_names_an_ambiguous_one(home: Path, project_dir: Path) -> None:
     import urllib.error
 
-    from ui_helpers import api_get, running_ui
+    from testing.ui import api_get, running_ui
 
     first, second = added(home, project_dir, "first memory"), added(home, project_dir, "second memory")
     renamed(home, first, "abcd1111-0000-4000-8000-000000000001")

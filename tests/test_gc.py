@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from ccmemory import db as database, memories, projects, retention
+from testing.cli import spawn
 
 OLD = "2020-01-01T00:00:00.000Z"
 
@@ -72,12 +72,9 @@ def test_project_tier_and_all_projects(db: database.Database, project: int, tmp_
 
 def test_gc_command(home: Path, db: database.Database, project: int, project_dir: Path) -> None:
     _aged(db, project, "old observation")
-    env = {**os.environ, "CCMEMORY_HOME": str(home)}
-    env.pop("CLAUDE_PROJECT_DIR", None)
 
     def gc(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "ccmemory", "gc", *args], cwd=project_dir, env=env,
-                              capture_output=True, text=True, timeout=120)
+        return spawn(home, project_dir, "gc", *args)
 
     dry = gc("--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr

@@ -28,13 +28,14 @@ def test_home_is_not_the_real_one():
 
 
 def run_pytest(tmp_path: Path, body: str, target: Path) -> subprocess.CompletedProcess[str]:
-    """Our conftest as a plugin over one planted test file, with ``tmp_path/real-home`` as the "real" home."""
+    """Our conftest as a plugin (it imports ``testing``, at the repository root) over one planted test file,
+    with ``tmp_path/real-home`` as the "real" home."""
     (tmp_path / "planted").mkdir()
     (tmp_path / "planted" / "test_planted.py").write_text(body)
     real_home = tmp_path / "real-home"
     real_home.mkdir()
     env = {**os.environ, "HOME": str(real_home), "PLANT_TARGET": str(target), "REAL_HOME_FOR_TEST": str(real_home),
-           "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(TESTS_DIR.parent), os.environ.get("PYTHONPATH", "")])}
     env.pop("XDG_DATA_HOME", None)
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-p", "no:cacheprovider",
                            "--rootdir", str(tmp_path / "planted"), str(tmp_path / "planted")],

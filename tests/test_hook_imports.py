@@ -17,8 +17,11 @@ from pathlib import Path
 
 import pytest
 from ccmemory.hooks.runner import HANDLERS
-from hook_helpers import HOOK_PYTHON, HOOKS, bash_call, common, hook_env, tool_call, wait_for_background_captures, \
-    write_config, write_transcript
+from testing.env import isolated_env
+from testing.hooks import (
+    bash_call, common, HOOK_PYTHON, tool_call, wait_for_background_captures, write_config, write_transcript,
+)
+from testing.repo import HOOKS
 
 FORBIDDEN = ("typing", "dataclasses", "pathlib", "logging", "asyncio", "click", "mcp", "numpy", "orjson",
              "apsw", "onnxruntime", "fastembed", "tokenizers", "sqlite_vec", "starlette", "uvicorn",
@@ -47,7 +50,7 @@ def loaded_modules(event: str, payload: dict, home: Path, out: Path) -> set[str]
     out.mkdir()
     result = subprocess.run(
         [HOOK_PYTHON, "-I", "-S", "-c", WRAPPER, str(HOOKS / "run.py"), event, str(out)],
-        input=json.dumps(payload).encode(), capture_output=True, env=hook_env(home), timeout=60,
+        input=json.dumps(payload).encode(), capture_output=True, env=isolated_env(home), timeout=60,
     )
     wait_for_background_captures(home)
     assert result.returncode == 0, result.stderr.decode()

@@ -8,10 +8,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from hook_helpers import (
-    HOOK_PYTHON, HOOKS, OLDEST_PYTHON, assert_quiet_success, bash_call, hook_env, log_text, memories_of, rows,
-    run_hook, tool_call, write_config,
+from testing.env import isolated_env
+from testing.hooks import (
+    assert_quiet_success, bash_call, HOOK_PYTHON, log_text, memories_of, OLDEST_PYTHON, rows, run_hook, tool_call,
+    write_config,
 )
+from testing.repo import HOOKS
 
 from ccmemory import excerpts, observations, redaction
 from ccmemory.config import load
@@ -247,10 +249,11 @@ def test_parallel_hooks_lose_nothing_and_duplicate_nothing(home: Path, project_d
     assert rows(home, "SELECT COUNT(*) AS n FROM projects") == [{"n": 1}]
 
 
-@pytest.mark.skipif(not OLDEST_PYTHON.exists(), reason="no Python 3.9 interpreter on this machine")
+@pytest.mark.skipif(OLDEST_PYTHON is None, reason="no Python 3.9 interpreter found: set CCMEMORY_TEST_OLDEST_PYTHON, "
+                    "or put python3.9 on PATH or in pyenv")
 def test_runs_under_the_oldest_supported_python(home: Path, project_dir: Path) -> None:
     result = run_hook("post_tool_use", bash_call("s-py39", project_dir, "ls", "a", "t1"), home,
-                      python=str(OLDEST_PYTHON))
+                      python=OLDEST_PYTHON)
     assert_quiet_success(result)
     assert log_text(home) == ""
     assert len(memories_of(home, "s-py39")) == 1
@@ -270,7 +273,7 @@ def test_entry_script_survives_a_missing_package(tmp_path: Path) -> None:
     lonely.mkdir(parents=True)
     (lonely / "run.py").write_text((HOOKS / "run.py").read_text())
     result = subprocess.run([HOOK_PYTHON, str(lonely / "run.py"), "post_tool_use"], input=b"{}", capture_output=True,
-                            env=hook_env(tmp_path / "home"), timeout=60)
+                            env=isolated_env(tmp_path / "home"), timeout=60)
     assert_quiet_success(result)
     assert b"could not start" in result.stderr
 

@@ -9,13 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from hook_helpers import (
-    assert_quiet_success, bash_call, common, hook_env, log_text, memories_of, rows, run_hook, tool_call,
-    write_config, write_transcript,
+from testing.env import isolated_env
+from testing.hooks import (
+    assert_quiet_success, bash_call, common, log_text, memories_of, rows, run_hook, tool_call, write_config,
+    write_transcript,
 )
 
 from ccmemory import db as database, memories, projects, redaction, sessions
 from ccmemory.hooks import context, privacy
+from testing.repo import SOURCE
 
 
 def session_end(session_id: str, project: Path, reason: str = "other") -> dict:
@@ -90,7 +92,7 @@ def test_session_end_leaves_no_process_behind(home: Path, project_dir: Path) -> 
              "import os, signal\n"
              "try:\n    os.killpg(p.pid, 0); print('alive')\n"
              "except ProcessLookupError:\n    print('gone')")
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, env=hook_env(home), timeout=60)
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, env=isolated_env(home), timeout=60)
     assert result.stdout.decode().strip() == "gone", result.stderr.decode()
 
 
@@ -210,7 +212,7 @@ def test_preview_prints_exactly_what_the_hook_injects(home: Path, project_dir: P
     seed_project(home, project_dir)
     hook = run_hook("session_start", session_start("n6", project_dir), home)
     cli = [sys.executable, "-m", "ccmemory", "context", "--preview", "--project", str(project_dir)]
-    env = hook_env(home, PYTHONPATH=str(Path(__file__).parents[1] / "src"))
+    env = isolated_env(home, PYTHONPATH=str(SOURCE))
     preview = subprocess.run(cli, capture_output=True, env=env, timeout=120)
     assert preview.returncode == 0, preview.stderr.decode()
     assert same_nonce(preview.stdout.decode()) == same_nonce(injected(hook) + "\n")

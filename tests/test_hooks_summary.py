@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-from hook_helpers import (
-    HOOK_PYTHON, assert_quiet_success, bash_call, common, log_text, memories_of, rows, run_hook, tool_call,
+from testing.hooks import (
+    assert_quiet_success, bash_call, common, HOOK_PYTHON, log_text, memories_of, rows, run_hook, tool_call,
     write_config, write_transcript,
 )
 

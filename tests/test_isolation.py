@@ -11,9 +11,6 @@ imported into B (as it is, and with every record made newer) must leave A's rows
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -22,7 +19,8 @@ import pytest
 from ccmemory import clock, db as database, documents, memories, projects, sessions
 from ccmemory.docmem.nodes import Docmem
 from ccmemory.errors import NotFoundError
-from mcp_helpers import running_server
+from testing.mcp import running_server
+from testing.cli import spawn as _cli
 
 TABLES = ("memories", "memory_relationships", "documents", "chunks", "docmem_nodes", "docmem_placements",
           "session_memories")
@@ -148,13 +146,6 @@ def test_every_id_taking_mcp_tool_from_another_project(home: Path, db: database.
     assert len(id_taking) >= 15 and {"memory_get", "docmem_create", "docmem_view"} <= id_taking
     assert tools_called == id_taking, f"not tried from another project: {id_taking - tools_called}"
     assert snapshot(db) == before
-
-
-def _cli(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CCMEMORY_HOME": str(home)}
-    env.pop("CLAUDE_PROJECT_DIR", None)
-    return subprocess.run([sys.executable, "-m", "ccmemory", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120)
 
 
 def test_every_id_taking_cli_command_from_another_project(home: Path, db: database.Database,

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,15 +14,14 @@ from ccmemory import db as database
 from ccmemory import locks
 from ccmemory.knowledge import promotion, settings as project_settings
 
-from knowledge_helpers import on_terminal
-from mcp_helpers import running_server
+from testing.cli import MODULE, on_terminal, spawn
+from testing.mcp import running_server
+from testing.env import isolated_env
 
 
 def cli(home: Path, root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CCMEMORY_HOME": str(home)}
-    env.pop("CLAUDE_PROJECT_DIR", None)
-    return subprocess.run([sys.executable, "-m", "ccmemory", *args, "--project", str(root)], env=env,
-                          capture_output=True, text=True, timeout=180)
+    """A real process: ``discover`` takes SIGTERM and holds its lock file, as another process sees them."""
+    return spawn(home, None, *args, "--project", str(root))
 
 
 def repo(tmp_path: Path, extra: dict[str, str] | None = None) -> Path:
@@ -97,8 +95,7 @@ def test_an_interrupted_discovery_saves_partial_results(home, tmp_path):
     root = repo(tmp_path, {**extra, ".claude/analyzers/typescript.py": slow})
     code, output = on_terminal(home, root, "analyze", "--trust-analyzers", answer="y", wait_for=b"[y/N]")
     assert code == 0, output  # the slow analyzer runs only once the user allowed it
-    env = {**os.environ, "CCMEMORY_HOME": str(home)}
-    process = subprocess.Popen([sys.executable, "-m", "ccmemory", "discover", "--project", str(root)], env=env,
+    process = subprocess.Popen([*MODULE, "discover", "--project", str(root)], env=isolated_env(home),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lock_file = root / ".claude" / "memory" / "discover.lock"
     deadline = time.monotonic() + 120

@@ -18,8 +18,11 @@ from pathlib import Path
 import pytest
 
 from ccmemory import db as database
-from knowledge_helpers import AUTH, GOTCHAS, ccmemory, env_for, git, make_repo, on_terminal, write_files
-from model_helpers import tiny_model
+from testing.cli import on_terminal, spawn
+from testing.cli import spawn as ccmemory
+from testing.env import isolated_env
+from testing.knowledge import AUTH, git, GOTCHAS, make_repo, write_files
+from testing.models import tiny_model
 
 
 def rows(home: Path, sql: str) -> list[dict]:
@@ -187,12 +190,11 @@ def test_init_logs_and_skips_a_corrupted_template_and_places_the_rest(home, tmp_
     root = tmp_path / "repo"
     root.mkdir()
     assert git(home, root, "init", "-q").returncode == 0
-    env = {**env_for(home), "PYTHONPATH": str(site)}
+    env = {**isolated_env(home), "PYTHONPATH": str(site)}
     which = subprocess.run([sys.executable, "-c", "import ccmemory; print(ccmemory.__file__)"], env=env,
                            capture_output=True, text=True)
     assert which.stdout.strip() == str(site / "ccmemory" / "__init__.py")  # the damaged copy is what runs
-    done = subprocess.run([sys.executable, "-m", "ccmemory", "init"], cwd=root, env=env, capture_output=True,
-                          text=True, timeout=180)
+    done = spawn(home, root, "init", PYTHONPATH=str(site))
     assert done.returncode == 0, done.stderr
     for damaged, why in ((".claude/settings.json", "is not valid JSON"),
                          (".claude/skills/memory-save/SKILL.md", "holds binary data")):

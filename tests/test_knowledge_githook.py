@@ -25,8 +25,10 @@ import pytest
 
 from ccmemory import db as database
 from ccmemory import locks
-from knowledge_helpers import AUTH, GOTCHAS, ccmemory, env_for, git, make_repo, write_files
-from model_helpers import tiny_model
+from testing.cli import spawn as ccmemory
+from testing.env import isolated_env
+from testing.knowledge import AUTH, git, GOTCHAS, make_repo, write_files
+from testing.models import tiny_model
 
 BULK_FILES = 4000
 WAIT_SECONDS = 240
@@ -102,7 +104,7 @@ class Terminal:
 
     def __init__(self, home: Path, root: Path, *args: str) -> None:
         self.leader, follower = pty.openpty()
-        self.process = subprocess.Popen([sys.executable, "-m", "ccmemory", *args], cwd=root, env=env_for(home),
+        self.process = subprocess.Popen([sys.executable, "-m", "ccmemory", *args], cwd=root, env=isolated_env(home),
                                         stdin=follower, stdout=follower, stderr=follower, close_fds=True)
         os.close(follower)
         self.output = b""

@@ -10,7 +10,7 @@ import pytest
 
 from ccmemory import memories, projects
 from ccmemory.knowledge import files, indexer, settings as project_settings
-from knowledge_helpers import AUTH, GOTCHAS, make_repo
+from testing.knowledge import AUTH, GOTCHAS, make_repo
 
 def run_index(db, repo: Path, **options):
     project = projects.project_id(db, repo)

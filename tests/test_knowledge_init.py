@@ -7,13 +7,15 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ccmemory.knowledge import sections
-from knowledge_helpers import ccmemory, env_for, git, on_terminal
+from testing.cli import on_terminal
+from testing.cli import spawn as ccmemory
+from testing.env import isolated_env
+from testing.knowledge import git
 
 SKILLS = ("memory-discover", "memory-query", "memory-save")
 CREATED = [
@@ -178,7 +180,7 @@ def test_pre_commit_hook_indexes_changed_knowledge_and_never_blocks(home, tmp_pa
     (repo / ".claude" / "knowledge" / "gotchas.md").write_text("### Changed\ntext\n")
     git(home, repo, "add", "-A")
     failing = subprocess.run(["git", "commit", "-m", "still commits"], cwd=repo, capture_output=True, text=True,
-                             env={**env_for(home), "CCMEMORY_HOME": str(broken_home)}, timeout=300)
+                             env={**isolated_env(home), "CCMEMORY_HOME": str(broken_home)}, timeout=300)
     assert failing.returncode == 0, failing.stderr
     assert "knowledge indexing failed" in failing.stderr and "The commit goes on" in failing.stderr
     log = (repo / ".claude" / "memory" / "errors.log").read_text()
@@ -257,8 +259,7 @@ def test_without_git_installed_init_warns_and_continues(home, tmp_path):
     project.mkdir()
     empty_path = tmp_path / "no-tools"
     empty_path.mkdir()
-    done = subprocess.run([sys.executable, "-m", "ccmemory", "init"], cwd=project, capture_output=True, text=True,
-                          env={**env_for(home), "PATH": str(empty_path)}, timeout=180)
+    done = ccmemory(home, project, "init", PATH=str(empty_path))
     assert done.returncode == 0, done.stderr
     assert "Git is not installed. Git hooks will not be installed." in done.stderr
     assert (project / ".claude" / "knowledge" / "gotchas.md").is_file()

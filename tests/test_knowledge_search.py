@@ -4,10 +4,8 @@ knowledge over raw observations, rebuilds that give the same results (seed 001 F
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from ccmemory import embeddings, memories, projects, search
@@ -15,15 +13,14 @@ from ccmemory.hooks import context as session_context
 from ccmemory import config
 from ccmemory.knowledge import indexer, settings as project_settings
 
-from knowledge_helpers import AUTH, GOTCHAS, make_repo
-from mcp_helpers import running_server
+from testing.knowledge import AUTH, GOTCHAS, make_repo
+from testing.mcp import running_server
+from testing.cli import spawn
+from testing.env import isolated_env
 
 
 def cli(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CCMEMORY_HOME": str(home)}
-    env.pop("CLAUDE_PROJECT_DIR", None)
-    return subprocess.run([sys.executable, "-m", "ccmemory", *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=180)
+    return spawn(home, cwd, *args)
 
 
 def test_index_command_summary_progress_exit_codes_and_dry_run(home, tmp_path):
@@ -136,8 +133,6 @@ def test_a_fresh_clone_gets_the_memories_and_the_knowledge(tmp_path):
     origin = tmp_path / "origin"
     make_repo(origin, {"gotchas.md": GOTCHAS})
     shutil.rmtree(origin / ".git")
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com"}
     subprocess.run(["git", "init", "-q"], cwd=origin, check=True)
     first_home = tmp_path / "first-home"
     assert cli(first_home, "index", "--project", str(origin)).returncode == 0
@@ -145,7 +140,7 @@ def test_a_fresh_clone_gets_the_memories_and_the_knowledge(tmp_path):
     exported = cli(first_home, "export", "--project", str(origin), "-o", str(origin / ".claude" / "memories.jsonl"))
     assert exported.returncode == 0, exported.stderr
     subprocess.run(["git", "add", "-A"], cwd=origin, check=True)
-    subprocess.run(["git", "commit", "-qm", "memory"], cwd=origin, check=True, env={**os.environ, **env})
+    subprocess.run(["git", "commit", "-qm", "memory"], cwd=origin, check=True, env=isolated_env(None))
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
 

@@ -6,7 +6,8 @@ import shutil
 from pathlib import Path
 
 from ccmemory.knowledge import indexer
-from knowledge_helpers import ccmemory, git
+from testing.cli import invoke as ccmemory
+from testing.knowledge import git
 
 FIRST_RELEASE_GOTCHAS = Path(__file__).parent / "fixtures" / "gotchas_v1.md"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-CHECKED = ("src", "tests", "bench", "scripts", "hooks", "bin/ccmemory")
+CHECKED = ("src", "tests", "testing", "bench", "scripts", "hooks", "bin/ccmemory")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ruff") is None,

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from hook_helpers import (
+from testing.hooks import (
     assert_quiet_success, bash_call, common, rows, run_hook, tool_call, write_config, write_transcript,
 )
 
@@ -200,10 +199,9 @@ def test_session_start_puts_memory_files_first_and_stays_in_budget(home: Path, p
 
 # -- the CLI -----------------------------------------------------------------------------------------
 def cli(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    from hook_helpers import hook_env
+    from testing.cli import spawn
 
-    return subprocess.run([sys.executable, "-m", "ccmemory", *args], input=stdin, capture_output=True, text=True,
-                          env=hook_env(home), timeout=120)
+    return spawn(home, None, *args, stdin=stdin)
 
 
 def test_context_show_clear_and_switch_from_the_cli(home: Path, project_dir: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Iterator
 
 import pytest
 
-from mcp_helpers import RunningServer, running_server
+from testing.mcp import running_server, RunningServer
 
 # name: (readOnly, destructive, idempotent, openWorld)
 EXPECTED = {

@@ -23,7 +23,8 @@ import pytest
 
 from ccmemory.mcp.registry import tool_listing
 from ccmemory.mcp.runtime import collect_tools, load_tool_modules
-from hook_helpers import run_hook, tool_call
+from testing.hooks import run_hook, tool_call
+from testing.env import isolated_env
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LAUNCHER = REPO_ROOT / "scripts" / "mcp_launcher.py"
@@ -91,9 +92,7 @@ def building(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str,
     venv.with_name(venv.name + ".lock").write_text(str(os.getpid()))
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CCMEMORY_", "CLAUDE_", "PYTHON"))}
-    env.update(CCMEMORY_HOME=str(tmp_path / "home"), CLAUDE_PLUGIN_DATA=str(plugin_data),
-               CLAUDE_PROJECT_DIR=str(project))
+    env = isolated_env(tmp_path / "home", CLAUDE_PLUGIN_DATA=str(plugin_data), CLAUDE_PROJECT_DIR=str(project))
     return env, venv
 
 

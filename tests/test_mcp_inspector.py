@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from ccmemory import memories
-from mcp_helpers import SOURCE
+from testing.repo import SOURCE
+from testing.env import isolated_env
 
 PREFIX = Path(os.environ.get("CCMEMORY_INSPECTOR_PREFIX") or Path.home() / ".cache" / "ccmemory-test" / "inspector")
 INSPECTOR = PREFIX / "node_modules" / ".bin" / "mcp-inspector"
@@ -28,7 +29,7 @@ def inspector(home: Path, project_dir: Path, tmp_path: Path, *arguments: str) ->
     command = [str(INSPECTOR), "--cli", "-e", f"CCMEMORY_HOME={home}", "-e", f"PYTHONPATH={SOURCE}",
                "-e", f"CLAUDE_PROJECT_DIR={project_dir}", "--cwd", str(project_dir),
                sys.executable, "-m", "ccmemory.mcp.server", *arguments]
-    env = {**os.environ, "MCP_CATALOG_PATH": str(tmp_path / "inspector-catalog.json")}
+    env = isolated_env(None, MCP_CATALOG_PATH=str(tmp_path / "inspector-catalog.json"))
     return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
 
 

@@ -20,7 +20,7 @@ from ccmemory import memories, parameters, search
 from ccmemory.docmem import query
 from ccmemory.mcp import docs_tools, memory_tools, registry
 from ccmemory.parameters import Param
-from mcp_helpers import RunningServer, running_server
+from testing.mcp import RunningServer, running_server
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = {tool.name: tool for module in registry.TOOL_MODULES for tool in importlib.import_module(module).TOOLS}

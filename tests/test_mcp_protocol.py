@@ -14,7 +14,7 @@ import pytest
 
 from ccmemory import memories
 from ccmemory.mcp import runtime as mcp_runtime
-from mcp_helpers import running_server, server_command, server_env
+from testing.mcp import running_server, server_command, server_env
 
 INITIALIZE = {"protocolVersion": "2025-11-25", "capabilities": {"roots": {}},
               "clientInfo": {"name": "claude-code", "version": "2.1.330"}}

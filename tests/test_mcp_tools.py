@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 
 from ccmemory import memories, sessions
 from ccmemory.db import Database
-from mcp_helpers import RunningServer, running_server
+from testing.mcp import running_server, RunningServer
 
 SESSION = "mcp-test-session"
 SEED_TOOLS = ["memory_search", "memory_timeline", "memory_add", "memory_reinforce", "memory_deemphasize",

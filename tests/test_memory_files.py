@@ -19,6 +19,7 @@ from ccmemory.db import Database
 from ccmemory.files import commands, paths, store
 from ccmemory.files.commands import MAX_FILE_BYTES, VIEW_MAX_CHARS, Call
 from ccmemory.files.paths import MemoryFileError
+from testing.env import isolated_env
 
 
 @pytest.fixture
@@ -401,7 +402,7 @@ def test_two_writers_editing_one_file_lose_no_update(db, call, home) -> None:
     run(db, call, command="create", path="/memories/shared.md", file_text="")
     run(db, call, command="create", path="/memories/counter.md", file_text="count: 0\n")
     rounds = 60
-    env = {**os.environ, "CCMEMORY_HOME": str(home)}
+    env = isolated_env(home)
     writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(call.project_id), name, str(rounds)],
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                for name in ("alice", "bob")]

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from hook_helpers import assert_quiet_success, memories_of, run_hook, tool_call
+from testing.hooks import assert_quiet_success, memories_of, run_hook, tool_call
 
-from mcp_helpers import RunningServer, running_server
+from testing.mcp import running_server, RunningServer
 
 SESSION = "files-mcp-session"
 TOOL_NAME_IN_CLAUDE_CODE = "mcp__plugin_ccmemory_memory__memory"

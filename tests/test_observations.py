@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hook_helpers import assert_quiet_success, memories_of, run_hook, tool_call
+from testing.hooks import assert_quiet_success, memories_of, run_hook, tool_call
 
 from ccmemory import db as database, memories, migrations, observations, projects
 from ccmemory.config import load
 from ccmemory.hooks.context import index_text
-from schema_helpers import store_before
+from testing.schema import store_before
 
 ROOT = "/work/proj"
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import stat
 import subprocess
@@ -22,6 +21,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from testing.env import launcher_env
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 STUB_SERVER = """\
@@ -73,14 +73,6 @@ def plugin_root(tmp_path: Path) -> Path:
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
     return tmp_path / "data"
-
-
-def launcher_env(data: Path, **extra_env: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in {"CCMEMORY_PYTHON", "CLAUDE_PLUGIN_DATA", "MCP_TIMEOUT", "PYTHONPATH"}}
-    path = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if not (Path(p) / "uv").exists())
-    env.update({"CCMEMORY_HOME": str(data), "PIP_NO_INDEX": "1", "PATH": path, **extra_env})
-    return env
 
 
 def launch(root: Path, data: Path, *args: str, **extra_env: str) -> subprocess.CompletedProcess:

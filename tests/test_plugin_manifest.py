@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import ccmemory
-from e2e.claude_cli import LATEST_VERSION, VERSIONS, ClaudeCode, claude_or_skip
+from testing.claude_code import claude_or_skip, ClaudeCode, LATEST_VERSION, VERSIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 EVENTS = {"SessionStart", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"}

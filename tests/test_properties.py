@@ -45,7 +45,7 @@ from ccmemory.mcp import registry, runtime
 from ccmemory.mcp.registry import ToolContext
 from ccmemory.redaction import redact
 from ccmemory.vocabulary import CAPTURE_SOURCE
-from hook_helpers import write_config
+from testing.hooks import write_config
 
 CHARS = st.characters(blacklist_categories=())  # lone surrogates included
 TEXT = st.text(alphabet=CHARS, max_size=300)

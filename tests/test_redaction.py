@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ccmemory import redaction
-from secret_corpus import FORMATS, LOOKALIKES, SECRETS
+from testing.secret_corpus import FORMATS, LOOKALIKES, SECRETS
 
 #: The most characters one match attempt of any rule may read (bounded repetition only).
 MAX_MATCH_WIDTH = 8_000

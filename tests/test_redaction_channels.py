@@ -1,6 +1,6 @@
 """The redaction corpus through every write channel, then a byte search of the whole data directory.
 
-Every realistic fake secret of :mod:`secret_corpus` (≥ 60 in ≥ 30 formats) is sent through each
+Every realistic fake secret of :mod:`testing.secret_corpus` (≥ 60 in ≥ 30 formats) is sent through each
 way text reaches the store: the capture hook (Bash command and output, Write, Edit, Read, an MCP
 tool's input), transcripts read by the Stop hook, the MCP tools ``memory_add``, ``docs_ingest``
 (text and a file in the project) and ``docmem_create_node``, the CLI ``add`` and ``docs ingest``,
@@ -15,17 +15,15 @@ The look-alikes go through ``memory_add``: at most 2 may come back changed.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 from ccmemory import db as database, memories, migrations, projects
-from hook_helpers import assert_quiet_success, common, run_hook, tool_call, write_config, write_transcript
-from mcp_helpers import running_server
-from secret_corpus import LOOKALIKES, SECRETS, chunks
+from testing.hooks import assert_quiet_success, common, run_hook, tool_call, write_config, write_transcript
+from testing.mcp import running_server
+from testing.secret_corpus import chunks, LOOKALIKES, SECRETS
+from testing.cli import spawn
 
 
 def _hook_channels(home: Path, project_dir: Path, texts: list[str]) -> int:
@@ -62,10 +60,7 @@ def _hook_channels(home: Path, project_dir: Path, texts: list[str]) -> int:
 
 
 def _cli(home: Path, cwd: Path, *args: str, stdin: str | None = None) -> None:
-    env = {**os.environ, "CCMEMORY_HOME": str(home)}
-    env.pop("CLAUDE_PROJECT_DIR", None)
-    result = subprocess.run([sys.executable, "-m", "ccmemory", *args], cwd=cwd, env=env, input=stdin,
-                            capture_output=True, text=True, timeout=120)
+    result = spawn(home, cwd, *args, stdin=stdin)
     assert result.returncode == 0, result.stderr
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from runtime_helpers import load_launcher
+from testing.runtime import load_launcher
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = re.compile(r"^(?P<name>[A-Za-z0-9._-]+)==(?P<version>[^\s;\\]+)(?P<marker>\s*;[^\\]*)?\s*\\$")

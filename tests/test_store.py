@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from schema_helpers import store_before
+from testing.schema import store_before
 
 from ccmemory import db as database
 from ccmemory import memories, migrations, paths, projects, sessions

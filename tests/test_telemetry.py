@@ -11,17 +11,17 @@ runs drop that variable: the machine they stand for is a user's.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
+from testing.env import isolated_env
 
 TELEMETRY_DIR = Path(".cache", "Microsoft")
 
 
 def _run(code: str, home: Path, *, env_extra: dict[str, str] | None = None) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("ORT_DISABLE_TELEMETRY", "CI")}
-    env.update({"HOME": str(home), "CCMEMORY_HOME": str(home / "data"), "XDG_CACHE_HOME": str(home / ".cache")})
+    env = {k: v for k, v in isolated_env(home / "data", user_home=home, XDG_CACHE_HOME=str(home / ".cache")).items()
+           if k not in ("ORT_DISABLE_TELEMETRY", "CI")}
     env.update(env_extra or {})
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hook_helpers import write_transcript
+from testing.hooks import write_transcript
 
 from ccmemory import transcript
 from ccmemory.errors import ValidationError

@@ -2,7 +2,7 @@
 
 Requests go through Starlette's in-process client to the real application;
 tests that need the real server (loopback binding, free port, event stream)
-start ``ccmemory ui`` as a subprocess (see ``ui_helpers.py``).
+start ``ccmemory ui`` as a subprocess (see ``testing/ui.py``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from ccmemory.docmem.nodes import Docmem
 from ccmemory.ui.app import create_app
 from ccmemory.ui.viewer import Viewer
 
-from hook_helpers import run_hook, tool_call
-from ui_helpers import api_get, events_until, running_ui
+from testing.hooks import run_hook, tool_call
+from testing.ui import api_get, events_until, running_ui
+from testing.cli import spawn
 
 SECRET_TEXTS = {
     "AKIAIOSFODNN7EXAMPLE": "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
@@ -436,16 +437,13 @@ def test_the_event_stream_reports_a_hook_capture(home: Path, project_dir: Path) 
 
 def test_a_taken_port_is_a_usage_error_that_says_what_to_do(home: Path, project_dir: Path) -> None:
     import socket
-    import subprocess
-    import sys
 
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen(1)
     try:
-        result = subprocess.run([sys.executable, "-m", "ccmemory", "ui", "--no-open", "--keyword-only", "--port",
-                                 str(taken.getsockname()[1])], capture_output=True, text=True, timeout=120,
-                                cwd=str(project_dir))
+        result = spawn(home, project_dir, "ui", "--no-open", "--keyword-only", "--port", str(taken.getsockname()[1]),
+                       timeout=120)
     finally:
         taken.close()
     assert result.returncode == 2

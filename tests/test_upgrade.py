@@ -16,7 +16,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from schema_helpers import store_before
+from testing.schema import store_before
 
 from ccmemory import db as database, migrations, paths
 

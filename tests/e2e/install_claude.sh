@@ -6,7 +6,7 @@
 # replaced; the tests run the native binary of the platform package directly
 # (<prefix>/claude-code-<version>/node_modules/@anthropic-ai/claude-code-<platform>/claude).
 # Prefix: $CCMEMORY_CLAUDE_PREFIX, else ~/.cache/ccmemory-test (the same default
-# tests/e2e/claude_cli.py looks in). Versions: $CCMEMORY_CLAUDE_VERSIONS, else both pinned
+# testing/claude_code.py looks in). Versions: $CCMEMORY_CLAUDE_VERSIONS, else both pinned
 # ones: a plain `npm install` picks another release on each Node version.
 # Never fails the build: without npm or the registry the tests skip and say why.
 set -uo pipefail

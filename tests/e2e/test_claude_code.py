@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from .claude_cli import PLUGIN_ID, VERSIONS, ClaudeCode, claude_or_skip
-from .fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_result, tool_results, tool_use
+from testing.claude_code import claude_or_skip, ClaudeCode, PLUGIN_ID, VERSIONS
+from testing.fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_result, tool_results, tool_use
 
 FIRST_PROMPT = "Set up the greeting module"
 SECOND_PROMPT = "What did we do in this project before?"

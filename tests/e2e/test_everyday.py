@@ -11,17 +11,14 @@ command on the PATH Claude Code gives it, and the memory the MCP tool stored.
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .claude_cli import MINIMUM_VERSION, ClaudeCode, claude_or_skip
-from .fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_result, tool_results, tool_use
+from testing.claude_code import claude_or_skip, ClaudeCode, MINIMUM_VERSION
+from testing.fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_result, tool_results, tool_use
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from runtime_helpers import fake_ready_runtime  # noqa: E402
+from testing.runtime import fake_ready_runtime
 
 FACT = "Releases are cut from the main branch every Thursday"
 ADD_TOOL = "mcp__plugin_ccmemory_memory__memory_add"

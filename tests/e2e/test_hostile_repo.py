@@ -1,7 +1,7 @@
 """A hostile repository opened in the real Claude Code with the plugin: none of its code runs, nothing outside it
 is read or written, and what its failing test printed reaches the next session only as fenced data (issue 19).
 
-The project of the session is the hostile repository of ``tests/hostile_helpers.py`` (top-level
+The project of the session is the hostile repository of ``testing/hostile.py`` (top-level
 ``ccmemory/``, ``mcp/``, ``json.py``, ``encodings/``..., each recording when it runs), and its
 ``.claude/settings.json`` and the environment give a relative ``PYTHONPATH``. The plugin is installed
 from a clone, its server runtime ready where the launcher looks (no ccmemory variable). The scripted
@@ -16,19 +16,17 @@ files and folders outside itself (a secret, ``.claude/memory``): nothing there i
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .claude_cli import VERSIONS, ClaudeCode, claude_or_skip
-from .fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_result, tool_results, tool_use
+from testing.claude_code import claude_or_skip, ClaudeCode, VERSIONS
+from testing.fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_result, tool_results, tool_use
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from hostile_helpers import make_hostile  # noqa: E402
-from runtime_helpers import fake_ready_runtime  # noqa: E402
+from testing.hostile import make_hostile
+from testing.runtime import fake_ready_runtime
 
 SEARCH_TOOL = "mcp__plugin_ccmemory_memory__memory_search"
 MAX_WAITS_FOR_MCP = 40

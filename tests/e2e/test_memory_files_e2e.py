@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from .claude_cli import ClaudeCode, claude_or_skip
-from .fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_results, tool_use
+from testing.claude_code import claude_or_skip, ClaudeCode
+from testing.fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_results, tool_use
 
 MEMORY_TOOL = "mcp__plugin_ccmemory_memory__memory"
 FIRST_PROMPT = "Start the billing export and keep notes of the progress"

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from .claude_cli import VERSIONS, ClaudeCode, claude_or_skip
-from .fake_anthropic import Block, FakeAnthropic, text, tool_results, tool_use
+from testing.claude_code import claude_or_skip, ClaudeCode, VERSIONS
+from testing.fake_anthropic import Block, FakeAnthropic, text, tool_results, tool_use
 
 SEARCH_TOOL = "mcp__plugin_ccmemory_memory__memory_search"
 BUILD_SECONDS = 900

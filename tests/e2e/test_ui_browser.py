@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hook_helpers import run_hook, tool_call  # noqa: E402
-from ui_helpers import RunningUI, running_ui  # noqa: E402
+from testing.hooks import run_hook, tool_call
+from testing.ui import running_ui, RunningUI
 
 from ccmemory import db as database  # noqa: E402
 from ccmemory import memories, projects, sessions  # noqa: E402

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hook_helpers import bash_call, common, rows, run_hook
-from knowledge_helpers import ccmemory, env_for
+from testing.hooks import bash_call, common, rows, run_hook
+from testing.cli import spawn as ccmemory
+from testing.env import isolated_env
 
 from ccmemory import clock, db as database, projects
 from ccmemory.files import commands as file_commands
@@ -140,7 +141,7 @@ def _memory_ceiling() -> None:
 def _limited_embed(world: dict[str, Path]) -> subprocess.CompletedProcess[str]:
     """The real `ccmemory embed`, under :func:`_memory_ceiling`."""
     return subprocess.run([sys.executable, "-m", "ccmemory", "embed"], cwd=world["project"],
-                          env=env_for(world["home"]), capture_output=True, text=True, timeout=150,
+                          env=isolated_env(world["home"]), capture_output=True, text=True, timeout=150,
                           preexec_fn=_memory_ceiling)
 
 
@@ -222,7 +223,7 @@ def test_an_endless_line_is_refused_with_bounded_memory(world):
     """Lines are read at most 64 MB at a time: /dev/zero as the file is refused, not read into memory."""
     before = _dump(world["home"])
     result = subprocess.run([sys.executable, "-m", "ccmemory", "import", "/dev/zero", "--into-project", "."],
-                            cwd=world["project"], env=env_for(world["home"]), capture_output=True, text=True,
+                            cwd=world["project"], env=isolated_env(world["home"]), capture_output=True, text=True,
                             timeout=150, preexec_fn=_memory_ceiling)
     assert result.returncode == 2 and "not a ccmemory export" in result.stderr, result.stderr
     assert _dump(world["home"]) == before

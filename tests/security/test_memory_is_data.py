@@ -13,9 +13,9 @@ import json
 import re
 from pathlib import Path
 
-from hook_helpers import assert_quiet_success, common, memories_of, run_hook, tool_call, write_transcript
-from knowledge_helpers import ccmemory
-from mcp_helpers import running_server
+from testing.hooks import assert_quiet_success, common, memories_of, run_hook, tool_call, write_transcript
+from testing.cli import spawn as ccmemory
+from testing.mcp import running_server
 
 from ccmemory.docmem import view
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import http.server
 import ipaddress
 import json
-import os
 import random
 import re
 import socket
@@ -25,10 +24,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-from knowledge_helpers import ccmemory
-from mcp_helpers import running_server
+from testing.cli import MODULE, spawn as ccmemory
+from testing.mcp import running_server
 
 from ccmemory import config, documents, fetch, html_text, markdown_blocks, tokens
+from testing.env import isolated_env
 
 # ------------------------------------------------------------------ local servers
 
@@ -458,10 +458,8 @@ def test_the_browser_is_started_without_the_token_on_its_command_line(home: Path
     browser.write_text("import json, sys\n"
                        f"json.dump(sys.argv, open({str(record)!r}, 'w'))\n")
     browser.chmod(0o755)
-    env = {**os.environ, "CCMEMORY_HOME": str(home), "PYTHONUNBUFFERED": "1",
-           "BROWSER": f"{sys.executable} {browser} %s"}
-    env.pop("CLAUDE_PLUGIN_DATA", None)
-    process = subprocess.Popen([sys.executable, "-m", "ccmemory", "ui", "--keyword-only", "--project",
+    env = isolated_env(home, PYTHONUNBUFFERED="1", BROWSER=f"{sys.executable} {browser} %s")
+    process = subprocess.Popen([*MODULE, "ui", "--keyword-only", "--project",
                                 str(project_dir)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                                cwd=str(project_dir), text=True)
     try:
@@ -537,7 +535,7 @@ def test_the_knowledge_parser_does_bounded_work_per_character(shape: str) -> Non
 
 
 def test_ccmemory_index_reads_hostile_knowledge_files_and_skips_oversized_ones(home: Path, tmp_path: Path) -> None:
-    from knowledge_helpers import make_repo
+    from testing.knowledge import make_repo
 
     repo = tmp_path / "repo"
     files: dict[str, str | bytes] = {f"shape-{number}.md": make(300_000)
@@ -553,7 +551,7 @@ def test_ccmemory_index_reads_hostile_knowledge_files_and_skips_oversized_ones(h
 
 def test_a_heading_longer_than_an_entry_no_longer_hangs_the_index(home: Path, tmp_path: Path) -> None:
     """Before, nothing fitted after such a heading and the text was halved forever (`ccmemory index` and the hook hung)."""
-    from knowledge_helpers import make_repo
+    from testing.knowledge import make_repo
 
     repo = tmp_path / "repo"
     make_repo(repo, {"notes.md": "### " + "Long heading " * 400 + "\n\nThe body of the section.\n"})

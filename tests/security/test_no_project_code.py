@@ -1,6 +1,6 @@
 """No file of the project is ever imported or executed by ccmemory unless the user opted in (issue 19, item 1).
 
-The hostile repository (``hostile_helpers``) records any of its files that runs. Every entry point of
+The hostile repository (``testing.hostile``) records any of its files that runs. Every entry point of
 ccmemory runs with it as the current directory, as Claude Code, the user's shell and git start them,
 with a relative ``PYTHONPATH`` (``.``) and an empty ``PATH`` entry (the current directory), as a
 project's ``.claude/settings.json`` ``env`` or a careless shell profile gives them. No marker may
@@ -24,11 +24,13 @@ from anyio.from_thread import start_blocking_portal
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from hook_helpers import bash_call, common, rows, wait_for_background_captures, write_config
-from hostile_helpers import Hostile, make_hostile, marker_code
-from knowledge_helpers import AUTH, env_for, on_terminal, write_files
-from mcp_helpers import RunningServer
-from runtime_helpers import REPO_ROOT, fake_ready_runtime
+from testing.hooks import bash_call, common, rows, wait_for_background_captures, write_config
+from testing.hostile import Hostile, make_hostile, marker_code
+from testing.cli import on_terminal
+from testing.knowledge import AUTH, write_files
+from testing.mcp import RunningServer
+from testing.repo import REPO_ROOT
+from testing.runtime import fake_ready_runtime
 
 BIN = REPO_ROOT / "bin" / "ccmemory"
 GIT = shutil.which("git")
@@ -165,8 +167,7 @@ def test_a_relative_interpreter_override_is_refused(hostile, tmp_path, value):
 def plugin_cli_env(hostile: Hostile, tmp_path: Path) -> dict[str, str]:
     """The shell of Claude's Bash tool in the repository, whose ``ccmemory`` is the plugin's ``bin/ccmemory``."""
     home = tmp_path / "data"
-    return hostile.env(home, CLAUDE_CONFIG_DIR=str(tmp_path / "claude-config"),
-                       **{key: value for key, value in env_for(home).items() if key.startswith("GIT_")})
+    return hostile.env(home, CLAUDE_CONFIG_DIR=str(tmp_path / "claude-config"))
 
 
 def cli(hostile: Hostile, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

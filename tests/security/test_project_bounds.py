@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from ccmemory import safe_files
-from hook_helpers import common, run_hook, tool_call
-from knowledge_helpers import AUTH, ccmemory, git, write_files
+from testing.hooks import common, run_hook, tool_call
+from testing.cli import spawn as ccmemory
+from testing.knowledge import AUTH, git, write_files
 
 #: Bytes that must never reach the data directory: each outside file holds its own marker.
 SECRET = "OUTSIDESECRET" + uuid.uuid4().hex[:12]

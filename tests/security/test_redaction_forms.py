@@ -1,6 +1,6 @@
 """Issue 19, redaction: every secret form found reaching the database, through the real hooks, then a byte search.
 
-Each form of :data:`secret_corpus.ISSUE19` and of :func:`_more_forms` (env assignments with glued
+Each form of :data:`testing.secret_corpus.ISSUE19` and of :func:`_more_forms` (env assignments with glued
 and ``_KEY`` names, headers, cookies, ``.pgpass``/``.netrc`` lines, ``$``/``%``-led passwords,
 dotted passphrases, YAML next-line and block values, escaped JSON, percent-encoded names,
 kubeconfig key data, PHP ``define``, call arguments, XML, name/value pairs, URLs, tool flags …)
@@ -29,9 +29,10 @@ from pathlib import Path
 import pytest
 
 from ccmemory import redaction
-from hook_helpers import (HOOK_PYTHON, assert_quiet_success, common, memories_of, run_hook, tool_call, write_config,
-                          write_transcript)
-from secret_corpus import ISSUE19, chunks
+from testing.hooks import (
+    assert_quiet_success, common, HOOK_PYTHON, memories_of, run_hook, tool_call, write_config, write_transcript,
+)
+from testing.secret_corpus import chunks, ISSUE19
 
 _RNG = random.Random(1919)
 SRC = Path(__file__).resolve().parents[2] / "src"

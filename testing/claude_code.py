@@ -21,8 +21,10 @@ from pathlib import Path
 import pytest
 
 from ccmemory.compat import MIN_CLAUDE_CODE
+from testing.env import isolated_env, without_uv
+from testing.repo import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+PROXIES = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"}
 MARKETPLACE = "ccmemory"
 PLUGIN_ID = f"ccmemory@{MARKETPLACE}"
 INSTALL_HINT = "run `bash tests/e2e/install_claude.sh` (npm) or set CCMEMORY_CLAUDE_BIN"
@@ -75,13 +77,10 @@ class ClaudeCode:
         self.api_url = api_url
 
     def env(self) -> dict[str, str]:
-        keep = {
-            key: value for key, value in os.environ.items()
-            if not key.startswith(("ANTHROPIC_", "CLAUDE", "MCP_", "CCMEMORY_", "OTEL_"))
-            and key.upper() not in {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"}
-        }
+        """:func:`~testing.env.isolated_env` with this user's HOME, a dummy key and traffic only to loopback."""
+        keep = {key: value for key, value in isolated_env(None, user_home=self.home).items()
+                if not key.startswith(("ANTHROPIC_", "OTEL_")) and key.upper() not in PROXIES}
         keep.update({
-            "HOME": str(self.home),
             "PATH": os.pathsep.join([str(self.bin_dir), os.environ.get("PATH", "")]),
             "ANTHROPIC_API_KEY": "sk-ant-fake-key-for-tests",
             "ANTHROPIC_BASE_URL": self.api_url,
@@ -96,11 +95,7 @@ class ClaudeCode:
             # A user's plugin install downloads the server's runtime from the package index.
             for proxy in ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"):
                 keep.pop(proxy, None)
-            keep.pop("XDG_DATA_HOME", None)
-            keep.pop("XDG_CACHE_HOME", None)
-            keep["PATH"] = os.pathsep.join(
-                [str(self.bin_dir)] + [p for p in os.environ.get("PATH", "").split(os.pathsep)
-                                       if p and not (Path(p) / "uv").exists()])
+            keep["PATH"] = os.pathsep.join([str(self.bin_dir), without_uv(os.environ.get("PATH", ""))])
         else:
             keep.update({
                 "CCMEMORY_HOME": str(self.data),

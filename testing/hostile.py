@@ -16,7 +16,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from knowledge_helpers import write_files
+from testing.env import isolated_env
+from testing.knowledge import write_files
 
 #: Modules that would shadow one ccmemory, its dependencies or Python itself imports, if the
 #: repository were on sys.path (``encodings`` even while the interpreter starts).
@@ -40,11 +41,8 @@ class Hostile:
 
     def env(self, home: Path, **extra: str) -> dict[str, str]:
         """A shell in the repository: a relative PYTHONPATH and the current directory on PATH."""
-        env = {key: value for key, value in os.environ.items()
-               if not key.startswith(("CLAUDE", "CCMEMORY_", "PYTHON"))}
-        env.update({"CCMEMORY_HOME": str(home), "PYTHONPATH": ".", "PATH": os.pathsep + os.environ["PATH"],
-                    "HOME": str(home.parent / "user-home"), **extra})
-        return env
+        return isolated_env(home, user_home=home.parent / "user-home", PYTHONPATH=".",
+                            PATH=os.pathsep + os.environ["PATH"], **extra)
 
 
 def marker_code(markers: Path, name: str) -> str:

@@ -17,7 +17,6 @@ Code 2.1.330: a ``server/discover`` probe, then the 2026-07-28 protocol;
 
 from __future__ import annotations
 
-import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,8 +29,8 @@ from mcp.client.stdio import StdioServerParameters
 
 from ccmemory import db as database
 from ccmemory import paths, projects
-
-SOURCE = Path(__file__).resolve().parents[1] / "src"
+from testing.env import isolated_env
+from testing.repo import SOURCE
 
 
 def server_command() -> list[str]:
@@ -41,13 +40,9 @@ def server_command() -> list[str]:
 
 def server_env(home: Path, project_dir: Path | None, **extra: str) -> dict[str, str]:
     """The environment of a server process: this checkout on the path, a private data dir."""
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("CLAUDE_PLUGIN_DATA", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SESSION_ID")}
-    env.update({"CCMEMORY_HOME": str(home), "PYTHONPATH": str(SOURCE)})
     if project_dir is not None:
-        env["CLAUDE_PROJECT_DIR"] = str(project_dir)
-    env.update(extra)
-    return env
+        extra = {"CLAUDE_PROJECT_DIR": str(project_dir), **extra}
+    return isolated_env(home, PYTHONPATH=str(SOURCE), **extra)
 
 
 @dataclass

@@ -5,17 +5,18 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import os
 import re
 import selectors
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+from testing.cli import MODULE
+from testing.env import isolated_env
 
 START_DEADLINE_SECONDS = 60
 EVENT_DEADLINE_SECONDS = 30
@@ -39,12 +40,11 @@ def running_ui(home: Path, project_dir: Path, *, keyword_only: bool = True) -> I
 
     ``keyword_only`` spares the tests that do not search the embedding model's load.
     """
-    env = {**os.environ, "CCMEMORY_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-    env.pop("CLAUDE_PLUGIN_DATA", None)
     process = subprocess.Popen(
-        [sys.executable, "-m", "ccmemory", "ui", "--no-open", "--project", str(project_dir),
+        [*MODULE, "ui", "--no-open", "--project", str(project_dir),
          *(["--keyword-only"] if keyword_only else [])],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(project_dir), text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=isolated_env(home, PYTHONUNBUFFERED="1"),
+        cwd=str(project_dir), text=True,
     )
     try:
         yield _wait_for_address(process)

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from testing.repo import REPO_ROOT
 
 
 def load_launcher(plugin_root: Path = REPO_ROOT) -> ModuleType:

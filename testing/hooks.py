@@ -2,13 +2,15 @@
 
 Payload shapes follow ``/work/shared/specs/claude-code.md`` §2.1 (captured from
 Claude Code 2.1.330). Hooks run under the system ``python3`` when there is one,
-as Claude Code would start them, with a fresh ``CCMEMORY_HOME``.
+as Claude Code would start them, with a fresh ``CCMEMORY_HOME`` (:func:`testing.env.isolated_env`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pwd
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -16,21 +18,43 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-HOOKS = REPO / "hooks"
+from testing.env import isolated_env
+from testing.repo import HOOKS
+
 HOOK_PYTHON = os.environ.get("CCMEMORY_TEST_HOOK_PYTHON") or (
     "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
 )
-OLDEST_PYTHON = Path("/root/.pyenv/versions/3.9.18/bin/python3")
-_CLEARED = ("CLAUDE_PLUGIN_DATA", "CLAUDE_PROJECT_DIR", "CCMEMORY_DISABLE", "CCMEMORY_SUMMARY_CHILD",
-            "PYTHONPATH", "CCMEMORY_DEBUG")
+#: The oldest Python the hook entry script supports (``hooks/run.py``).
+OLDEST_VERSION = (3, 9)
 
 
-def hook_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
-    env["CCMEMORY_HOME"] = str(home)
-    env.update(extra)
-    return env
+def find_python(version: tuple[int, int]) -> str | None:
+    """An interpreter of exactly ``version``: ``$CCMEMORY_TEST_OLDEST_PYTHON``, else a pyenv install (under
+    ``$PYENV_ROOT`` or the real user's ``~/.pyenv``: the run's HOME is a throwaway one), else ``pythonX.Y`` on
+    PATH or in the usual prefixes. Each candidate is asked its version, so a stale shim does not count."""
+    name = "python%d.%d" % version
+    explicit = os.environ.get("CCMEMORY_TEST_OLDEST_PYTHON")
+    roots = [os.environ.get("PYENV_ROOT"), os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".pyenv")]
+    candidates = [explicit] if explicit else []
+    for root in filter(None, roots):
+        candidates += sorted(str(path) for path in Path(root, "versions").glob("%d.%d.*/bin/%s" % (*version, name)))
+    candidates += [shutil.which(name), *(os.path.join(prefix, "bin", name) for prefix in ("/usr/local", "/usr"))]
+    for candidate in filter(None, candidates):
+        if os.access(candidate, os.X_OK) and _version_of(candidate) == version:
+            return candidate
+    return None
+
+
+def _version_of(python: str) -> tuple[int, ...] | None:
+    try:
+        said = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True,
+                              text=True, timeout=30, env=isolated_env(None))
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return tuple(int(part) for part in said.stdout.split()) if said.returncode == 0 else None
+
+
+OLDEST_PYTHON = find_python(OLDEST_VERSION)
 
 
 def run_hook(name: str, payload: Any, home: Path, *, raw: bytes | None = None, python: str | None = None,
@@ -39,7 +63,7 @@ def run_hook(name: str, payload: Any, home: Path, *, raw: bytes | None = None, p
     data = raw if raw is not None else json.dumps(payload).encode()
     result = subprocess.run(
         [python or HOOK_PYTHON, "-S", str(HOOKS / "run.py"), name], input=data, capture_output=True,
-        env=hook_env(home, **env), cwd=str(cwd) if cwd else None, timeout=60,
+        env=isolated_env(home, **env), cwd=str(cwd) if cwd else None, timeout=60,
     )
     wait_for_background_captures(home)
     return result
