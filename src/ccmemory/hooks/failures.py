@@ -20,6 +20,7 @@ import re
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
+    from ..db import Database
 
 SETTLED_SALIENCE = 0.45
 _WRAPPERS = ("sudo", "env", "time", "nice", "npx")
@@ -59,7 +60,7 @@ def call_key(memory: Any) -> str | None:
     return None
 
 
-def settle(db: Any, observations: Sequence[Any]) -> int:
+def settle(db: Database, observations: Sequence[Any]) -> int:
     """Settle the session's failures that a later call fixed; returns how many changed (idempotent)."""
     latest_success: dict[str, Any] = {}
     settled = 0

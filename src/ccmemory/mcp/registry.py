@@ -11,6 +11,8 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from ..db import Database
+
 #: Modules whose ``TOOLS`` the server registers, in the order tools are listed.
 TOOL_MODULES = (
     "ccmemory.mcp.memory_tools",
@@ -87,7 +89,7 @@ class ToolContext:
     must not be touched.
     """
 
-    db: Any
+    db: Database
     project_id: int
     project_dir: str
     session_id: str | None = None
