@@ -60,9 +60,9 @@ def execute(db: Database, arguments: dict[str, Any], call: Call) -> str:
 def _audited(db: Database, call: Call, command: str, path: Any, new_path: Any,
              work: Callable[[], tuple[str, str]]) -> str:
     """Run ``work`` in one write transaction and log it; a failure is logged in its own transaction."""
-    audit = {"project_id": call.project_id, "session_id": call.session_id, "source": call.source,
-             "command": command, "path": paths.shown(path, 600) if path is not None else None,
-             "new_path": paths.shown(new_path, 600) if new_path is not None else None}
+    audit: dict[str, Any] = {"project_id": call.project_id, "session_id": call.session_id, "source": call.source,
+                             "command": command, "path": paths.shown(path, 600) if path is not None else None,
+                             "new_path": paths.shown(new_path, 600) if new_path is not None else None}
     try:
         with db.transaction():
             result, detail = work()

@@ -25,6 +25,13 @@ class FileRow:
     """One stored memory file."""
 
     __slots__ = ("id", "project_id", "path", "content", "version", "created_at", "updated_at")
+    id: int
+    project_id: int | None
+    path: str
+    content: str
+    version: int
+    created_at: str
+    updated_at: str
 
     def __init__(self, row: dict[str, Any]) -> None:
         for name in self.__slots__:
@@ -111,7 +118,8 @@ def log(db: Database, *, project_id: int | None, session_id: str | None, source:
     """
     from ..redaction import redact
 
-    path, new_path, detail = (redact(v) if v else v for v in (path, new_path, detail))
+    path, new_path = (redact(v) if v else v for v in (path, new_path))
+    detail = redact(detail) if detail else detail
     db.execute(
         "INSERT INTO memory_file_log(at, project_id, session_id, source, command, path, new_path, ok, detail) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

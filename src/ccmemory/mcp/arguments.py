@@ -9,11 +9,15 @@ those spellings and raise :class:`ToolError` naming the argument otherwise.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping, overload
 
 from .registry import ToolError
 
 
+@overload
+def text(args: Mapping[str, Any], name: str, *, required: Literal[True]) -> str: ...
+@overload
+def text(args: Mapping[str, Any], name: str, *, required: bool = False) -> str | None: ...
 def text(args: Mapping[str, Any], name: str, *, required: bool = False) -> str | None:
     """A string argument; blank counts as missing."""
     value = args.get(name)
@@ -26,6 +30,10 @@ def text(args: Mapping[str, Any], name: str, *, required: bool = False) -> str |
     return value
 
 
+@overload
+def choice(args: Mapping[str, Any], name: str, allowed: tuple[str, ...], default: str) -> str: ...
+@overload
+def choice(args: Mapping[str, Any], name: str, allowed: tuple[str, ...], default: None = None) -> str | None: ...
 def choice(args: Mapping[str, Any], name: str, allowed: tuple[str, ...], default: str | None = None) -> str | None:
     """A string argument that must be one of ``allowed``."""
     value = text(args, name)
