@@ -177,7 +177,8 @@ def docmem_get_root(ctx: ToolContext, args: dict[str, Any]) -> str:
 
 def docmem_query_nodes(ctx: ToolContext, args: dict[str, Any]) -> str:
     limit = arguments.integer(args, "limit", query.DEFAULT_LIMIT, low=1, high=query.MAX_LIMIT)
-    rows, more = query.run(ctx.db.path, ctx.project_id, args.get("sql"), limit)
+    sql: Any = args.get("sql")  # query.run checks it, with the message Claude sees
+    rows, more = query.run(ctx.db.path, ctx.project_id, sql, limit)
     text = json.dumps(rows, indent=2, ensure_ascii=False)
     if more:
         text += f"\n(first {limit} rows; narrow the WHERE clause or raise limit, at most {query.MAX_LIMIT})"

@@ -14,7 +14,7 @@ MAX_LIMIT = 20
 
 
 def docs_search(ctx: ToolContext, args: dict[str, Any]) -> str:
-    query = args.get("query")
+    query: Any = args.get("query")  # documents.search_with_info checks it, with the message Claude sees
     worker = background.of(ctx)
     embedder, problem = worker.wait_for_model()
     worker.wake()

@@ -22,7 +22,8 @@ MAX_LIST_LIMIT = 200
 _ID = {"type": "string", "description": "Memory id (full, or a unique 8+ character prefix)"}
 
 
-def _context_maps(ctx: ToolContext, found: list[memories.Memory]) -> tuple[dict, dict, dict]:
+def _context_maps(ctx: ToolContext, found: list[memories.Memory]) -> tuple[dict[str, str], dict[str, dict[str, Any]],
+                                                                          dict[str, int]]:
     """Superseded-by ids, sessions and related counts of a batch of memories."""
     ids = [m.id for m in found]
     superseded = memories.superseded_by(ctx.db, [m.id for m in found if m.is_superseded])
@@ -31,7 +32,7 @@ def _context_maps(ctx: ToolContext, found: list[memories.Memory]) -> tuple[dict,
 
 
 def memory_search(ctx: ToolContext, args: dict[str, Any]) -> str:
-    query = args.get("query")
+    query: Any = args.get("query")  # search checks it, with the message Claude sees
     mode = arguments.choice(args, "mode", search.MODES, "hybrid")
     limit = arguments.integer(args, "limit", DEFAULT_SEARCH_LIMIT, low=1, high=MAX_SEARCH_LIMIT)
     warnings: list[str] = []
@@ -98,8 +99,9 @@ def memory_timeline(ctx: ToolContext, args: dict[str, Any]) -> str:
 
 
 def memory_add(ctx: ToolContext, args: dict[str, Any]) -> str:
+    content: Any = args.get("content")  # memories.add checks it, with the message Claude sees
     memory = memories.add(
-        ctx.db, project_id=ctx.project_id, content=args.get("content"),
+        ctx.db, project_id=ctx.project_id, content=content,
         sector=arguments.choice(args, "sector", SECTORS),
         category=arguments.text(args, "category"),
         tags=arguments.strings(args, "tags"),

@@ -136,7 +136,7 @@ def list_sessions(call: Call) -> dict[str, Any]:
 def list_memories(call: Call) -> dict[str, Any]:
     query = call.query
     limit = arguments.integer(query, "limit", PAGE_SIZE, low=1, high=MAX_PAGE_SIZE)
-    filters = {
+    filters: dict[str, Any] = {
         "project_id": call.project_id,
         "sector": arguments.choice(query, "sector", SECTORS),
         "tier": arguments.choice(query, "tier", TIERS),
@@ -188,8 +188,9 @@ def memory_detail(call: Call, memory: Memory | None = None) -> dict[str, Any]:
 
 def add_memory(call: Call) -> dict[str, Any]:
     _only_fields(call.body, ("content", "sector", "category", "tags", "importance"))
+    content: Any = call.body.get("content")  # memories.add checks it
     memory = memories.add(
-        call.db, project_id=call.project_id, content=call.body.get("content"),
+        call.db, project_id=call.project_id, content=content,
         sector=arguments.choice(call.body, "sector", SECTORS), category=arguments.text(call.body, "category"),
         tags=arguments.strings(call.body, "tags"),
         importance=arguments.number(call.body, "importance", memories.DEFAULT_SALIENCE), source="ui",
