@@ -48,6 +48,10 @@ import time
 from pathlib import Path
 from types import ModuleType
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 PLUGIN_ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIR = PLUGIN_ROOT / "src"
 if str(SOURCE_DIR) not in sys.path[:1]:
@@ -197,7 +201,7 @@ def serve_while_building(venv: Path) -> int:
     bootstrap.serve(full_server, status, server_env())
 
 
-def start_detached_build() -> subprocess.Popen:
+def start_detached_build() -> subprocess.Popen[bytes]:
     """Run ``--build-detached`` in its own session, logging to the install log."""
     with open(install_log(), "ab") as out:
         return subprocess.Popen(
@@ -209,7 +213,7 @@ def start_detached_build() -> subprocess.Popen:
         )
 
 
-def detached_process_options() -> dict:
+def detached_process_options() -> dict[str, Any]:
     """Let the build outlive this process when Claude Code gives up on the server start."""
     if sys.platform == "win32":
         flags = subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.DETACHED_PROCESS

@@ -273,7 +273,7 @@ def _request(url: str, allowed: Allowed, budget: _Budget) -> http.client.HTTPRes
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
         connection = http.client.HTTPConnection(host, port)
         connection.default_port = SCHEMES[scheme]  # Host carries the port only when it is not the scheme's
-        connection.sock = _PacedSocket(sock, budget)  # type: ignore[assignment]
+        connection.sock = _PacedSocket(sock, budget)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         connection.request("GET", target, headers={
             "User-Agent": f"ccmemory/{__version__} (docs_ingest)", "Accept-Encoding": "identity",

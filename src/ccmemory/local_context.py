@@ -29,6 +29,7 @@ import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+    from .db import Database
 
 from . import clock, excerpts
 
@@ -48,7 +49,7 @@ def directory_key(directory: str) -> str:
 
 
 # -- the switch --------------------------------------------------------------------------------------
-def setting(db: Any, directory: str) -> tuple[bool | None, str | None]:
+def setting(db: Database, directory: str) -> tuple[bool | None, str | None]:
     """The explicit on/off that applies to ``directory`` (its own or its nearest parent's) and where it is set."""
     key = directory_key(directory)
     best: tuple[bool | None, str | None] = (None, None)
@@ -60,12 +61,12 @@ def setting(db: Any, directory: str) -> tuple[bool | None, str | None]:
     return best
 
 
-def is_enabled(db: Any, directory: str, default: bool) -> bool:
+def is_enabled(db: Database, directory: str, default: bool) -> bool:
     explicit, _ = setting(db, directory)
     return default if explicit is None else explicit
 
 
-def set_enabled(db: Any, directory: str, enabled: bool | None) -> None:
+def set_enabled(db: Database, directory: str, enabled: bool | None) -> None:
     """Switch the local context of a directory (and those below it) on, off, or back to the default (None)."""
     with db.transaction():
         db.execute("INSERT INTO local_context_directories(directory, enabled) VALUES (?, ?) "
@@ -73,7 +74,7 @@ def set_enabled(db: Any, directory: str, enabled: bool | None) -> None:
                    (directory_key(directory), None if enabled is None else int(enabled)))
 
 
-def clear(db: Any, directory: str) -> int:
+def clear(db: Database, directory: str) -> int:
     """Forget a directory's log (``ccmemory context clear``); returns how many entries went. Observations stay."""
     key = directory_key(directory)
     with db.transaction():
@@ -89,7 +90,7 @@ def clear(db: Any, directory: str) -> int:
 
 
 # -- recording ---------------------------------------------------------------------------------------
-def watermark(db: Any, directory: str, session_id: str) -> int:
+def watermark(db: Database, directory: str, session_id: str) -> int:
     """The newest observation seq already in the log for this session here (or cleared away)."""
     key = directory_key(directory)
     covered = db.scalar("SELECT ifnull(max(last_seq), 0) FROM local_context_entries WHERE directory = ? "
@@ -98,7 +99,7 @@ def watermark(db: Any, directory: str, session_id: str) -> int:
     return max(int(covered), int(cleared))
 
 
-def record(db: Any, directory: str, *, session_id: str | None, title: str, details: list[str],
+def record(db: Database, directory: str, *, session_id: str | None, title: str, details: list[str],
            files: list[str], theme: str, last_seq: int, at: str | None = None) -> None:
     """Append one entry, then fold whatever falls beyond the newest :data:`KEPT` into its theme."""
     key = directory_key(directory)
@@ -117,7 +118,7 @@ def record(db: Any, directory: str, *, session_id: str | None, title: str, detai
         _merge_small_themes(db, key)
 
 
-def _fold(db: Any, key: str, theme: str, count: int, first_at: str, last_at: str, titles: list[str]) -> None:
+def _fold(db: Database, key: str, theme: str, count: int, first_at: str, last_at: str, titles: list[str]) -> None:
     row = db.one("SELECT entries, first_at, last_at, titles FROM local_context_themes WHERE directory = ? "
                  "AND theme = ?", (key, theme))
     if row is None:
@@ -133,7 +134,7 @@ def _fold(db: Any, key: str, theme: str, count: int, first_at: str, last_at: str
                 json.dumps(merged[-THEME_TITLES:]), key, theme))
 
 
-def _merge_small_themes(db: Any, key: str) -> None:
+def _merge_small_themes(db: Database, key: str) -> None:
     """Keep at most MAX_THEMES themes: the smallest ones join the theme "other"."""
     themes = db.rows("SELECT theme, entries, first_at, last_at, titles FROM local_context_themes "
                      "WHERE directory = ? AND theme != ? ORDER BY entries DESC, last_at DESC", (key, OTHER_THEME))
@@ -147,7 +148,7 @@ def _merge_small_themes(db: Any, key: str) -> None:
 
 
 # -- reading -----------------------------------------------------------------------------------------
-def entries(db: Any, directory: str) -> list[dict[str, Any]]:
+def entries(db: Database, directory: str) -> list[dict[str, Any]]:
     """The kept entries, oldest first, with details and files decoded."""
     rows = db.rows("SELECT at, session_id, title, details, files, theme FROM local_context_entries "
                    "WHERE directory = ? ORDER BY id", (directory_key(directory),))
@@ -157,7 +158,7 @@ def entries(db: Any, directory: str) -> list[dict[str, Any]]:
     return rows
 
 
-def themes(db: Any, directory: str) -> list[dict[str, Any]]:
+def themes(db: Database, directory: str) -> list[dict[str, Any]]:
     rows = db.rows("SELECT theme, entries, first_at, last_at, titles FROM local_context_themes "
                    "WHERE directory = ? ORDER BY first_at", (directory_key(directory),))
     for row in rows:
@@ -175,7 +176,7 @@ def _one_line_entry(entry: dict[str, Any], *, bracketed: bool = True) -> str:
     return excerpts.one_line(line + files, 240)
 
 
-def render(db: Any, directory: str) -> str:
+def render(db: Database, directory: str) -> str:
     """The whole log as Markdown, oldest first, condensed by the three rules; empty when there is nothing."""
     key = directory_key(directory)
     kept, grouped = entries(db, key), themes(db, key)
@@ -204,7 +205,7 @@ def render(db: Any, directory: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def session_start_entries(db: Any, directory: str) -> list[str]:
+def session_start_entries(db: Database, directory: str) -> list[str]:
     """The kept entries as SessionStart shows them, newest first (the first three with details), each ending in a newline.
 
     Lines start with the time, not ``[``: SessionStart's memory lines start ``- [id]``. They are

@@ -397,7 +397,7 @@ def _list_filters(
                           ("tier", tier), ("session_id", session_id)):
         if value is not None:
             clauses.append(f"{column} = ?")
-            params.append(value.strip().lower() if column == "category" else value)
+            params.append(value.strip().lower() if column == "category" and isinstance(value, str) else value)
     if category is not None and category.strip().lower() != "general":
         clauses.append("category <> 'general'")  # lets SQLite use the partial memories_category index
     clauses += {"exclude": ["is_deleted = 0"], "only": ["is_deleted = 1"], "include": []}[deleted]

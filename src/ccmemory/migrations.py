@@ -17,7 +17,7 @@ from . import clock, paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # db opens the store and runs these migrations: importing it back here would be a cycle
-    from typing import Callable, Iterator, List
+    from typing import Any, Callable, Iterator, List
 
     from .db import Database
 
@@ -513,7 +513,7 @@ def _m011_embedding_model_numbers(db: Database) -> None:
 _M012_FAILED_MARK = " (failed)"
 
 
-def observation_fields_from_text(content: str, category: str, tags: str, metadata: dict) -> dict:
+def observation_fields_from_text(content: str, category: str, tags: str, metadata: dict[str, Any]) -> dict[str, Any]:
     """The structured metadata of one captured tool call, parsed from its text as capture wrote it then.
 
     Frozen with migration 12 (capture's text may change later; these rows will not): ``tool``
@@ -526,7 +526,7 @@ def observation_fields_from_text(content: str, category: str, tags: str, metadat
     """
     import json
 
-    fields: dict = {}
+    fields: dict[str, Any] = {}
     tool = metadata.get("tool")
     if not isinstance(tool, str) or not tool:
         named = json.loads(tags or "[]")

@@ -450,7 +450,7 @@ def edit_scope(response: dict[str, Any], old_string: str) -> str:
     line = 0
     patch = response.get("structuredPatch")
     if isinstance(patch, list) and patch and isinstance(patch[0], dict) and isinstance(patch[0].get("oldStart"), int):
-        hunk_lines = patch[0].get("lines") if isinstance(patch[0].get("lines"), list) else []
+        hunk_lines = lines if isinstance(lines := patch[0].get("lines"), list) else []
         leading = next((i for i, text in enumerate(hunk_lines) if isinstance(text, str) and text[:1] in "+-"), 0)
         line = patch[0]["oldStart"] + leading
     elif old_string and old_string in original:

@@ -26,13 +26,17 @@ import math
 import typing
 from dataclasses import dataclass
 from types import NoneType, UnionType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Literal, Mapping, overload
 
 from .errors import ValidationError
 
 # -- readers: one argument out of a mapping, checked -------------------------------------------------
 
 
+@overload
+def text(args: Mapping[str, Any], name: str, *, required: Literal[True]) -> str: ...
+@overload
+def text(args: Mapping[str, Any], name: str, *, required: bool = False) -> str | None: ...
 def text(args: Mapping[str, Any], name: str, *, required: bool = False) -> str | None:
     """A string argument; blank counts as missing."""
     value = args.get(name)
@@ -45,6 +49,10 @@ def text(args: Mapping[str, Any], name: str, *, required: bool = False) -> str |
     return value
 
 
+@overload
+def choice(args: Mapping[str, Any], name: str, allowed: tuple[str, ...], default: str) -> str: ...
+@overload
+def choice(args: Mapping[str, Any], name: str, allowed: tuple[str, ...], default: None = None) -> str | None: ...
 def choice(args: Mapping[str, Any], name: str, allowed: tuple[str, ...], default: str | None = None) -> str | None:
     """A string argument that must be one of ``allowed`` (any case, surrounding blanks ignored)."""
     value = text(args, name)
@@ -196,9 +204,10 @@ class Parameter:
     def description(self) -> str:
         """The description a client sees: the declared text, then a number's range and the default."""
         param = self.param
-        notes = [self.range_text()] if param.low is not None and param.high is not None else []
-        if self.default_text() is not None:
-            notes.append(f"default {self.default_text()}")
+        shown_range, default = self.range_text(), self.default_text()
+        notes = [shown_range] if shown_range is not None and param.low is not None and param.high is not None else []
+        if default is not None:
+            notes.append(f"default {default}")
         if not notes:
             return param.description
         said = ", ".join(notes)

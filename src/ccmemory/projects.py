@@ -15,7 +15,7 @@ from .errors import NotFoundError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Literal, overload
 
 
 def project_root(cwd: str | os.PathLike[str]) -> str:
@@ -29,6 +29,13 @@ def project_root(cwd: str | os.PathLike[str]) -> str:
         if parent == candidate:
             return start
         candidate = parent
+
+
+if TYPE_CHECKING:  # with create (the default) there is always a project
+    @overload
+    def project_id(db: Database, cwd: str | os.PathLike[str], *, create: Literal[True] = True) -> int: ...
+    @overload
+    def project_id(db: Database, cwd: str | os.PathLike[str], *, create: bool) -> int | None: ...
 
 
 def project_id(db: Database, cwd: str | os.PathLike[str], *, create: bool = True) -> int | None:

@@ -306,12 +306,15 @@ def _accepted(rule: dict[str, Any], match: re.Match[str], text: str) -> tuple[in
         return None
     extend = rule.get("extend")
     if extend == "indented":
-        end = _block_end(text, match)
-        if end is None:
+        block_end = _block_end(text, match)
+        if block_end is None:
             return None
+        end = block_end
         start += len(match.group(group)) - len(match.group(group).lstrip(" \t"))
     elif extend and group == "bare":
-        end = _EXTEND.match(text, end).end()
+        stretch = _EXTEND.match(text, end)
+        assert stretch is not None  # the pattern matches the empty string too
+        end = stretch.end()
         if extend == "config-line" and _config_line(text, match):
             stop = text.find("\n", end, end + MAX_LINE_VALUE)
             end = len(text) if stop < 0 and len(text) - end <= MAX_LINE_VALUE else (stop if stop >= 0 else end)

@@ -66,9 +66,9 @@ def render(result: dict[str, Any]) -> str:
         if details["exports"]:
             lines.append("Exports:")
             for path, exports in list(details["exports"].items())[:15]:
-                names = ", ".join(item["name"] for item in exports[:8])
+                listed = ", ".join(item["name"] for item in exports[:8])
                 more = f" (+{len(exports) - 8})" if len(exports) > 8 else ""
-                lines.append(f"  {path}: {names}{more}")
+                lines.append(f"  {path}: {listed}{more}")
     lines.extend(_tree_lines(result))
     for note in result["notes"]:
         lines.append(note)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime, timedelta, timezone
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence, overload
 
 from .. import clock
 from ..errors import ValidationError
@@ -50,6 +50,12 @@ def _missing(name: str) -> ValidationError:
     return ValidationError(f"its {name} is missing")
 
 
+@overload
+def text(record: dict[str, Any], name: str, *, max_chars: int | None = MAX_SHORT_CHARS, required: Literal[True] = True,
+         blank: bool = True) -> str: ...
+@overload
+def text(record: dict[str, Any], name: str, *, max_chars: int | None = MAX_SHORT_CHARS, required: bool,
+         blank: bool = True) -> str | None: ...
 def text(record: dict[str, Any], name: str, *, max_chars: int | None = MAX_SHORT_CHARS, required: bool = True,
          blank: bool = True) -> str | None:
     """A string of at most ``max_chars`` characters (None: the caller checks its size), None allowed

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Callable, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable
 
 from .. import safe_files
 from ..db import Database
 from ..errors import ValidationError
 from . import records
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 FORMAT = "ccmemory-export"
 VERSION = 1
@@ -40,7 +43,7 @@ def dumps(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
-def export(db: Database, out: TextIO, scope: records.Scope) -> dict[str, int]:
+def export(db: Database, out: SupportsWrite[str], scope: records.Scope) -> dict[str, int]:
     """Write every record in ``scope`` to ``out``; returns the count of each type."""
     counts: dict[str, int] = {}
     out.write(dumps(header()) + "\n")
@@ -179,10 +182,10 @@ def _load_batch(context: records.ImportContext, batch: list[tuple[int, bytes | N
                 context.db.execute("RELEASE record")
                 if isinstance(exc, records.Skipped):
                     report.skip(number, f"{type_name} not imported: {exc}")
-                    report.count(type_name, "skipped")
+                    report.count(record_type.name, "skipped")
                     continue
                 reason = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
                 report.problem(number, f"{type_name} not imported: {reason[:500]}")
                 continue
             context.db.execute("RELEASE record")
-            report.count(type_name, outcome)
+            report.count(record_type.name, outcome)

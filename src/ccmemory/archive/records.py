@@ -386,7 +386,6 @@ def _load_project(ctx: ImportContext, record: dict[str, Any]) -> str:
     if ctx.into_project is not None:
         return UNCHANGED
     path = fields.text(record, "path", blank=False)
-    assert path is not None
     ctx.check_project_path(path)
     if ctx.db.scalar("SELECT 1 FROM projects WHERE path = ?", (path,)):
         ctx.project_id(path)
@@ -452,7 +451,6 @@ def _load_memory(ctx: ImportContext, record: dict[str, Any]) -> str:
     :data:`~ccmemory.memories.MAX_SALIENCE`, content at most :data:`~ccmemory.memories.MAX_CONTENT_CHARS`)."""
     project = ctx.project_id(record.get("project"))
     content = fields.text(record, "content", max_chars=memories.MAX_CONTENT_CHARS, blank=False)
-    assert content is not None
     content = ctx.clean(content)[:memories.MAX_CONTENT_CHARS]
     if not content.strip():
         raise ValidationError("nothing of its content is left once private spans are removed")
@@ -512,7 +510,7 @@ def _link_type(name: str, table: str, columns: tuple[str, ...], owner: str, orde
                            f"WHERE {in_projects} AND {changed} ORDER BY {order}", [*params, *since])
 
     def load(ctx: ImportContext, record: dict[str, Any]) -> str:
-        row = {column: record.get(column) for column in columns}
+        row: dict[str, Any] = {column: record.get(column) for column in columns}
         row[typed[0]] = fields.choice(record, typed[0], typed[1])
         row["created_at"] = fields.time(record, "created_at", ctx.latest)
         owners = set()
@@ -620,10 +618,10 @@ def _chunks(value: Any) -> list[tuple[int, str, str]]:
                fields.text(chunk, "content", max_chars=MAX_DOCUMENT_BYTES)) for chunk in value]
     if len({ordinal for ordinal, _, _ in chunks}) != len(chunks):
         raise ValidationError("two of its chunks have the same ordinal")
-    size = sum(len(content.encode("utf-8", "surrogatepass")) for _, _, content in chunks)  # type: ignore[union-attr]
+    size = sum(len(content.encode("utf-8", "surrogatepass")) for _, _, content in chunks)
     if size > MAX_DOCUMENT_BYTES:
         raise ValidationError(f"its chunks hold {size:,} bytes of text, more than a document's {MAX_DOCUMENT_BYTES:,}")
-    return chunks  # type: ignore[return-value]
+    return chunks
 
 
 # -- docmem trees -------------------------------------------------------------------------------------------------
@@ -640,7 +638,7 @@ def _export_nodes(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
 
 def _load_node(ctx: ImportContext, record: dict[str, Any]) -> str:
     """A docmem node, checked as docmem checks its nodes; its token count is counted here, not taken."""
-    row = {name: record.get(name) for name in _NODE_FIELDS}
+    row: dict[str, Any] = {name: record.get(name) for name in _NODE_FIELDS}
     project = row["project_id"] = ctx.project_id(record.get("project"))
     if ":" in str(row["id"]):
         raise ValidationError(f"{str(row['id'])[:80]!r} is a virtual node's id; only docmem nodes are imported")
@@ -722,7 +720,6 @@ def _load_memory_file(ctx: ImportContext, record: dict[str, Any]) -> str:
                       "(pass --include-user-files to import user-wide files)")
     scope = None if location.user else ctx.project_id(record.get("project"))
     content = fields.text(record, "content", max_chars=None)
-    assert content is not None
     file_commands.check_size(location, content)
     content = ctx.clean(content)
     file_commands.check_size(location, content)  # redaction may lengthen it

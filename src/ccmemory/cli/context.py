@@ -14,6 +14,7 @@ import click
 from .groups import WholeHelpGroup
 
 from .. import local_context, projects
+from ..db import Database
 from ..hooks import context as session_context, privacy
 from .common import (default_project_dir, echo, emit_json, fail, handles_errors, load_settings, open_db,
                      project_option)
@@ -57,7 +58,7 @@ def context(ctx: click.Context, preview: bool, project_dir: str | None, as_json:
     echo(session_context.hook_output(text) if as_json else text)
 
 
-def _switch_state(db: object, folder: str) -> str:
+def _switch_state(db: Database, folder: str) -> str:
     default = load_settings().get("local_context", "enabled")
     explicit, where = local_context.setting(db, folder)
     if explicit is None:

@@ -18,6 +18,7 @@ import time
 import uuid
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -28,7 +29,7 @@ from .common import describe, echo, preview
 DEMO_QUERIES = ("why did the webhook tests fail", "verify_signature")
 
 
-def _hook(name: str, payload: dict, env: dict[str, str], cwd: Path) -> tuple[float, str]:
+def _hook(name: str, payload: dict[str, Any], env: dict[str, str], cwd: Path) -> tuple[float, str]:
     started = time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-P", "-c", f"from ccmemory.hooks.runner import main; main({name!r})"],
@@ -38,7 +39,7 @@ def _hook(name: str, payload: dict, env: dict[str, str], cwd: Path) -> tuple[flo
     return (time.perf_counter() - started) * 1000, result.stdout
 
 
-def _events(project: Path, session_id: str) -> list[dict]:
+def _events(project: Path, session_id: str) -> list[dict[str, Any]]:
     raw = resources.files("ccmemory").joinpath("demo_data/session.json").read_text()
     events = json.loads(raw.replace("{project}", str(project)).replace("{session}", session_id))["events"]
     transcript = str(project / ".demo-transcript.jsonl")

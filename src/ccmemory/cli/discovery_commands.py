@@ -76,10 +76,10 @@ def promote(memory_id: str | None, automatic: bool, project_dir: str | None, as_
         fail("Give one memory id, or --auto", 2)
     settings = project_settings.load(projects.project_root(project_dir or default_project_dir()))
     db, project = open_store(settings.root)
-    if automatic:
-        done = promotion.auto_promote(db, project, settings)
-    else:
+    if memory_id:
         done = [promotion.promote(db, memory_id, settings, project)]
+    else:
+        done = promotion.auto_promote(db, project, settings)
     if as_json:
         emit_json(promotion.describe(done))
         return

@@ -166,7 +166,7 @@ def log(limit: int, all_projects: bool, project_dir: str | None, as_json: bool) 
                    f"{where}  {row['detail']}")
 
 
-def _run(project_dir: str | None, arguments: dict) -> None:
+def _run(project_dir: str | None, arguments: dict[str, Any]) -> None:
     db, project = open_store(project_dir)
     try:
         echo(commands.execute(db, arguments, _call(project)))

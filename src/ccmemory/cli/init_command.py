@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import click
 
@@ -22,7 +23,7 @@ from ..safe_files import UnsafeFileError
 from .common import default_project_dir, echo, emit_json, fail, json_option, project_option
 
 
-def _analyse(settings: project_settings.ProjectSettings) -> tuple[dict, str | None]:
+def _analyse(settings: project_settings.ProjectSettings) -> tuple[dict[str, Any], str | None]:
     result = analysis.run(settings)
     try:
         analysis.save_cache(settings, result)

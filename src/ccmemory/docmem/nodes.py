@@ -171,19 +171,22 @@ class Docmem:
         for node in self._nodes(
                 f"SELECT {_COLUMNS} FROM docmem_nodes WHERE parent_id IN (SELECT value FROM json_each(?)) "
                 "AND project_id = ?", (listed, self.project_id)):
+            assert node.parent_id is not None  # every node found here has its parent among node_ids
             found[node.parent_id].append(node)
         kids = [Node.from_row(row) for node_id in node_ids if virtual.has_children(node_id)
                 for row in virtual.children(self.db, self.project_id, node_id)]
         moved = self._placement_rows([k.id for k in kids])
         for kid in kids:
             if kid.id not in moved:
+                assert kid.parent_id is not None
                 found[kid.parent_id].append(kid)
         for row in self.db.rows(
                 "SELECT node_id FROM docmem_placements WHERE parent_id IN (SELECT value FROM json_each(?)) "
                 "AND project_id = ?", (listed, self.project_id)):
-            node = self.find(row["node_id"])
-            if node is not None:
-                found[node.parent_id].append(node)
+            placed = self.find(row["node_id"])
+            if placed is not None:
+                assert placed.parent_id is not None
+                found[placed.parent_id].append(placed)
         for siblings in found.values():
             siblings.sort(key=lambda n: (n.order_value, n.created_at, n.id))
         return found
@@ -261,6 +264,7 @@ class Docmem:
 
     def _beside(self, target: Node, mode: str, moving: str | None) -> tuple[float, bool]:
         """The order just before or after ``target`` among its siblings, and whether it is strictly between."""
+        assert target.parent_id is not None  # _position refuses a root
         siblings = [n for n in self.children(target.parent_id) if n.id != moving]
         index = next(i for i, n in enumerate(siblings) if n.id == target.id)
         if mode == "before":

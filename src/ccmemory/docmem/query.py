@@ -71,7 +71,7 @@ class _Authorizer:
         return sqlite3.SQLITE_DENY
 
 
-def run(db_path: Path, project_id: int, sql: str, limit: int = DEFAULT_LIMIT, *,
+def run(db_path: str | Path, project_id: int, sql: str, limit: int = DEFAULT_LIMIT, *,
         deadline_seconds: float = DEADLINE_SECONDS) -> tuple[list[dict[str, Any]], bool]:
     """The first ``limit`` rows of a SELECT over ``nodes``, and whether more rows were left out."""
     if not isinstance(sql, str) or not sql.strip():

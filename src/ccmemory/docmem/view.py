@@ -99,7 +99,7 @@ class ActiveViews:
 
 def section_spans(data: bytes) -> list[tuple[int, int]]:
     """Byte ranges of every complete section, each with the line ending written before its header."""
-    spans = []
+    spans: list[tuple[int, int]] = []
     position = 0
     while True:
         start = _SECTION_START.search(data, position)
@@ -253,7 +253,7 @@ def stale_spans(data: bytes) -> list[tuple[int, int]]:
     (a ``<id> <type>:<name>:<value> <timestamp>`` line), up to the next top-level heading or the
     end. A ``# DOCMEM Dynamic`` header the user wrote with their own text under it is kept.
     """
-    spans = []
+    spans: list[tuple[int, int]] = []
     for match in _ANY_HEADER.finditer(data):
         begin = match.start()
         if spans and begin < spans[-1][1]:

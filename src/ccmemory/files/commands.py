@@ -13,6 +13,7 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
+    from ..db import Database
 
 from ..excerpts import clip
 from ..vocabulary import MCP_SOURCE
@@ -41,7 +42,7 @@ class Call:
         self.source = source
 
 
-def execute(db: Any, arguments: dict[str, Any], call: Call) -> str:
+def execute(db: Database, arguments: dict[str, Any], call: Call) -> str:
     """Run one memory-tool command; returns its result text or raises :class:`MemoryFileError`."""
     command = arguments.get("command")
     handler = _HANDLERS.get(command) if isinstance(command, str) else None
@@ -58,12 +59,12 @@ def execute(db: Any, arguments: dict[str, Any], call: Call) -> str:
                     arguments.get("new_path") if renaming else None, work)
 
 
-def _audited(db: Any, call: Call, command: str, path: Any, new_path: Any,
+def _audited(db: Database, call: Call, command: str, path: Any, new_path: Any,
              work: Callable[[], tuple[str, str]]) -> str:
     """Run ``work`` in one write transaction and log it; a failure is logged in its own transaction."""
-    audit = {"project_id": call.project_id, "session_id": call.session_id, "source": call.source,
-             "command": command, "path": paths.shown(path, 600) if path is not None else None,
-             "new_path": paths.shown(new_path, 600) if new_path is not None else None}
+    audit: dict[str, Any] = {"project_id": call.project_id, "session_id": call.session_id, "source": call.source,
+                             "command": command, "path": paths.shown(path, 600) if path is not None else None,
+                             "new_path": paths.shown(new_path, 600) if new_path is not None else None}
     try:
         with db.transaction():
             result, detail = work()
@@ -168,7 +169,7 @@ def _missing(path: str) -> MemoryFileError:
     return MemoryFileError(f"Error: The path {path} does not exist", failed=True)
 
 
-def _existing_file(db: Any, location: Location, call: Call) -> store.FileRow:
+def _existing_file(db: Database, location: Location, call: Call) -> store.FileRow:
     """The file a command edits; a directory or nothing there counts as does-not-exist."""
     row = store.get(db, store.scope_of(location, call.project_id), location.rel) if location.is_file else None
     if row is None:
@@ -176,7 +177,7 @@ def _existing_file(db: Any, location: Location, call: Call) -> store.FileRow:
     return row
 
 
-def _files_at(db: Any, location: Location, call: Call) -> list[store.FileRow]:
+def _files_at(db: Database, location: Location, call: Call) -> list[store.FileRow]:
     """The file at a location, or every file inside the directory there (empty: nothing there)."""
     scope = store.scope_of(location, call.project_id)
     if location.is_file:
@@ -185,7 +186,7 @@ def _files_at(db: Any, location: Location, call: Call) -> list[store.FileRow]:
     return store.under(db, scope, location.rel)
 
 
-def _room_for(db: Any, location: Location, call: Call, added: int) -> None:
+def _room_for(db: Database, location: Location, call: Call, added: int) -> None:
     """Refuse to let the scope of ``location`` grow past :data:`MAX_FILES_PER_SCOPE` files."""
     if store.count(db, store.scope_of(location, call.project_id)) + added > MAX_FILES_PER_SCOPE:
         where = paths.USER_ROOT if location.user else paths.ROOT
@@ -193,13 +194,13 @@ def _room_for(db: Any, location: Location, call: Call, added: int) -> None:
                               "scope may hold. Merge or delete some files first.", failed=True)
 
 
-def _save_new(db: Any, location: Location, content: str, call: Call) -> None:
+def _save_new(db: Database, location: Location, content: str, call: Call) -> None:
     _room_for(db, location, call, 1)
     store.insert(db, store.scope_of(location, call.project_id), location.rel, content)
 
 
 # -- commands ----------------------------------------------------------------------------------------
-def view(db: Any, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
+def view(db: Database, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
     raw = arguments.get("path") if arguments.get("path") is not None else paths.ROOT
     location = paths.parse(raw)
     if location.is_file:
@@ -277,7 +278,7 @@ def _view_directory(path: str, files: list[store.FileRow]) -> str:
     return text
 
 
-def create(db: Any, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
+def create(db: Database, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
     location = paths.parse_file(_required(arguments, "path", "create"))
     text = _text(arguments, "file_text", "create", alias="content")
     if store.get(db, store.scope_of(location, call.project_id), location.rel) is not None:
@@ -287,7 +288,7 @@ def create(db: Any, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
     return f"File created successfully at: {location.path}{note}", f"{len(content.encode())} bytes"
 
 
-def str_replace(db: Any, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
+def str_replace(db: Database, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
     location = paths.parse(_required(arguments, "path", "str_replace"))
     old = _text(arguments, "old_str", "str_replace")
     new = _text(arguments, "new_str", "str_replace", default="")
@@ -314,7 +315,7 @@ def str_replace(db: Any, arguments: dict[str, Any], call: Call) -> tuple[str, st
             f"{len(content.encode())} bytes")
 
 
-def insert(db: Any, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
+def insert(db: Database, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
     location = paths.parse(_required(arguments, "path", "insert"))
     text = _text(arguments, "insert_text", "insert", alias="content")
     row = _existing_file(db, location, call)
@@ -348,7 +349,7 @@ def _refuse_scope_root(location: Location, command: str) -> None:
                               "name the files or subdirectories inside it.")
 
 
-def delete(db: Any, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
+def delete(db: Database, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
     location = paths.parse(_required(arguments, "path", "delete"))
     _refuse_scope_root(location, "delete")
     files = _files_at(db, location, call)
@@ -358,7 +359,7 @@ def delete(db: Any, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
     return f"Successfully deleted {location.path}", f"{len(files)} files"
 
 
-def rename(db: Any, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
+def rename(db: Database, arguments: dict[str, Any], call: Call) -> tuple[str, str]:
     source = paths.parse(_required(arguments, "old_path", "rename"))
     target = paths.parse(_required(arguments, "new_path", "rename"))
     _refuse_scope_root(source, "rename")
@@ -393,7 +394,7 @@ _HANDLERS: dict[str, Callable[[Any, dict[str, Any], Call], tuple[str, str]]] = {
 }
 
 
-def overwrite(db: Any, path: str, content: str, call: Call, *, expected_version: int | None) -> str:
+def overwrite(db: Database, path: str, content: str, call: Call, *, expected_version: int | None) -> str:
     """Create or replace a whole file (the CLI's editor round trip), refusing if it changed since it was read.
 
     ``expected_version`` is the version the editor started from (None: the file did not exist then).

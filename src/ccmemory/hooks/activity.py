@@ -16,6 +16,7 @@ import re
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
+    from ..db import Database
 
 from .. import local_context
 from ..excerpts import cut, ends
@@ -108,7 +109,7 @@ def build_entry(observations: Sequence[Any], *, prompt: str | None, last_message
             "last_seq": max((m.seq for m in observations), default=0)}
 
 
-def record_turn(db: Any, *, directory: str, session_id: str, observations: Sequence[Any], prompt: str | None,
+def record_turn(db: Database, *, directory: str, session_id: str, observations: Sequence[Any], prompt: str | None,
                 last_message: str | None, root: str, enabled_by_default: bool) -> bool:
     """Add this turn's entry to the directory's log when the log is on there; True if one was added."""
     if not local_context.is_enabled(db, directory, enabled_by_default):

@@ -35,6 +35,7 @@ import json
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
+    from ..db import Database
 
 from .. import quoting
 from ..excerpts import CHARS_PER_TOKEN, estimate_tokens, one_line
@@ -156,7 +157,7 @@ def _file_block(row: Any, room: int, *, whole_only: bool) -> str:
     return f"{head}{content[:keep]}\n[… {rest} more characters: view {path}]\n</file>\n"
 
 
-def files_section(db: Any, project_id: int, room: int, tag: str) -> str:
+def files_section(db: Database, project_id: int, room: int, tag: str) -> str:
     """This project's and the user-wide memory files within ``room`` characters, newest first, fenced with ``tag``.
 
     Files that fit whole come first; the room left then goes to the start of the others, in order.
@@ -185,7 +186,7 @@ def files_section(db: Any, project_id: int, room: int, tag: str) -> str:
     return title + opening + "".join(blocks[index] for index in sorted(blocks)) + more + closing
 
 
-def build(db: Any, project_id: int, *, config: Config, exclude_session: str | None = None,
+def build(db: Database, project_id: int, *, config: Config, exclude_session: str | None = None,
           directory: str | None = None) -> str:
     """The text SessionStart injects for a project, or "" when there is nothing to recall.
 

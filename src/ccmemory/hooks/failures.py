@@ -18,6 +18,7 @@ import json
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
+    from ..db import Database
 
 from ..observations import command_key, shown_command, tool_of
 from ..vocabulary import FILE_CHANGING_TOOLS
@@ -37,7 +38,7 @@ def call_key(memory: Any) -> str | None:
     return None
 
 
-def settle(db: Any, observations: Sequence[Any]) -> int:
+def settle(db: Database, observations: Sequence[Any]) -> int:
     """Settle the session's failures that a later call fixed; returns how many changed (idempotent)."""
     latest_success: dict[str, Any] = {}
     settled = 0

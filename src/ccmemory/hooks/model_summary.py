@@ -33,7 +33,7 @@ INSTRUCTIONS = (
     "codebase, problems met and how they were solved, and what is left to do. Plain facts, no preamble.\n\n"
 )
 MAX_PROMPT_CHARS = 40_000
-_child: subprocess.Popen | None = None
+_child: subprocess.Popen[bytes] | None = None
 
 
 def build_prompt(summary: str, observations: Sequence[Any]) -> str:

@@ -54,7 +54,7 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         observations = session_observations(db, session_id)
         failures.settle(db, observations)
         record_turn(db, directory=cwd, session_id=session_id, observations=observations,
-                    prompt=(user_prompts(transcript) or [None])[-1], last_message=None,
+                    prompt=next(reversed(user_prompts(transcript)), None), last_message=None,
                     root=str(projects.project_root(cwd)),
                     enabled_by_default=config.get("local_context", "enabled"))
         sessions.end(db, session_id)

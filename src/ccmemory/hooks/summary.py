@@ -26,6 +26,7 @@ import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
+    from ..db import Database
 
 from ..config import Config
 from . import failures, log
@@ -177,7 +178,7 @@ def what_it_did(observations: Sequence[Any], *, changed: Sequence[str]) -> str:
     return "; ".join(parts)
 
 
-def session_observations(db: Any, session_id: str) -> list[Any]:
+def session_observations(db: Database, session_id: str) -> list[Any]:
     """The session's captured observations, oldest first."""
     from .. import memories
 
@@ -185,14 +186,14 @@ def session_observations(db: Any, session_id: str) -> list[Any]:
     return [m for m in reversed(recent) if m.source == CAPTURE_SOURCE]
 
 
-def summary_memory_id(db: Any, session_id: str) -> str | None:
+def summary_memory_id(db: Database, session_id: str) -> str | None:
     return db.scalar(
         "SELECT id FROM memories WHERE session_id = ? AND source = ? AND is_deleted = 0 ORDER BY seq DESC LIMIT 1",
         (session_id, SUMMARY_SOURCE),
     )
 
 
-def store_summary(db: Any, *, project_id: int, session_id: str, text: str, files: Sequence[str],
+def store_summary(db: Database, *, project_id: int, session_id: str, text: str, files: Sequence[str],
                   method: str, salience: float | None = None) -> str:
     """Create or rewrite the session's summary memory and mirror it into the session row; returns its id.
 
@@ -216,7 +217,7 @@ def store_summary(db: Any, *, project_id: int, session_id: str, text: str, files
     return existing
 
 
-def summarize(db: Any, *, project_id: int, session_id: str, root: str, transcript_path: str | None,
+def summarize(db: Database, *, project_id: int, session_id: str, root: str, transcript_path: str | None,
               last_message: str | None) -> str | None:
     """Write the session's extractive summary; returns the summary memory id, or None with nothing to say."""
     return summarize_from(db, project_id=project_id, session_id=session_id, root=root,
@@ -224,7 +225,7 @@ def summarize(db: Any, *, project_id: int, session_id: str, root: str, transcrip
                           last_message=last_message)
 
 
-def summarize_from(db: Any, *, project_id: int, session_id: str, root: str, observations: Sequence[Any],
+def summarize_from(db: Database, *, project_id: int, session_id: str, root: str, observations: Sequence[Any],
                    prompts: Sequence[str], last_message: str | None) -> str | None:
     """:func:`summarize` from observations and prompts already read."""
     from .. import clock

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import re
 
+from ..db import Database
 from .. import markdown_blocks, memories
 from .base import Report, Writer, file_time, read_text, source_folder, walk
 
@@ -42,7 +43,7 @@ class Note:
         self.title = front.get("title") or rel.rsplit("/", 1)[-1][:-len(".md")]
         self.permalink = front.get("permalink") or rel
         self.tags = _tags(front.get("tags", ""), text)
-        self.observations: list[tuple[str | None, str, str | None]] = []
+        self.observations: list[tuple[str, str, str | None]] = []
         self.relations: list[tuple[str, str, str | None]] = []
         prose: list[str] = []
         fence: str | None = None
@@ -96,9 +97,9 @@ def _digest(text: str) -> str:
     return hashlib.sha256(" ".join(text.split()).encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
-def import_basic_memory(db: object, report: Report, folder: str, *, into: str) -> None:
+def import_basic_memory(db: Database, report: Report, folder: str, *, into: str) -> None:
     """Import every note (``*.md``) of the basic-memory folder ``folder`` into the project of ``into``."""
-    writer = Writer(db, SOURCE, report)  # type: ignore[arg-type]
+    writer = Writer(db, SOURCE, report)
     root = source_folder(folder)
     project = writer.project(into)
     for rel, path in walk(root, report, suffixes=(".md",)):

@@ -31,6 +31,7 @@ import stat
 from typing import Any, Iterator
 from urllib.parse import quote
 
+from ..db import Database
 from .. import safe_files, transcript
 from ..errors import ValidationError
 from .base import Report, Writer, epoch_time
@@ -183,14 +184,14 @@ class _Projects:
         return None
 
 
-def import_claude_mem(db: object, report: Report, path: str = DEFAULT_PATH, *, into: str | None = None,
+def import_claude_mem(db: Database, report: Report, path: str = DEFAULT_PATH, *, into: str | None = None,
                       project_name: str | None = None, config_dir: str | None = None) -> None:
     """Import the observations and session summaries of the claude-mem database at ``path``.
 
     ``project_name`` keeps only the rows of that claude-mem project; ``into`` puts every row into
     that project directory's project.
     """
-    writer = Writer(db, SOURCE, report)  # type: ignore[arg-type]
+    writer = Writer(db, SOURCE, report)
     connection = Source(path)
     unplaced: dict[str, dict[str, int]] = {}
     try:

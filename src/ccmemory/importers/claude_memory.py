@@ -21,6 +21,7 @@ import hashlib
 import os
 import re
 
+from ..db import Database
 from .. import markdown_blocks, safe_files, transcript
 from ..errors import ValidationError
 from .base import Report, Writer, file_time, read_text, source_folder, walk
@@ -43,14 +44,14 @@ def encoded(path: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "-", path)
 
 
-def import_claude_memory(db: object, report: Report, *, folder: str | None = None, into: str | None = None,
+def import_claude_memory(db: Database, report: Report, *, folder: str | None = None, into: str | None = None,
                          config_dir: str | None = None) -> None:
     """Import one auto-memory folder (``folder``, or the one of project ``into``), else every project's.
 
     ``into`` is the project the memories go to; without it each folder's project is the ``cwd``
     named by the session transcripts beside it (a folder whose project cannot be told is reported).
     """
-    writer = Writer(db, SOURCE, report)  # type: ignore[arg-type]
+    writer = Writer(db, SOURCE, report)
     base = transcript.projects_dir(config_dir)
     if folder is not None:
         memory_dir = source_folder(folder)
@@ -63,11 +64,11 @@ def import_claude_memory(db: object, report: Report, *, folder: str | None = Non
                                   "names its directory. Say where it goes with --into-project DIR")
         _import_folder(writer, memory_dir, project)
     elif into is not None:
-        memory_dir = folder_of(into, base)
-        if memory_dir is None:
+        found = folder_of(into, base)
+        if found is None:
             raise ValidationError(f"Claude Code keeps no auto memory for {os.path.realpath(into)} under {base}; "
                                   "name the memory folder to import (…/projects/<project>/memory)")
-        _import_folder(writer, memory_dir, into)
+        _import_folder(writer, found, into)
     else:
         for name, memory_dir in memory_folders(base, report):
             project = project_of(os.path.dirname(memory_dir), os.path.realpath(base))

@@ -14,6 +14,7 @@ kept as it is, never replaced (it is yours, or Claude's since), and reported.
 
 from __future__ import annotations
 
+from ..db import Database
 from ..files import commands as file_commands
 from ..files import paths as file_paths
 from ..files import store as file_store
@@ -25,9 +26,9 @@ MAX_FILE_BYTES = 2 * file_commands.MAX_FILE_BYTES
 KIND = "memory file"
 
 
-def import_memory_tool(db: object, report: Report, folder: str, *, into: str, user_files: bool = False) -> None:
+def import_memory_tool(db: Database, report: Report, folder: str, *, into: str, user_files: bool = False) -> None:
     """Import the files of the memory-tool folder ``folder`` as memory files of the project of ``into``."""
-    writer = Writer(db, "memory-tool", report)  # type: ignore[arg-type]
+    writer = Writer(db, "memory-tool", report)
     root = source_folder(folder)
     project = writer.project(into)
     for rel, path in walk(root, report):

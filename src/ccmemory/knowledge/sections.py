@@ -233,8 +233,9 @@ def _pack(units: list[str], fits: Callable[[str], bool]) -> list[str]:
     queue = deque(units)
     while queue:
         if current:
-            base = current
-            taken = _most_that_fit(len(queue), lambda k, base=base: fits("\n\n".join([base, *islice(queue, k)])))
+            def fit(k: int, base: str = current) -> bool:
+                return fits("\n\n".join([base, *islice(queue, k)]))
+            taken = _most_that_fit(len(queue), fit)
             if taken:
                 current = "\n\n".join([current, *(queue.popleft() for _ in range(taken))])
             else:
@@ -273,8 +274,9 @@ def _join_fitting(parts: list[str], glue: str, fits: Callable[[str], bool]) -> l
             current = parts[index]
             index += 1
             continue
-        base, start = current, index
-        taken = _most_that_fit(len(parts) - index, lambda k, base=base, start=start: fits(glue.join([base, *parts[start:start + k]])))
+        def fit(k: int, base: str = current, start: int = index) -> bool:
+            return fits(glue.join([base, *parts[start:start + k]]))
+        taken = _most_that_fit(len(parts) - index, fit)
         if taken:
             current = glue.join([current, *parts[index:index + taken]])
             index += taken
@@ -332,7 +334,9 @@ def parse(text: str, file_name: str, *, fits: Callable[[str], bool]) -> ParsedFi
         while shown and not fits(f"{shown}\n\n."):  # a heading path that leaves no room for text is shortened
             shown = shown[:len(shown) // 2].rstrip()
         prefix = f"{shown}\n\n" if shown else ""
-        pieces = _pack(_split_units(body), lambda piece, prefix=prefix: fits(prefix + piece))
+        def fits_after(piece: str, prefix: str = prefix) -> bool:
+            return fits(prefix + piece)
+        pieces = _pack(_split_units(body), fits_after)
         for part, piece in enumerate(pieces, 1):
             entries.append(Entry(anchor=anchor, heading=heading, title=title, content=prefix + piece,
                                  keywords=list(keywords), part=part, parts=len(pieces)))

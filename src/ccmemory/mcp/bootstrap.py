@@ -264,7 +264,7 @@ class BootstrapServer:
                 self._initialized.set()
             return None
         request_id = message["id"]
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params = given if isinstance(given := message.get("params"), dict) else {}
         if method == "initialize":
             return result(request_id, self.initialize(params))
         if method == "ping":
@@ -278,7 +278,7 @@ class BootstrapServer:
     def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         self.init_params = params
         self._initialized.set()
-        client = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else {}
+        client = given if isinstance(given := params.get("clientInfo"), dict) else {}
         warning = compat.claude_code_warning(client.get("name"), client.get("version"))
         if warning:
             log.warning("%s", warning)
@@ -295,7 +295,7 @@ class BootstrapServer:
         if tool is None:
             return error(request_id, INVALID_PARAMS,
                          f"Unknown tool {params.get('name')!r}; this server offers: {', '.join(self.tools)}")
-        arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+        arguments = given if isinstance(given := params.get("arguments"), dict) else {}
         self.runtime.background.error = (STOPPED if self.relay is not None else self.status())
         text, is_error = self.runtime.call(tool, dict(arguments))
         return result(request_id, {"content": [{"type": "text", "text": text}], "isError": is_error})

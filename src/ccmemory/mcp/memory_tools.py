@@ -5,7 +5,7 @@ with :mod:`ccmemory.mcp.format`; the CLI calls the same core functions, with the
 same defaults (named in :mod:`ccmemory.memories` and :mod:`ccmemory.search`).
 """
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from .. import background, memories, search, sessions
 from ..errors import ToolError
@@ -28,7 +28,8 @@ Sector = Annotated[str | None, Param(choices=SECTORS)]
 Amount = Param(low=0, high=1)
 
 
-def _context_maps(ctx: ToolContext, found: list[memories.Memory]) -> tuple[dict, dict, dict]:
+def _context_maps(ctx: ToolContext, found: list[memories.Memory]) -> tuple[dict[str, str], dict[str, dict[str, Any]],
+                                                                          dict[str, int]]:
     """Superseded-by ids, sessions and related counts of a batch of memories."""
     ids = [m.id for m in found]
     superseded = memories.superseded_by(ctx.db, [m.id for m in found if m.is_superseded])

@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from ..db import Database
 from ..parameters import Parameters, declared
 
 #: Modules whose ``TOOLS`` the server registers, in the order tools are listed.
@@ -116,7 +117,7 @@ class ToolContext:
     must not be touched.
     """
 
-    db: Any
+    db: Database
     project_id: int
     project_dir: str
     session_id: str | None = None

@@ -135,7 +135,7 @@ def list_sessions(call: Call) -> dict[str, Any]:
 def list_memories(call: Call) -> dict[str, Any]:
     query = call.query
     limit = parameters.integer(query, "limit", PAGE_SIZE, low=1, high=MAX_PAGE_SIZE)
-    filters = {
+    filters: dict[str, Any] = {
         "project_id": call.project_id,
         "sector": parameters.choice(query, "sector", SECTORS),
         "tier": parameters.choice(query, "tier", TIERS),
@@ -187,8 +187,9 @@ def memory_detail(call: Call, memory: Memory | None = None) -> dict[str, Any]:
 
 def add_memory(call: Call) -> dict[str, Any]:
     _only_fields(call.body, ("content", "sector", "category", "tags", "importance"))
+    content: Any = call.body.get("content")  # memories.add checks it
     memory = memories.add(
-        call.db, project_id=call.project_id, content=call.body.get("content"),
+        call.db, project_id=call.project_id, content=content,
         sector=parameters.choice(call.body, "sector", SECTORS), category=parameters.text(call.body, "category"),
         tags=parameters.strings(call.body, "tags"),
         importance=parameters.number(call.body, "importance", memories.DEFAULT_SALIENCE), source=UI_SOURCE,

@@ -45,7 +45,9 @@ class Viewer:
 
     def accepts(self, token: str | None) -> bool:
         """Constant-time comparison with this launch's token."""
-        return bool(token) and hmac.compare_digest(token.encode(), self.token.encode())
+        if not token:
+            return False
+        return hmac.compare_digest(token.encode(), self.token.encode())
 
     def run(self, work: Callable[[database.Database], T]) -> T:
         """Call ``work(db)`` holding the connection's lock."""
