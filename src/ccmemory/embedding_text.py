@@ -80,8 +80,8 @@ def memory_text(content: str, request: str | None = None, tool: str = "") -> str
 def requests_by_tool_use(transcript_path: str | None) -> dict[str, str]:
     """For each ``tool_use`` id in a transcript, the user prompt that led to it.
 
-    Reads the transcript JSONL once, through the same bounded reader as the Stop hook
-    (:mod:`ccmemory.transcript`); an unreadable, missing or refused file gives an empty map, and
+    Reads the transcript JSONL once, through :func:`ccmemory.transcript.records` (the reader backfill
+    and the Stop hook use); an unreadable, missing or refused file gives an empty map, and
     the memories are embedded without a request.
     """
     from . import transcript
@@ -92,16 +92,11 @@ def requests_by_tool_use(transcript_path: str | None) -> dict[str, str]:
         return found
     prompt = ""
     try:
-        for entry in transcript.entries(transcript_path, b'"tool_use"', b'"user"'):
-            typed = transcript.typed_prompt(entry)
-            if typed:
-                prompt = typed
-                continue
-            message = entry.get("message")
-            blocks = message.get("content") if isinstance(message, dict) else None
-            for block in blocks if isinstance(blocks, list) else []:
-                if isinstance(block, dict) and block.get("type") == "tool_use" and prompt:
-                    found[str(block.get("id"))] = prompt
+        for record in transcript.records(transcript_path):
+            if isinstance(record, transcript.Prompt):
+                prompt = record.text
+            elif isinstance(record, transcript.ToolCall) and prompt:
+                found[record.tool_use_id] = prompt
     except (OSError, ValidationError):
         return {}
     return found
