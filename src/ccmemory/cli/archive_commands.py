@@ -16,7 +16,7 @@ from .. import excerpts, projects, quoting
 from ..archive import jsonl, markdown, records
 from ..errors import ValidationError
 from ..redaction import redact
-from .common import CleanWriter, echo, emit_json, handles_errors, json_option, open_db
+from .common import CleanWriter, echo, echo_listed, emit_json, handles_errors, json_option, open_db
 
 _SINCE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?Z?)?$")
 
@@ -148,14 +148,10 @@ def _print_report(report: jsonl.ImportReport) -> None:
         echo(f"Wrote user-wide memory file {path} (shown to every project)")
     if report.redacted:
         echo(f"Redacted secrets or private text in {report.redacted} field(s).")
-    for notice in report.notices:
-        echo(f"Not imported: {notice}", err=True)
-    if report.skipped > len(report.notices):
-        echo(f"... and {report.skipped - len(report.notices)} more record(s) not imported.", err=True)
-    for problem in report.problems:
-        echo(f"Skipped {problem}", err=True)
-    if report.failed > len(report.problems):
-        echo(f"... and {report.failed - len(report.problems)} more skipped record(s).", err=True)
+    echo_listed((f"Not imported: {notice}" for notice in report.notices), len(report.notices), report.skipped,
+                "record(s) not imported.")
+    echo_listed((f"Skipped {problem}" for problem in report.problems), len(report.problems), report.failed,
+                "skipped record(s).")
 
 
 COMMANDS = [export, import_]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 import click
 
@@ -56,6 +56,14 @@ class CleanWriter:
 
     def write(self, text: str) -> int:
         return self.stream.write(self.clean(text))
+
+
+def echo_listed(lines: Iterable[str], listed: int, total: int, more: str) -> None:
+    """Report lines on stderr, then "... and N more <more>" for the ``total - listed`` left out of them."""
+    for line in lines:
+        echo(line, err=True)
+    if total > listed:
+        echo(f"... and {total - listed} more {more}", err=True)
 
 
 def emit_json(value: Any) -> None:

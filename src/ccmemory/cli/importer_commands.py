@@ -15,7 +15,7 @@ import click
 
 from .. import excerpts
 from ..importers.base import Report
-from .common import INTERRUPTED_EXIT, echo, emit_json, handles_errors, json_option, open_db
+from .common import INTERRUPTED_EXIT, echo, echo_listed, emit_json, handles_errors, json_option, open_db
 from .groups import WholeHelpGroup
 
 dry_run_option = click.option("--dry-run", is_flag=True, help="Read everything and report, but write nothing.")
@@ -73,14 +73,10 @@ def _print(report: Report, as_json: bool) -> None:
         echo(f"Redacted secrets or private text in {excerpts.counted(report.redacted, 'item')}.")
     if report.cut:
         echo(f"Cut {excerpts.counted(report.cut, 'text')} to the 10,000-character limit of a memory.")
-    for skipped in report.skipped:
-        echo(f"Skipped {skipped['item']}: {skipped['reason']}", err=True)
-    if report.skipped_count > len(report.skipped):
-        echo(f"... and {report.skipped_count - len(report.skipped)} more skipped.", err=True)
-    for problem in report.problems:
-        echo(f"Could not read {problem['path']}: {problem['reason']}", err=True)
-    if report.problem_count > len(report.problems):
-        echo(f"... and {report.problem_count - len(report.problems)} more that could not be read.", err=True)
+    echo_listed((f"Skipped {skipped['item']}: {skipped['reason']}" for skipped in report.skipped),
+                len(report.skipped), report.skipped_count, "skipped.")
+    echo_listed((f"Could not read {problem['path']}: {problem['reason']}" for problem in report.problems),
+                len(report.problems), report.problem_count, "that could not be read.")
 
 
 @click.group(name="import-from", cls=WholeHelpGroup)

@@ -8,6 +8,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
+    from ..config import Config
+
 #: Larger payloads are not parsed: no observation of that size is stored anyway.
 MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
 #: Containers nested deeper than this are replaced by a note, so the rest of the payload is kept.
@@ -44,6 +46,22 @@ def text(payload: dict[str, Any], key: str) -> str | None:
     """A non-empty string field of the payload, or None (wrong types count as missing)."""
     value = payload.get(key)
     return value if isinstance(value, str) and value.strip() else None
+
+
+def capturing_session(payload: dict[str, Any], config: Config, hook: str, nothing: str) -> str | None:
+    """The payload's session id when this hook is to store anything; else None, the reason logged.
+
+    ``nothing`` says what is then not stored ("observation not stored"), for the hook's log.
+    """
+    from . import log
+
+    session_id = text(payload, "session_id")
+    if session_id is None:
+        log.error(hook, f"payload has no session_id; {nothing}")
+    elif not config.get("capture", "enabled"):
+        log.debug(hook, f"{nothing}: capture is off (capture.enabled)")
+        return None
+    return session_id
 
 
 def flatten_deep(text: str, max_depth: int = MAX_DEPTH) -> str:

@@ -23,12 +23,8 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     """Store the observation for one tool call, unless it is skipped."""
     from .. import db as database, memories, projects
 
-    session_id = payloads.text(data, "session_id")
+    session_id = payloads.capturing_session(data, config, "capture", "observation not stored")
     if session_id is None:
-        log.error("capture", "payload has no session_id; observation not stored")
-        return
-    if not config.get("capture", "enabled"):
-        log.debug("capture", "skipped: capture is off (capture.enabled)")
         return
     reason = skip_reason(data, config)
     if reason:

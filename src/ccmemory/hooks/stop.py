@@ -21,12 +21,8 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     """Write the extractive summary now; start the model-written one detached when configured."""
     from .. import db as database, projects, sessions
 
-    session_id = payloads.text(data, "session_id")
+    session_id = payloads.capturing_session(data, config, "stop", "no summary written")
     if session_id is None:
-        log.error("stop", "payload has no session_id; no summary written")
-        return
-    if not config.get("capture", "enabled"):
-        log.debug("stop", "no summary: capture is off (capture.enabled)")
         return
     transcript = payloads.text(data, "transcript_path")
     last_message = payloads.text(data, "last_assistant_message")
