@@ -15,7 +15,7 @@ from hook_helpers import (
 
 from ccmemory import db as database, local_context
 from ccmemory.files import commands
-from ccmemory.hooks import activity
+from ccmemory import activity
 
 
 def add_entries(db, directory: Path, count: int, *, themes: int = 3, details: int = 6, start: int = 0) -> None:

@@ -118,7 +118,7 @@ def run(session_id: str, memory_id: str) -> None:
     from .. import config as settings, db as database, paths
     from ..excerpts import cut
     from ..redaction import redact
-    from .summary import session_observations, store_summary
+    from ..session_summary import session_observations, store_summary
 
     config = settings.load().section("summary")
     db = database.connect(vectors=False)

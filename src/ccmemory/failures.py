@@ -19,8 +19,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
 
-from ..observations import command_key, shown_command, tool_of
-from ..vocabulary import FILE_CHANGING_TOOLS
+from .observations import command_key, shown_command, tool_of
+from .vocabulary import FILE_CHANGING_TOOLS
 
 SETTLED_SALIENCE = 0.45
 

@@ -17,11 +17,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
 
-from .. import local_context
-from ..excerpts import cut, ends
-from ..observations import shown_command, tool_of
-from ..vocabulary import FILE_CHANGING_TOOLS
-from ..redaction import redact
+from . import local_context
+from .excerpts import cut, ends
+from .observations import shown_command, tool_of
+from .vocabulary import FILE_CHANGING_TOOLS
+from .redaction import redact
 
 
 def _relative(path: str, root: str) -> str:
