@@ -15,7 +15,7 @@ from hook_helpers import (
 
 from ccmemory import excerpts, observations, redaction
 from ccmemory.config import load
-from ccmemory.hooks import privacy
+from ccmemory import privacy
 
 
 def test_captures_a_read_and_links_it_to_the_session(home: Path, project_dir: Path) -> None:

@@ -15,7 +15,8 @@ from hook_helpers import (
 )
 
 from ccmemory import db as database, memories, projects, redaction, sessions
-from ccmemory.hooks import context, privacy
+from ccmemory import privacy
+from ccmemory.hooks import context
 
 
 def session_end(session_id: str, project: Path, reason: str = "other") -> dict:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Any, Sequence
 
 from . import log
-from .privacy import RECURSION_GUARD_ENV
+from ..privacy import RECURSION_GUARD_ENV
 
 INSTRUCTIONS = (
     "Summarize this Claude Code session for a future session of the same project. In at most 12 terse "

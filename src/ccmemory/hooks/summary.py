@@ -40,7 +40,7 @@ def start_model_summary(config: Config, session_id: str, memory_id: str) -> None
         import sys
 
         from .. import isolation
-        from .privacy import RECURSION_GUARD_ENV
+        from ..privacy import RECURSION_GUARD_ENV
 
         env = isolation.child_env()
         env[RECURSION_GUARD_ENV] = "1"
