@@ -210,7 +210,7 @@ class _Replay:
         for _agent, path in found.subagents:
             agents.extend(r for r in self._read(path) or [] if isinstance(r, ToolCall))
         if not main:
-            report.skip("no prompt or tool call in it")
+            report.skip("no prompt or tool call in it", path=found.path)
             return
         cwd = next((r.cwd for r in main if r.cwd), None)
         if cwd is None:
