@@ -152,6 +152,7 @@ class _Replay:
         self.base = base
         self.dry_run = dry_run
         self.roots: dict[str, str] = {}
+        self.project_ids: dict[str, int] = {}
         self.opted_out: dict[str, str | None] = {}
 
     # -- reading ------------------------------------------------------------------------------------
@@ -282,7 +283,9 @@ class _Replay:
     def _project_id(self, root: str) -> int:
         from . import projects
 
-        return projects.project_id(self.db, root)
+        if root not in self.project_ids:
+            self.project_ids[root] = projects.project_id(self.db, root)
+        return self.project_ids[root]
 
     def _end_turn(self, session_id: str, cwd: str, root: str, prompts: list[str], reply: Any) -> None:
         from . import clock, lifecycle
