@@ -17,7 +17,7 @@ from testing.repo import HOOKS
 
 from ccmemory import excerpts, observations, redaction
 from ccmemory.config import load
-from ccmemory.hooks import privacy
+from ccmemory import privacy
 
 
 def test_captures_a_read_and_links_it_to_the_session(home: Path, project_dir: Path) -> None:

@@ -16,7 +16,8 @@ from testing.hooks import (
 )
 
 from ccmemory import db as database, memories, projects, redaction, sessions
-from ccmemory.hooks import context, privacy
+from ccmemory import privacy
+from ccmemory.hooks import context
 from testing.repo import SOURCE
 
 

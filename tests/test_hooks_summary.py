@@ -13,6 +13,7 @@ from testing.hooks import (
     write_config, write_transcript,
 )
 
+from ccmemory import activity, session_summary
 from ccmemory.hooks import model_summary, summary
 
 
@@ -109,12 +110,12 @@ def test_a_session_that_only_looked_gets_a_less_salient_summary(home: Path, proj
         assert_quiet_success(run_hook("post_tool_use", payload, home))
     assert_quiet_success(run_hook("stop", stop_payload("q1", project_dir, "We raised the timeout to 30 s."), home))
     [asked] = summaries(home, "q1")
-    assert asked["salience"] == pytest.approx(summary.LOOKED_ONLY_SALIENCE)
+    assert asked["salience"] == pytest.approx(session_summary.LOOKED_ONLY_SALIENCE)
     assert "Did: ran git log; only looked, changed nothing" in asked["content"]
     record_session(home, project_dir, "q2")
     assert_quiet_success(run_hook("stop", stop_payload("q2", project_dir, "Done."), home))
     [did] = summaries(home, "q2")
-    assert did["salience"] == pytest.approx(summary.SUMMARY_SALIENCE)
+    assert did["salience"] == pytest.approx(session_summary.SUMMARY_SALIENCE)
 
 
 def test_stop_with_nothing_to_say_stores_nothing(home: Path, project_dir: Path) -> None:
@@ -135,7 +136,7 @@ def test_recursion_guard_silences_stop(home: Path, project_dir: Path) -> None:
 
 
 def test_decisions_are_sentences_with_a_choice_or_reason() -> None:
-    found = summary.decisions(["We went with SQLite. It is small.\n- Chose WAL mode because readers never block."])
+    found = activity.decisions(["We went with SQLite. It is small.\n- Chose WAL mode because readers never block."])
     assert found == ["We went with SQLite.", "Chose WAL mode because readers never block."]
 
 

@@ -14,7 +14,7 @@ from testing.hooks import (
 
 from ccmemory import db as database, local_context
 from ccmemory.files import commands
-from ccmemory.hooks import activity
+from ccmemory import activity
 
 
 def add_entries(db, directory: Path, count: int, *, themes: int = 3, details: int = 6, start: int = 0) -> None:

@@ -236,7 +236,7 @@ def test_names_in_the_query_prefer_memories_that_name_them(home, project_dir):
 
 
 def test_what_a_session_did_outranks_a_later_session_that_asked_about_it(home, project_dir):
-    from ccmemory.hooks import summary
+    from ccmemory import session_summary as summary
 
     db = database.connect(vectors=False)
     project = projects.project_id(db, project_dir)

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import time
 
+#: What :func:`now` answers inside :class:`replaying`; None: the real time.
+_replayed: str | None = None
+
 
 def now() -> str:
-    """The current time, e.g. ``2026-11-22T02:40:00.123Z``."""
+    """The current time, e.g. ``2026-11-22T02:40:00.123Z`` (inside :class:`replaying`, the time replayed)."""
+    if _replayed is not None:
+        return _replayed
     moment = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(moment)) + ".%03dZ" % (int(moment * 1000) % 1000)
 
@@ -35,3 +40,25 @@ def parse(text: str) -> str:
         moment = moment.replace(tzinfo=timezone.utc)
     moment = moment.astimezone(timezone.utc)
     return moment.strftime("%Y-%m-%dT%H:%M:%S") + ".%03dZ" % (moment.microsecond // 1000)
+
+
+class replaying:
+    """``with clock.replaying(moment):`` :func:`now` answers ``moment`` (in our format, see :func:`parse`).
+
+    A backfill replays a past session through the code the hooks run, which stamps rows with
+    :func:`now`; inside this block they get the session's own times instead. Blocks nest; the
+    process is single-threaded while it replays.
+    """
+
+    def __init__(self, moment: str) -> None:
+        self.moment = moment
+        self.previous: str | None = None
+
+    def __enter__(self) -> "replaying":
+        global _replayed
+        self.previous, _replayed = _replayed, self.moment
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _replayed
+        _replayed = self.previous

@@ -2,7 +2,7 @@
 
 An entry is one turn that did something: when it happened, what was asked, and
 the files, commands, decisions and errors of that turn (built by
-:mod:`ccmemory.hooks.activity` at Stop). The log is condensed as it grows, by
+:mod:`ccmemory.activity` at Stop). The log is condensed as it grows, by
 three rules:
 
 1. the newest :data:`DETAILED` (20) entries are shown in full;

@@ -23,7 +23,7 @@ with these keys (only ``tool`` is always there):
 ``description``    Bash: the description Claude gave the command, when it gave one
 ``scope``          an edit: the function or class it changed (:func:`edit_scope`)
 ``fixed_by``       a failure a later call of the session fixed: that call's memory id (set at
-                   Stop by :mod:`ccmemory.hooks.failures`)
+                   Stop by :mod:`ccmemory.failures`)
 
 The files a call named are the memory's ``files`` column. Rows stored before these keys existed
 were given them by migration 12, which parsed their text once.
@@ -494,6 +494,25 @@ def from_payload(data: dict[str, Any], config: Config, *, cwd: str, root: str) -
     ``cwd`` resolves relative paths; files under ``root`` (the project) are shown relative to it.
     """
     return _Builder(data, config, root, cwd).build()
+
+
+def store(db: Any, observation: Observation, *, project_id: int, session_id: str, tool_use_id: str | None,
+          created_at: str | None) -> Any:
+    """Store ``observation`` as the session's memory (see the module docstring) and return it.
+
+    ``tool_use_id`` is the dedupe key: a call already stored for the session (a re-delivered payload,
+    a backfill over a session captured live) returns the memory stored before and adds nothing.
+    ``created_at`` is when the call happened (None: now).
+    """
+    from . import memories
+    from .vocabulary import CAPTURE_SOURCE
+
+    return memories.add(
+        db, project_id=project_id, content=observation.content, sector="episodic", tier="session",
+        category=observation.category, tags=[observation.tool], files=observation.files,
+        importance=observation.salience, salience=observation.salience, session_id=session_id,
+        source=CAPTURE_SOURCE, metadata=observation.metadata, dedupe_key=tool_use_id, created_at=created_at,
+    )
 
 
 def _text(data: dict[str, Any], key: str) -> str | None:

@@ -223,19 +223,6 @@ def read_head(path: str, max_bytes: int, *, root: str | None = None, follow: boo
         return handle.read(max_bytes)
 
 
-def lines(path: str, *, max_bytes: int, max_line_bytes: int, root: str | None = None) -> Iterator[bytes]:
-    """The lines of a regular file (a JSONL transcript) that start within its first ``max_bytes``.
-
-    A line longer than ``max_line_bytes`` is skipped whole, never held in memory (see
-    :func:`bounded_lines`); so a file of one endless line, a FIFO or ``/dev/zero`` costs at most
-    ``max_line_bytes`` of memory.
-    """
-    with open_regular(path, root=root) as handle:
-        for raw in bounded_lines(handle, max_bytes, max_line_bytes):
-            if raw is not None:
-                yield raw
-
-
 def create_new(path: str, data: bytes, *, root: str) -> None:
     """Write a new file inside ``root`` (its folders made as needed); FileExistsError when anything is there.
 

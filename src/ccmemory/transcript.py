@@ -3,7 +3,7 @@
 A transcript's path comes from a hook payload and is kept with its session, so it is untrusted:
 it is read only as a regular file (a FIFO or ``/dev/zero`` is refused before anything is read), at
 most :data:`MAX_TRANSCRIPT_BYTES` in all, a line over :data:`MAX_LINE_BYTES` skipped unread
-(:func:`ccmemory.safe_files.lines`), a line that is not a JSON object skipped. The Stop hook reads
+(:func:`ccmemory.safe_files.bounded_lines`), a line that is not a JSON object skipped. The Stop hook reads
 the typed prompts (:func:`entries`, :func:`typed_prompt`); the embedder pairs each tool use with the
 prompt that led to it; a backfill reads past sessions whole as :func:`records` (typed prompts,
 Claude's replies, tool calls paired with their results, in transcript order), keeps what is final
@@ -37,29 +37,53 @@ MAX_RECORDS = 20_000
 MAX_DIR_ENTRIES = 100_000
 
 
-def entries(path: str, *markers: bytes, root: str | None = None, max_bytes: int | None = None
-            ) -> Iterator[dict[str, Any]]:
+def entries(path: str, *markers: bytes, root: str | None = None, max_bytes: int | None = None,
+            problems: dict[str, int] | None = None) -> Iterator[dict[str, Any]]:
     """The JSON objects of the transcript's lines that hold one of ``markers`` (tested on the bytes before
     parsing: most lines are tool results nobody asked for); lines that are not JSON objects are skipped.
 
     ``root`` refuses a file whose real location is outside it (checked on the opened file, see
     :func:`ccmemory.safe_files.open_fd`); ``max_bytes`` lowers or raises :data:`MAX_TRANSCRIPT_BYTES`.
-    A last line still being written is cut JSON and so skipped like any malformed line.
+    A last line still being written is cut JSON and so skipped like any malformed line. ``problems``,
+    when given, counts what was skipped by kind (:data:`LONG_LINE`, :data:`NOT_JSON`).
 
     Raises OSError or :class:`ccmemory.errors.ValidationError` when the file cannot or must not be read.
     """
     from . import safe_files
 
     total = MAX_TRANSCRIPT_BYTES if max_bytes is None else max_bytes
-    for raw in safe_files.lines(path, max_bytes=total, max_line_bytes=MAX_LINE_BYTES, root=root):
-        if not any(marker in raw for marker in markers):
-            continue
-        try:
-            entry = json.loads(raw)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(entry, dict):
-            yield entry
+    with safe_files.open_regular(path, root=root) as handle:
+        for raw in safe_files.bounded_lines(handle, total, MAX_LINE_BYTES):
+            if raw is None:
+                _count(problems, LONG_LINE)
+                continue
+            if not any(marker in raw for marker in markers):
+                continue
+            try:
+                entry = json.loads(raw)
+            except (ValueError, RecursionError):
+                _count(problems, NOT_JSON)
+                continue
+            if isinstance(entry, dict):
+                yield entry
+            else:
+                _count(problems, NOT_JSON)
+
+
+#: Kinds of line :func:`entries` and :func:`records` skip, as counted in their ``problems``.
+LONG_LINE = f"line over {MAX_LINE_BYTES // (1024 * 1024)} MiB"
+NOT_JSON = "line not a JSON object (cut, corrupt or binary)"
+UNKNOWN_TYPE = "entry of an unknown type"
+#: Entry types Claude Code writes besides ``user`` and ``assistant`` (2.1.x; and ``api-request*``), read past
+#: without a word.
+KNOWN_TYPES = frozenset({"user", "assistant", "attachment", "system", "summary", "queue-operation", "last-prompt",
+                         "file-history-snapshot", "cost-state", "tools-used", "progress", "custom-title",
+                         "tag", "agent-name", "mode", "pr-link", "worktree-state", "permission-mode"})
+
+
+def _count(problems: dict[str, int] | None, kind: str) -> None:
+    if problems is not None:
+        problems[kind] = problems.get(kind, 0) + 1
 
 
 def typed_prompt(entry: dict[str, Any]) -> str | None:
@@ -208,8 +232,8 @@ def _blocks(entry: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]
     return message, [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
 
 
-def records(path: str, *, root: str | None = None, max_bytes: int | None = None, limit: int | None = None
-            ) -> Iterator[Record]:
+def records(path: str, *, root: str | None = None, max_bytes: int | None = None, limit: int | None = None,
+            problems: dict[str, int] | None = None) -> Iterator[Record]:
     """The transcript's typed prompts (:class:`Prompt`), Claude's text (:class:`Reply`) and tool calls paired
     with their results (:class:`ToolCall`), in the order they were written (a call where its ``tool_use`` is).
 
@@ -219,14 +243,18 @@ def records(path: str, *, root: str | None = None, max_bytes: int | None = None,
     (``sidechain``); a repeated ``tool_use`` id and a result naming no call read before are skipped.
     Read within the caps of :func:`entries` (``root``, ``max_bytes``); at most ``limit``
     (:data:`MAX_RECORDS`) records, after which the file is read on only for the results of calls made.
+    ``problems`` counts the lines skipped (see :func:`entries`), and entries of a type not in
+    :data:`KNOWN_TYPES` as ``"entry of an unknown type: <type>"``.
     """
     cap = MAX_RECORDS if limit is None else limit
     waiting: list[Record] = []
     pending: dict[str, ToolCall] = {}
     seen: set[str] = set()
     made = 0
-    for entry in entries(path, b'"user"', b'"assistant"', root=root, max_bytes=max_bytes):
+    for entry in entries(path, b'"user"', b'"assistant"', root=root, max_bytes=max_bytes, problems=problems):
         kind = entry.get("type")
+        if problems is not None and kind not in KNOWN_TYPES and not str(kind).startswith("api-request"):
+            _count(problems, f"{UNKNOWN_TYPE}: {str(kind)[:40]}")
         if kind == "user":
             _answer(entry, pending)
         if made < cap and kind in ("user", "assistant"):
@@ -331,7 +359,8 @@ def projects_dir(config_dir: str | None = None) -> str:
     return os.path.join(config_dir or paths.claude_config_dir(), "projects")
 
 
-def session_files(config_dir: str | None = None) -> list[SessionFile]:
+def session_files(config_dir: str | None = None, left_out: list[tuple[str, str]] | None = None
+                  ) -> list[SessionFile]:
     """Every session transcript Claude Code kept, as laid out by 2.1.330:
     ``projects/<encoded cwd>/<session id>.jsonl``, its subagents' in
     ``projects/<encoded cwd>/<session id>/subagents/agent-<agent id>.jsonl``.
@@ -340,29 +369,35 @@ def session_files(config_dir: str | None = None) -> list[SessionFile]:
     real ``projects`` folder, or that is not a regular file (a FIFO, a device) or a folder as expected,
     is left out; at most :data:`MAX_DIR_ENTRIES` entries of each folder are looked at. No ``projects``
     folder: an empty list. Pass each path on to :func:`records` with ``root`` = :func:`projects_dir`,
-    which checks it again on the opened file.
+    which checks it again on the opened file. ``left_out``, when given, receives ``(path, why)`` for each
+    transcript (``*.jsonl``) or folder left out because it is a link out of the folder or not a regular file.
     """
     base = os.path.realpath(projects_dir(config_dir))
     found = []
-    for project, folder in _inside(base, base, is_dir=True):
-        for name, path in _inside(folder, base, is_dir=False):
+    for project, folder in _inside(base, base, is_dir=True, left_out=left_out):
+        for name, path in _inside(folder, base, is_dir=False, left_out=left_out):
             if name.endswith(".jsonl") and len(name) > len(".jsonl"):
                 session_id = name[:-len(".jsonl")]
-                found.append(SessionFile(path, project, session_id, _subagents(folder, session_id, base)))
+                found.append(SessionFile(path, project, session_id, _subagents(folder, session_id, base, left_out)))
     return found
 
 
-def _subagents(folder: str, session_id: str, base: str) -> list[tuple[str, str]]:
+def _subagents(folder: str, session_id: str, base: str, left_out: list[tuple[str, str]] | None
+               ) -> list[tuple[str, str]]:
     agents = os.path.join(folder, session_id, "subagents")
     if not _within(agents, base, is_dir=True):
         return []
-    return [(name[len("agent-"):-len(".jsonl")], path) for name, path in _inside(agents, base, is_dir=False)
+    return [(name[len("agent-"):-len(".jsonl")], path)
+            for name, path in _inside(agents, base, is_dir=False, left_out=left_out)
             if name.startswith("agent-") and name.endswith(".jsonl") and len(name) > len("agent-.jsonl")]
 
 
-def _inside(folder: str, base: str, *, is_dir: bool) -> list[tuple[str, str]]:
+def _inside(folder: str, base: str, *, is_dir: bool, left_out: list[tuple[str, str]] | None = None
+            ) -> list[tuple[str, str]]:
     """``(name, real path)`` of the folders (``is_dir``) or regular files in ``folder`` that resolve inside
-    ``base``, sorted by name; at most :data:`MAX_DIR_ENTRIES` entries looked at."""
+    ``base``, sorted by name; at most :data:`MAX_DIR_ENTRIES` entries looked at. What is left out goes to
+    ``left_out`` (see :func:`session_files`): links out of ``base`` always, other entries when they are
+    named like a transcript."""
     listed = []
     try:
         with os.scandir(folder) as scan:
@@ -372,9 +407,21 @@ def _inside(folder: str, base: str, *, is_dir: bool) -> list[tuple[str, str]]:
                 real = _within(item.path, base, is_dir=is_dir)
                 if real is not None:
                     listed.append((item.name, real))
+                elif left_out is not None:
+                    _note_left_out(item.path, base, is_dir, left_out)
     except OSError:
         return []
     return sorted(listed)
+
+
+def _note_left_out(path: str, base: str, is_dir: bool, left_out: list[tuple[str, str]]) -> None:
+    from . import safe_files
+
+    real = os.path.realpath(path)
+    if real != base and not safe_files.is_inside(real, base):
+        left_out.append((path, "a link out of Claude Code's projects folder"))
+    elif not is_dir and path.endswith(".jsonl"):
+        left_out.append((path, "not a regular file (a FIFO, a device or a folder)"))
 
 
 def _within(path: str, base: str, *, is_dir: bool) -> str | None:

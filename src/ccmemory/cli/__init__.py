@@ -24,6 +24,7 @@ COMMAND_MODULES = {
     "files": "files_commands",
     **dict.fromkeys(("export", "import"), "archive_commands"),
     "import-from": "importer_commands",
+    "backfill": "backfill_command",
     **dict.fromkeys(("stats", "embed", "doctor", "vacuum", "gc"), "maintenance"),
     "analyze": "analysis_commands",
     **dict.fromkeys(("discover", "promote"), "discovery_commands"),

@@ -14,8 +14,9 @@ import click
 from .groups import WholeHelpGroup
 
 from .. import local_context, projects
+from .. import privacy
 from ..db import Database
-from ..hooks import context as session_context, privacy
+from ..hooks import context as session_context
 from .common import (default_project_dir, echo, emit_json, fail, handles_errors, load_settings, open_db,
                      project_option)
 

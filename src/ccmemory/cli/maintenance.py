@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from .. import compat, config, embeddings, isolation, migrations, paths, retention, status, vectors, vocabulary
+from .. import backfill, compat, config, embeddings, isolation, migrations, paths, retention, status, vectors, vocabulary
 from .. import db as database
 from .common import (echo, emit_json, fail, handles_errors, json_option, load_settings, one_line, open_db, open_store,
                      project_option)
@@ -118,6 +118,10 @@ def _checks() -> list[dict[str, Any]]:
           "`ccmemory config` shows every setting; `ccmemory config set|unset NAME` fixes one")
     ignored = paths.ignored_settings()
     check("data dir", not ignored, "; ".join(ignored) or paths.data_dir(), "set CCMEMORY_HOME to an absolute path")
+    missing = backfill.not_recorded(db)
+    if missing:
+        check("past sessions", True, f"Claude Code kept {missing} session(s) ccmemory has not recorded; "
+              "`ccmemory backfill` brings them in (`--project .` for this project only)", note=True)
     claude = isolation.find_program("claude")  # never ./claude of the project
     if claude:
         check("claude code", *_claude_code_version(claude), f"update Claude Code to {compat.MIN_CLAUDE_CODE_TEXT} or "

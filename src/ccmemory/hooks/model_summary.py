@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Any, Sequence
 
 from . import log
-from .privacy import RECURSION_GUARD_ENV
+from ..privacy import RECURSION_GUARD_ENV
 
 INSTRUCTIONS = (
     "Summarize this Claude Code session for a future session of the same project. In at most 12 terse "
@@ -118,7 +118,7 @@ def run(session_id: str, memory_id: str) -> None:
     from .. import config as settings, db as database, paths
     from ..excerpts import cut
     from ..redaction import redact
-    from .summary import session_observations, store_summary
+    from ..session_summary import session_observations, store_summary
 
     config = settings.load().section("summary")
     db = database.connect(vectors=False)

@@ -13,15 +13,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 from ..config import Config
-from ..observations import from_payload, skip_reason
-from ..vocabulary import CAPTURE_SOURCE
+from ..observations import from_payload, skip_reason, store
 from . import log, payload as payloads
 from .runner import RECEIVED_AT
 
 
 def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     """Store the observation for one tool call, unless it is skipped."""
-    from .. import db as database, memories, projects
+    from .. import db as database, projects
 
     session_id = payloads.capturing_session(data, config, "capture", "observation not stored")
     if session_id is None:
@@ -35,12 +34,7 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     db = database.connect(vectors=False)
     try:
         project = projects.project_id(db, root)
-        memories.add(
-            db, project_id=project, content=observation.content, sector="episodic", tier="session",
-            category=observation.category, tags=[observation.tool], files=observation.files,
-            importance=observation.salience, salience=observation.salience, session_id=session_id,
-            source=CAPTURE_SOURCE, metadata=observation.metadata, dedupe_key=payloads.text(data, "tool_use_id"),
-            created_at=payloads.text(data, RECEIVED_AT),
-        )
+        store(db, observation, project_id=project, session_id=session_id,
+              tool_use_id=payloads.text(data, "tool_use_id"), created_at=payloads.text(data, RECEIVED_AT))
     finally:
         db.close()

@@ -43,7 +43,8 @@ def run(name: str, detach_capture: bool = False) -> None:
     in parent and child alike, may ask for it: a fork inside a longer-lived
     process (a test run, an embedding caller) would leave two copies of it running.
     """
-    from . import payload as payloads, privacy
+    from .. import privacy
+    from . import payload as payloads
 
     if name not in HANDLERS:
         log.error(name or "hook", f"unknown hook {name!r}: hooks/run.py takes one of {', '.join(HANDLERS)}")

@@ -1,13 +1,13 @@
 """SessionEnd: end the session, keep what matters, close the database, within 1.5 s.
 
 Claude Code gives all SessionEnd hooks 1.5 s together and cancels what runs
-longer, so this does only short SQLite writes (a few milliseconds):
+longer, so this does only short SQLite writes (a few milliseconds; :func:`ccmemory.lifecycle.end_session`):
 
 1. if the session has observations but no summary yet (no turn reached Stop),
    write the extractive summary; likewise the last turn's entry of the rolling
    local context, when that turn never reached Stop (interrupted);
 2. settle the failures a later call of the session fixed (they are not gotchas,
-   :mod:`ccmemory.hooks.failures`), so they are not promoted;
+   :mod:`ccmemory.failures`), so they are not promoted;
 3. mark the session ended;
 4. promote the session-tier memories whose salience is above
    ``promotion.min_salience`` (0.7: failures, reinforced memories) to the project tier.
@@ -30,10 +30,8 @@ from . import log, payload as payloads
 
 
 def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
-    from .. import db as database, memories, projects, sessions
-    from . import failures
-    from .activity import record_turn
-    from .summary import session_observations, start_model_summary, summarize, summary_memory_id, user_prompts
+    from .. import db as database, lifecycle, projects
+    from .summary import start_model_summary, user_prompts
 
     session_id = payloads.text(data, "session_id")
     if session_id is None:
@@ -46,19 +44,9 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         if known is None:
             log.debug("session_end", f"session {session_id} recorded nothing; nothing to end")
             return
-        if summary_memory_id(db, session_id) is None:
-            new_summary = summarize(db, project_id=known, session_id=session_id,
-                                    root=str(projects.project_root(cwd)),
-                                    transcript_path=payloads.text(data, "transcript_path"), last_message=None)
-        transcript = payloads.text(data, "transcript_path")
-        observations = session_observations(db, session_id)
-        failures.settle(db, observations)
-        record_turn(db, directory=cwd, session_id=session_id, observations=observations,
-                    prompt=next(reversed(user_prompts(transcript)), None), last_message=None,
-                    root=str(projects.project_root(cwd)),
-                    enabled_by_default=config.get("local_context", "enabled"))
-        sessions.end(db, session_id)
-        promoted = memories.promote(db, session_id, float(config.get("promotion", "min_salience")))
+        new_summary, promoted = lifecycle.end_session(
+            db, config, project_id=known, session_id=session_id, cwd=cwd, root=str(projects.project_root(cwd)),
+            prompts=user_prompts(payloads.text(data, "transcript_path")))
         pending = db.scalar("SELECT 1 FROM memories WHERE needs_embedding = 1 AND is_deleted = 0 LIMIT 1")
     finally:
         db.close()

@@ -1,4 +1,4 @@
-"""Which hooks must not record anything: opted-out projects, the kill switch, our own summarizer.
+"""What must not be recorded: opted-out projects, the kill switch, our own summarizer (hooks and backfill alike).
 
 * A project opts out with a marker file, :data:`OPT_OUT_MARKER`, in its directory or any
   parent; ``CCMEMORY_DISABLE=1`` switches every hook off; :data:`RECURSION_GUARD_ENV` is set

@@ -18,10 +18,10 @@ import json
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
-    from ..db import Database
+    from .db import Database
 
-from ..observations import command_key, shown_command, tool_of
-from ..vocabulary import FILE_CHANGING_TOOLS
+from .observations import command_key, shown_command, tool_of
+from .vocabulary import FILE_CHANGING_TOOLS
 
 SETTLED_SALIENCE = 0.45
 

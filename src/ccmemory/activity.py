@@ -16,13 +16,13 @@ import re
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
-    from ..db import Database
+    from .db import Database
 
-from .. import local_context
-from ..excerpts import cut, ends
-from ..observations import shown_command, tool_of
-from ..vocabulary import FILE_CHANGING_TOOLS
-from ..redaction import redact
+from . import local_context
+from .excerpts import cut, ends
+from .observations import shown_command, tool_of
+from .vocabulary import FILE_CHANGING_TOOLS
+from .redaction import redact
 
 
 def _relative(path: str, root: str) -> str:

@@ -1,0 +1,64 @@
+"""What ccmemory does when a turn ends (Stop) and when a session ends (SessionEnd), on an open database.
+
+The hooks (:mod:`ccmemory.hooks.stop`, :mod:`ccmemory.hooks.session_end`) run these on each
+event as it happens; a backfill (:mod:`ccmemory.backfill`) runs the same steps on a past
+session read from its transcript, so both store the same summary, local context and promotions.
+
+At the end of a turn: the session's extractive summary is rewritten from what capture stored
+(:mod:`ccmemory.session_summary`, which first settles the failures a later call fixed), and the
+turn's entry is added to the directory's rolling local context (:mod:`ccmemory.activity`).
+
+At the end of a session: a session that never reached Stop gets its summary now, failures are
+settled, the last turn's local context entry is written when that turn never reached Stop, the
+session is marked ended and its session-tier memories above ``promotion.min_salience`` are
+promoted to the project tier. Only short SQLite writes: SessionEnd has 1.5 s in all.
+Standard library only: the hooks import it.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence
+
+from .config import Config
+
+
+def end_turn(db: Any, config: Config, *, project_id: int, session_id: str, cwd: str, root: str,
+             prompts: Sequence[str], last_message: str | None) -> str | None:
+    """Stop's work: the summary rewritten, the turn's local context entry added; the summary memory id or None.
+
+    ``prompts`` are the prompts typed in the session so far, ``last_message`` Claude's last reply.
+    """
+    from . import activity
+    from .session_summary import session_observations, summarize_from
+
+    observations = session_observations(db, session_id)
+    memory_id = summarize_from(db, project_id=project_id, session_id=session_id, root=root,
+                               observations=observations, prompts=prompts, last_message=last_message)
+    activity.record_turn(db, directory=cwd, session_id=session_id, observations=observations,
+                         prompt=prompts[-1] if prompts else None, last_message=last_message, root=root,
+                         enabled_by_default=config.get("local_context", "enabled"))
+    return memory_id
+
+
+def end_session(db: Any, config: Config, *, project_id: int, session_id: str, cwd: str, root: str,
+                prompts: Sequence[str]) -> tuple[str | None, int]:
+    """SessionEnd's work (see the module docstring); returns the id of a summary written now (else None) and
+    how many memories were promoted."""
+    from . import activity, failures, memories, sessions
+    from .session_summary import session_observations, summarize_from, summary_memory_id
+
+    new_summary = None
+    if summary_memory_id(db, session_id) is None:
+        new_summary = summarize_from(db, project_id=project_id, session_id=session_id, root=root,
+                                     observations=session_observations(db, session_id), prompts=prompts,
+                                     last_message=None)
+    observations = session_observations(db, session_id)
+    failures.settle(db, observations)
+    activity.record_turn(db, directory=cwd, session_id=session_id, observations=observations,
+                         prompt=prompts[-1] if prompts else None, last_message=None, root=root,
+                         enabled_by_default=config.get("local_context", "enabled"))
+    sessions.end(db, session_id)
+    promoted = memories.promote(db, session_id, float(config.get("promotion", "min_salience")))
+    return new_summary, promoted

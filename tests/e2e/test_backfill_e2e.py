@@ -1,0 +1,200 @@
+"""``ccmemory backfill`` on transcripts the real Claude Code CLI wrote gives what live capture stored (issue 22).
+
+A scripted session runs in the real CLI with the plugin installed (fake Messages API on
+loopback): it writes a file and edits it, runs a command that fails, creates what it missed and
+runs it again (a failure fixed later), delegates to a subagent that runs a command of its own, and
+runs a command holding a ``<private>`` span. Its hooks fill store A as they would for a user. Then
+``ccmemory backfill --json`` reads the transcripts that session left in Claude Code's configuration
+folder into an empty store B: the memories are the same, row by row (text, files, session, tier,
+salience, category, source, metadata; times within the hook's start-up delay, as live capture
+stamps a call when its hook process starts and the transcript when the result was written). A
+second run adds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testing.env import isolated_env
+from testing.claude_code import VERSIONS, ClaudeCode, claude_or_skip
+from testing.fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_results, tool_use
+
+PROMPT = "Set up the greeting module and check the release notes"
+SUBAGENT_PROMPT = "SUBAGENT: count the lines of greeting.py"
+PRIVATE = "hunter2-private-6c1f"
+SETTLE_SECONDS = 60
+#: Live capture stamps a call when its hook process starts; the transcript when the result was written.
+MAX_CLOCK_GAP_SECONDS = 15
+
+
+def script(project: Path) -> Any:
+    target = project / "greeting.py"
+    notes = project / "NOTES.md"
+
+    def answer(body: dict[str, Any]) -> list[Block]:
+        first = body["messages"][0]["content"]
+        first_text = first if isinstance(first, str) else json.dumps(first)
+        done = {r["tool_use_id"] for r in tool_results(body)}
+        if "SUBAGENT:" in first_text:  # the subagent's own conversation
+            if "toolu_sub_wc" not in done:
+                return [dict(tool_use("Bash", command=f"wc -l {target}", description="Count lines"),
+                             id="toolu_sub_wc")]
+            return [text("greeting.py has 1 line.")]
+        steps = [
+            ("toolu_write", tool_use("Write", file_path=str(target), content="GREETING = 'hello'\n")),
+            ("toolu_edit", tool_use("Edit", file_path=str(target), old_string="'hello'",
+                                    new_string="'hello, memory'")),
+            ("toolu_cat_fail", tool_use("Bash", command=f"cat {notes}", description="Read the release notes")),
+            ("toolu_notes", tool_use("Write", file_path=str(notes), content="# Notes\n")),
+            ("toolu_cat_ok", tool_use("Bash", command=f"cat {notes}", description="Read the release notes")),
+            ("toolu_task", tool_use("Task" if "Task" in offered_tools(body) else "Agent",
+                                    description="Count lines", prompt=SUBAGENT_PROMPT,
+                                    subagent_type="general-purpose")),
+            ("toolu_private", tool_use("Bash", command=f"echo visible <private>{PRIVATE}</private> end",
+                                       description="Echo a private word")),
+        ]
+        for tool_use_id, block in steps:
+            if tool_use_id not in done:
+                return [dict(block, id=tool_use_id)]
+        return [text("Done. We decided to keep the greeting in greeting.py because both tools share it.")]
+
+    return answer
+
+
+def rows(db_path: Path, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
+    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=10)
+    db.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in db.execute(sql, params)]
+    finally:
+        db.close()
+
+
+def settle(db_path: Path, data: Path) -> None:
+    """Capture and SessionEnd finish in detached processes after `claude -p` exits: wait until the store is
+    still (no capture in flight, the session ended), bounded."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while time.monotonic() < deadline:
+        inflight = list((data / "inflight").glob("*")) if (data / "inflight").exists() else []
+        ended = db_path.exists() and rows(db_path, "SELECT count(*) AS n FROM sessions WHERE ended_at IS NOT NULL "
+                                                   "AND summary IS NOT NULL")[0]["n"]
+        if ended and not inflight:
+            time.sleep(1)
+            return
+        time.sleep(0.2)
+
+
+def backfill(claude_dir: Path, data: Path, *args: str) -> subprocess.CompletedProcess:
+    env = isolated_env(data, CLAUDE_CONFIG_DIR=str(claude_dir))
+    return subprocess.run([sys.executable, "-m", "ccmemory", "backfill", "--json", *args], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+MEMORY_COLUMNS = "m.id, session_id, content, files, tags, sector, tier, category, salience, importance, source, " \
+                 "metadata, dedupe_key, m.created_at, p.path AS project"
+
+
+def memories(db_path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """Every memory keyed by (session, tool_use_id or source), its ids replaced by that key."""
+    found = rows(db_path, f"SELECT {MEMORY_COLUMNS} FROM memories m JOIN projects p ON p.id = m.project_id "
+                          "WHERE m.is_deleted = 0")
+    keys = {row["id"]: (row["session_id"], row["dedupe_key"] or row["source"]) for row in found}
+    keyed = {}
+    for row in found:
+        metadata = json.loads(row["metadata"])
+        if "fixed_by" in metadata:
+            metadata["fixed_by"] = keys.get(metadata["fixed_by"])
+        keyed[keys[row["id"]]] = dict(row, metadata=metadata, id=None)
+    return keyed
+
+
+def seconds(stamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def stores(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    binary = claude_or_skip(request.param)
+    root = tmp_path_factory.mktemp("backfill-e2e")
+    project = root / "project"
+    (project / ".git").mkdir(parents=True)
+    with FakeAnthropic(script(project)) as fake:
+        cc = ClaudeCode(binary, root, fake.url)
+        cc.install_plugin(project)
+        result = cc.run("-p", PROMPT, "--allowedTools", "Bash Write Edit Read Task Agent", "--output-format", "json",
+                        cwd=project)
+        session_id = json.loads(result.stdout)["session_id"]
+        live = cc.data / "ccmemory.db"
+        settle(live, cc.data)
+        requests = fake.agent_requests()
+    claude_dir = cc.home / ".claude"
+    for transcript in (claude_dir / "projects").rglob("*.jsonl"):  # run later: no session is still being written
+        os.utime(transcript, (time.time() - 3600, time.time() - 3600))
+    into = root / "backfilled"
+    first = backfill(claude_dir, into)
+    second = backfill(claude_dir, into)
+    return {"live": live, "backfilled": into / "ccmemory.db", "first": first, "second": second,
+            "session_id": session_id, "requests": requests, "claude_dir": claude_dir, "cc": cc}
+
+
+def test_the_scripted_session_ran_every_tool(stores: dict[str, Any]) -> None:
+    called = {block["id"] for body in stores["requests"] for message in body["messages"]
+              if isinstance(message["content"], list) for block in message["content"] if block.get("type") == "tool_use"}
+    assert {"toolu_write", "toolu_edit", "toolu_cat_fail", "toolu_cat_ok", "toolu_task", "toolu_private",
+            "toolu_sub_wc"} <= called
+    assert stores["first"].returncode == 0, stores["first"].stderr
+
+
+def test_backfill_stores_the_memories_live_capture_stored(stores: dict[str, Any]) -> None:
+    live, backfilled = memories(stores["live"]), memories(stores["backfilled"])
+    assert set(backfilled) == set(live), (sorted(live), sorted(backfilled))
+    for key, row in live.items():
+        other = backfilled[key]
+        gap = abs(seconds(row["created_at"]) - seconds(other["created_at"]))
+        assert gap < MAX_CLOCK_GAP_SECONDS, (key, row["created_at"], other["created_at"])
+        same = {column: (row[column], other[column]) for column in row if column != "created_at"
+                and row[column] != other[column]}
+        assert not same, (key, same)
+
+
+def test_the_failure_fixed_later_is_settled_and_the_private_span_is_gone(stores: dict[str, Any]) -> None:
+    backfilled = memories(stores["backfilled"])
+    failed = backfilled[(stores["session_id"], "toolu_cat_fail")]
+    assert failed["metadata"]["outcome"] == "failed"
+    assert failed["metadata"]["fixed_by"] == (stores["session_id"], "toolu_cat_ok")
+    assert (stores["session_id"], "toolu_sub_wc") in backfilled
+    everything = json.dumps(rows(stores["backfilled"], "SELECT * FROM memories"))
+    assert PRIVATE not in everything and "visible" in everything
+
+
+def test_the_session_summary_and_local_context_are_the_same(stores: dict[str, Any]) -> None:
+    query = "SELECT id, summary, transcript_path FROM sessions ORDER BY id"
+    assert rows(stores["backfilled"], query) == rows(stores["live"], query)
+    context = "SELECT directory, session_id, title, details, files, theme FROM local_context_entries ORDER BY id"
+    assert rows(stores["backfilled"], context) == rows(stores["live"], context)
+
+
+def test_running_backfill_again_adds_nothing(stores: dict[str, Any]) -> None:
+    first, second = json.loads(stores["first"].stdout), json.loads(stores["second"].stdout)
+    assert first["sessions"]["taken"] == 1 and first["tool_calls"]["stored"] >= 7
+    assert second["sessions"]["taken"] == 0 and second["tool_calls"]["stored"] == 0, second
+    assert second["sessions"]["skipped"] == {"already in memory": 1}
+
+
+def test_backfill_over_the_live_store_adds_nothing(stores: dict[str, Any]) -> None:
+    before = memories(stores["live"])
+    result = backfill(stores["claude_dir"], stores["cc"].data)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["tool_calls"]["stored"] == 0
+    assert memories(stores["live"]) == before
