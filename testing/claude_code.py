@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -143,3 +145,13 @@ class ClaudeCode:
         self.run("plugin", "marketplace", "add", str(clone), cwd=cwd)
         self.run("plugin", "install", PLUGIN_ID, cwd=cwd)
         return clone
+
+
+def store_rows(db_path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """Rows of a store a real session wrote, read-only (the session's detached hooks may still be writing)."""
+    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=10)
+    db.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in db.execute(sql, params)]
+    finally:
+        db.close()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -25,7 +24,7 @@ from typing import Any
 import pytest
 
 from testing.env import isolated_env
-from testing.claude_code import VERSIONS, ClaudeCode, claude_or_skip
+from testing.claude_code import VERSIONS, ClaudeCode, claude_or_skip, store_rows as rows
 from testing.fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_results, tool_use
 
 PROMPT = "Set up the greeting module and check the release notes"
@@ -69,14 +68,6 @@ def script(project: Path) -> Any:
 
     return answer
 
-
-def rows(db_path: Path, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
-    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=10)
-    db.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in db.execute(sql, params)]
-    finally:
-        db.close()
 
 
 def settle(db_path: Path, data: Path) -> None:

@@ -10,7 +10,6 @@ receive what session 1 left behind, both injected at its start and from the sear
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from testing.claude_code import claude_or_skip, ClaudeCode, PLUGIN_ID, VERSIONS
+from testing.claude_code import claude_or_skip, ClaudeCode, PLUGIN_ID, VERSIONS, store_rows as rows
 from testing.fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_result, tool_results, tool_use
 
 FIRST_PROMPT = "Set up the greeting module"
@@ -70,14 +69,6 @@ def second_session_script(body: dict[str, Any]) -> list[Block]:
         return [dict(tool_use(SEARCH_TOOL, query="greeting"), id="toolu_search")]
     return [tool_use("Bash", command="sleep 0.25", description="Wait for the memory server")]
 
-
-def rows(db_path: Path, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
-    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=10)
-    db.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in db.execute(sql, params)]
-    finally:
-        db.close()
 
 
 def wait_until_promoted(db_path: Path, session_id: str) -> None:

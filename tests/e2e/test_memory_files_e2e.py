@@ -11,14 +11,13 @@ first session's turn.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from testing.claude_code import claude_or_skip, ClaudeCode
+from testing.claude_code import claude_or_skip, ClaudeCode, store_rows as rows
 from testing.fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_results, tool_use
 
 MEMORY_TOOL = "mcp__plugin_ccmemory_memory__memory"
@@ -58,14 +57,6 @@ class Run:
     second: list[dict[str, Any]]
     db_path: Path
 
-
-def rows(db_path: Path, sql: str) -> list[dict[str, Any]]:
-    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=10)
-    db.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in db.execute(sql)]
-    finally:
-        db.close()
 
 
 @pytest.fixture(scope="module")
