@@ -20,6 +20,7 @@ tool calls (ids, names, inputs, and ``toolUseResult`` equal to the payloads' ``t
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -197,7 +198,8 @@ def session_files(session: Session, folder: Path) -> dict[Path, list[dict[str, A
 
 
 def write_session(session: Session, config_dir: Path, *, extra: bool = False) -> list[Path]:
-    """Write the session (and its subagents) under ``config_dir/projects/<encoded cwd>/``; returns the paths.
+    """Write the session (and its subagents) under ``config_dir/projects/<encoded cwd>/``, each file last modified
+    at its last line's time; returns the paths.
 
     ``extra`` adds the bookkeeping lines Claude Code writes besides the conversation (a
     ``file-history-snapshot`` per prompt, a ``system`` ``stop_hook_summary`` per turn, a closing
@@ -212,6 +214,9 @@ def write_session(session: Session, config_dir: Path, *, extra: bool = False) ->
         with open(path, "w", encoding="utf-8") as handle:
             for line in lines:
                 handle.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+        last = max(datetime.strptime(line["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+                   for line in lines if "timestamp" in line).timestamp()
+        os.utime(path, (last, last))  # last written when its session ended, as a past session's file was
         written.append(path)
     return written
 
