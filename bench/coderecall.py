@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -108,15 +109,21 @@ def replay(data: dict[str, Any], folder: Path, python: str, hooks: Path = REPO /
     return project, home
 
 
-def write_transcripts(data: dict[str, Any], folder: Path) -> tuple[Path, Path]:
+def write_transcripts(data: dict[str, Any], folder: Path, start: datetime | None = None) -> tuple[Path, Path]:
     """Write every session as the transcript Claude Code would have kept for it, under ``folder/claude``
-    (a ``CLAUDE_CONFIG_DIR``), with an empty git project ``folder/project`` as its cwd; returns both."""
+    (a ``CLAUDE_CONFIG_DIR``), with an empty git project ``folder/project`` as its cwd; returns both.
+
+    The sessions keep the dataset's times, or with ``start`` follow each other from then on, a second per line
+    (as a replay stamps them)."""
     project, config = folder / "project", folder / "claude"
     project.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     for raw in data["sessions"]:
         session = substitute(raw, str(project), str(folder / "transcripts"))
-        transcripts.write_session(transcripts.coderecall_session(session, str(project)), config)
+        written = transcripts.coderecall_session(session, str(project), start)
+        transcripts.write_session(written, config)
+        if start is not None:
+            start += timedelta(seconds=2 * len(session["events"]) + 2)
     return project, config
 
 

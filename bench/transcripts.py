@@ -242,13 +242,14 @@ def _with_bookkeeping(lines: list[dict[str, Any]], session_id: str) -> list[dict
     return out
 
 
-def coderecall_session(raw: dict[str, Any], project: str) -> Session:
+def coderecall_session(raw: dict[str, Any], project: str, start: datetime | None = None) -> Session:
     """One ``coderecall-dev`` session (placeholders already replaced, with ``project`` as the cwd) as the
     transcript Claude Code would have written: the request (the dataset transcript's first line), one call per
     PostToolUse payload with its ``tool_response`` as ``toolUseResult``, the Stop payload's
-    ``last_assistant_message`` as the final reply; times from the dataset's transcript."""
+    ``last_assistant_message`` as the final reply; times from the dataset's transcript, or from ``start`` on."""
     first = raw["transcript"][0]
-    start = datetime.strptime(first["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    if start is None:
+        start = datetime.strptime(first["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
     calls, reply, prompt_id, mode = [], "", None, "default"
     for event in raw["events"]:
         payload = event["payload"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,17 @@ def test_coderecall_sessions_read_back_as_their_hook_payloads(tmp_path: Path, co
         assert found[0].timestamp == session["transcript"][0]["timestamp"]
     listed = transcript.session_files(str(config))
     assert sorted(f.session_id for f in listed) == sorted(s["session_id"] for s in coderecall_sessions)
+
+
+def test_coderecall_sessions_can_be_dated_from_a_given_moment(tmp_path: Path, coderecall_sessions: list[dict]):
+    start = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    project = str(tmp_path / "project")
+    session = coderecall.substitute(coderecall_sessions[1], project, str(tmp_path / "transcripts"))
+    written = transcripts.write_session(transcripts.coderecall_session(session, project, start), tmp_path / "claude")
+    found = list(transcript.records(str(written[0])))
+    assert found[0].timestamp == "2026-01-02T03:04:05.000Z"
+    assert found[-1].timestamp > found[0].timestamp
+    assert written[0].stat().st_mtime == pytest.approx(datetime.fromisoformat(found[-1].timestamp).timestamp())
 
 
 def test_a_generated_year_reads_back_whole(tmp_path: Path):
