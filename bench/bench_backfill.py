@@ -233,7 +233,21 @@ def retrieval(data: dict[str, Any], stores: dict[str, list[str]], folder: Path, 
     hook_rows = store_rows(Path(stores["hook replay"][1]))
     dated_rows = store_rows(dated / "home")
     return {"figures": figures, "differences": differences, "largest difference": largest,
-            "dated now comparison": compare(hook_rows, dated_rows, (stores["hook replay"][0], str(project)))}
+            "dated now comparison": compare(hook_rows, dated_rows, (stores["hook replay"][0], str(project))),
+            "oldest first": {name: oldest_first(store_rows(Path(home))) for name, (_, home) in stores.items()}}
+
+
+def oldest_first(rows: list[dict[str, Any]]) -> bool:
+    """Whether the store holds its sessions in the order they happened (as live capture stores them): search
+    breaks ties between equal scores by storing order."""
+    first_seq: dict[str, int] = {}
+    first_time: dict[str, str] = {}
+    for row in rows:
+        if row["session_id"]:
+            first_seq[row["session_id"]] = min(first_seq.get(row["session_id"], row["seq"]), row["seq"])
+            first_time[row["session_id"]] = min(first_time.get(row["session_id"], row["created_at"]),
+                                                row["created_at"])
+    return sorted(first_seq, key=first_seq.__getitem__) == sorted(first_time, key=first_time.__getitem__)
 
 
 def build_stores(data: dict[str, Any], folder: Path, args: argparse.Namespace) -> dict[str, list[str]]:
@@ -318,10 +332,16 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
                       f"{dated['identical']} of {dated['in both']} memories are identical to the replayed ones, "
                       f"{dated['only hook replay count'] + dated['only backfill count']} are in one store only)."]
         worst = sorted(r["differences"]["backfill"].items(), key=lambda item: -abs(item[1]))[:4]
-        lines.append("Largest with the own times: " + ", ".join(f"{name} {value:+.3f}" for name, value in worst) +
-                     ". A session summary's first line names the session's day (`Session summary (2018-08-27; …`), "
-                     "which the replay gives as the day it ran; that changes those 200 summaries' vectors, and "
-                     "keyword search, which the date words barely touch, scores the same.")
+        lines += ["", "Largest with the own times: " + ", ".join(f"{name} {value:+.3f}" for name, value in worst) +
+                  ". Why they differ:", "",
+                  "- dates: with the transcripts' own times a session summary's first line names the session's day "
+                  "(`Session summary (2018-08-27; …`) where the replay's names the day it ran, so those summaries' "
+                  "texts and vectors differ (semantic and hybrid move, keyword barely);"]
+        if not r["oldest first"]["backfill"]:
+            lines.append("- storing order: the backfill stored the sessions in another order than they happened "
+                         "(the replay, like live capture, stores them oldest first); many memories score the same "
+                         "(the same file read in several sessions reads the same), and search breaks such ties by "
+                         "storing order, so another memory of equal score can take a top-10 place.")
     return "\n".join(lines)
 
 
