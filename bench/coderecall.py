@@ -1,7 +1,7 @@
 """Coding-history recall: replay real sessions through the hooks, then ask later tasks' titles.
 
 Run: python bench/coderecall.py --data ../shared/bench-data/coderecall-dev.json.gz [--mode keyword,semantic,hybrid]
-     [--json OUT] [--replay-dir DIR [--reuse]]
+     [--json OUT] [--replay-dir DIR [--reuse]] [--backfill [--ccmemory CMD]]
 
 Follows ``../shared/README.md``: an empty git project P and a transcripts
 directory T; placeholders replaced; each session's transcript written, then
@@ -16,6 +16,11 @@ Scores: Hit@1/5/10, MRR@10, session Hit@5, at function level (``gold``) and
 file level (``file_gold``), beside plain FTS5 BM25 over the same memories in
 the same run. ``--replay-dir`` keeps the replayed store; ``--reuse`` searches
 an earlier replay there again (for search-only changes; hooks are not re-run).
+
+``--backfill`` builds the store the other way, as a user installing ccmemory after these sessions
+would: every session is written as the transcript Claude Code keeps
+(``<config>/projects/<encoded P>/<session>.jsonl``, by :mod:`transcripts`, from the same
+payloads), then ``ccmemory backfill`` (``--ccmemory`` names the command) runs once over them.
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ import gzip
 import json
 import os
 import re
+import shlex
 import shutil
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ccmemory import db as database  # noqa: E402
 from ccmemory import embeddings, memories, projects, search  # noqa: E402
 import retrieval_cli  # noqa: E402
+import transcripts  # noqa: E402
 from metrics import first_rank, latency_summary, mean_scores, table  # noqa: E402
 
 LIMIT = 10
@@ -64,24 +72,32 @@ def substitute(value: Any, project: str, transcripts: str) -> Any:
     return value
 
 
-def replay(data: dict[str, Any], folder: Path, python: str) -> tuple[Path, Path]:
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without what would point ccmemory elsewhere or switch it off, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CLAUDE_PLUGIN_DATA", "CLAUDE_PLUGIN_ROOT", "CCMEMORY_DISABLE", "CCMEMORY_DEBUG", "PYTHONPATH",
+                        "CLAUDE_CONFIG_DIR", "CLAUDE_PROJECT_DIR", "CLAUDECODE", "CLAUDE_CODE_SESSION_ID")}
+    env.update(extra)
+    return env
+
+
+def replay(data: dict[str, Any], folder: Path, python: str, hooks: Path = REPO / "hooks" / "run.py"
+           ) -> tuple[Path, Path]:
     """Run every session's events through hooks/run.py; returns (project dir, data dir)."""
-    project, transcripts, home = folder / "project", folder / "transcripts", folder / "home"
+    project, transcripts_dir, home = folder / "project", folder / "transcripts", folder / "home"
     project.mkdir(parents=True)
-    transcripts.mkdir()
+    transcripts_dir.mkdir()
     subprocess.run(["git", "init", "-q", str(project)], check=True)
-    base_env = {k: v for k, v in os.environ.items()
-                if k not in ("CLAUDE_PLUGIN_DATA", "CCMEMORY_DISABLE", "CCMEMORY_DEBUG", "PYTHONPATH")}
-    base_env.update({"CCMEMORY_HOME": str(home), "CLAUDE_PROJECT_DIR": str(project), "CLAUDECODE": "1"})
+    base_env = clean_env(CCMEMORY_HOME=str(home), CLAUDE_PROJECT_DIR=str(project), CLAUDECODE="1")
     started = time.perf_counter()
     for number, raw in enumerate(data["sessions"], 1):
-        session = substitute(raw, str(project), str(transcripts))
+        session = substitute(raw, str(project), str(transcripts_dir))
         with open(session["transcript_path"], "w", encoding="utf-8") as handle:
             for line in session["transcript"]:
                 handle.write(json.dumps(line) + "\n")
         env = dict(base_env, CLAUDE_CODE_SESSION_ID=session["session_id"])
         for event in session["events"]:
-            subprocess.run([python, "-S", str(REPO / "hooks" / "run.py"), HOOK_NAMES[event["hook"]]],
+            subprocess.run([python, "-S", str(hooks), HOOK_NAMES[event["hook"]]],
                            input=json.dumps(event["payload"]).encode(), cwd=project, env=env, check=True,
                            capture_output=True, timeout=60)
         if number % 25 == 0:
@@ -90,6 +106,51 @@ def replay(data: dict[str, Any], folder: Path, python: str) -> tuple[Path, Path]
     log = home / "logs" / "hooks.log"
     if log.exists() and log.read_text().strip():
         print(f"note: the hooks logged problems, see {log}", file=sys.stderr)
+    return project, home
+
+
+def write_transcripts(data: dict[str, Any], folder: Path, start: datetime | None = None) -> tuple[Path, Path]:
+    """Write every session as the transcript Claude Code would have kept for it, under ``folder/claude``
+    (a ``CLAUDE_CONFIG_DIR``), with an empty git project ``folder/project`` as its cwd; returns both.
+
+    The sessions keep the dataset's times, or with ``start`` follow each other from then on, a second per line
+    (as a replay stamps them)."""
+    project, config = folder / "project", folder / "claude"
+    project.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    for raw in data["sessions"]:
+        session = substitute(raw, str(project), str(folder / "transcripts"))
+        written = transcripts.coderecall_session(session, str(project), start)
+        transcripts.write_session(written, config)
+        if start is not None:
+            start += timedelta(seconds=2 * len(session["events"]) + 2)
+    return project, config
+
+
+def run_backfill(ccmemory: str, config: Path, home: Path, *options: str) -> tuple[float, Any]:
+    """Run ``<ccmemory> backfill --json <options>`` once over the transcripts in ``config`` into the store ``home``;
+    returns its wall time (the whole process) and its JSON report (its raw output when that is not JSON)."""
+    command = [*shlex.split(ccmemory), "backfill", "--json", *options]
+    env = clean_env(CCMEMORY_HOME=str(home), CLAUDE_CONFIG_DIR=str(config))
+    started = time.perf_counter()
+    result = subprocess.run(command, env=env, cwd=str(config.parent), capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
+    try:
+        return seconds, json.loads(result.stdout)
+    except ValueError:
+        return seconds, result.stdout[-3000:]
+
+
+def backfill(data: dict[str, Any], folder: Path, ccmemory: str) -> tuple[Path, Path]:
+    """Build the store as a backfill would: transcripts written, then ``ccmemory backfill``; returns
+    (project dir, data dir)."""
+    project, config = write_transcripts(data, folder)
+    home = folder / "home"
+    seconds, found = run_backfill(ccmemory, config, home)
+    print(f"backfilled {len(data['sessions'])} sessions in {seconds:.1f} s: {json.dumps(found)[:300]}",
+          file=sys.stderr)
     return project, home
 
 
@@ -147,14 +208,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             shutil.rmtree(folder)
         folder.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        project_dir, home = replay(data, folder, args.hook_python)
+        if args.backfill:
+            project_dir, home = backfill(data, folder, args.ccmemory)
+        else:
+            project_dir, home = replay(data, folder, args.hook_python)
         replay_seconds = round(time.perf_counter() - started, 1)
+    summary = evaluate(data, project_dir, home, args.mode.split(","), no_cache=args.no_cache,
+                       rankings_to=args.json)
+    summary.update({"data": str(args.data), "overrides": args.set, "replay_seconds": replay_seconds,
+                    "store": "backfill" if args.backfill else "hook replay"})
+    return summary
+
+
+def evaluate(data: dict[str, Any], project_dir: Path, home: Path, modes: list[str], *, no_cache: bool = False,
+             rankings_to: str | None = None) -> dict[str, Any]:
+    """Embed the store in ``home`` and score every question on it (see the module's docstring)."""
     os.environ["CCMEMORY_HOME"] = str(home)
     db = database.connect(vectors=True)
-    modes = args.mode.split(",")
     embedder, embed_seconds = None, None
     if modes != ["keyword"]:  # keyword search needs no vectors: skip the slow part
-        embedder = retrieval_cli.embedder(args.no_cache)
+        embedder = retrieval_cli.embedder(no_cache)
         started = time.perf_counter()
         embeddings.embed_pending(db, embedder)
         embed_seconds = round(time.perf_counter() - started, 1)
@@ -181,21 +254,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     scored[system][level].append(score(ranked, question[key]))
     db.close()
     summary = {
-        "data": str(args.data), "overrides": args.set, "memories": len(stored),
-        "summaries": sum(1 for m in stored if m.source == "summary"),
-        "replay_seconds": replay_seconds, "embed_seconds": embed_seconds,
+        "memories": len(stored), "summaries": sum(1 for m in stored if m.source == "summary"),
+        "embed_seconds": embed_seconds,
         "results": {system: {level: {"n": len(rows), **mean_scores(rows)} for level, rows in scored[system].items()}
                     for system in systems},
         "latency": {system: latency_summary(latencies[system]) for system in systems},
     }
-    if args.json:
-        Path(args.json).write_text(json.dumps({"summary": summary, "rankings": rankings}, indent=1))
+    if rankings_to:
+        Path(rankings_to).write_text(json.dumps({"summary": summary, "rankings": rankings}, indent=1))
     return summary
 
 
 def report(summary: dict[str, Any]) -> str:
     parts = [f"{summary['memories']} memories ({summary['summaries']} session summaries); "
-             f"replay {summary['replay_seconds']} s, embedding {summary['embed_seconds']} s"]
+             f"{summary.get('store', 'hook replay')} {summary.get('replay_seconds')} s, "
+             f"embedding {summary['embed_seconds']} s"]
     for level in ("function", "file"):
         rows = [(f"{system} (p50 {summary['latency'][system].get('p50_ms')} ms)",
                  {k: v for k, v in result[level].items() if k != "n"}, result[level]["n"])
@@ -211,6 +284,10 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="search the replay already in --replay-dir")
     parser.add_argument("--hook-python", default="/usr/bin/python3" if Path("/usr/bin/python3").exists()
                         else sys.executable, help="the python3 that runs the hooks (as Claude Code would)")
+    parser.add_argument("--backfill", action="store_true",
+                        help="build the store by writing the sessions as transcripts and running ccmemory backfill")
+    parser.add_argument("--ccmemory", default=f"{sys.executable} -m ccmemory",
+                        help="the ccmemory command --backfill runs (default: this interpreter's)")
     retrieval_cli.add_shared_options(parser, default_modes="keyword,semantic,hybrid")
     args = retrieval_cli.parse(parser)
     print(report(run(args)))
