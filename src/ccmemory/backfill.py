@@ -121,7 +121,7 @@ def run(db: Database, config: Config, *, config_dir: str | None = None, project:
     report = report if report is not None else Report()
     report.dry_run = dry_run
     left_out: list[tuple[str, str]] = []
-    files = transcript.session_files(config_dir, left_out)
+    files = sorted(transcript.session_files(config_dir, left_out), key=_started)
     for path, why in left_out:
         report.problem(why, path=path)
     report.found = len(files)
@@ -140,6 +140,38 @@ def run(db: Database, config: Config, *, config_dir: str | None = None, project:
         if progress is not None:
             progress(done, len(files))
     return report
+
+
+#: How much of a transcript's start is read to find when its session began.
+_HEAD_BYTES = 16 * 1024
+
+
+def _started(found: SessionFile) -> tuple[str, str]:
+    """When the session began (its first timestamped line; else the file's time), and its path.
+
+    Sessions are taken oldest first, as live capture stored them: search breaks equal scores by the
+    order memories were stored in, so the order decides ties.
+    """
+    import json
+    import time
+
+    from . import safe_files
+    from .errors import ValidationError
+
+    try:
+        head = safe_files.read_head(found.path, _HEAD_BYTES)
+        changed = os.path.getmtime(found.path)
+    except (OSError, ValidationError):
+        return ("", found.path)
+    for line in head.split(b"\n"):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        stamp = entry.get("timestamp") if isinstance(entry, dict) else None
+        if isinstance(stamp, str) and stamp:
+            return (stamp, found.path)
+    return (time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(changed)), found.path)
 
 
 class _Replay:
