@@ -160,18 +160,17 @@ def _started(found: SessionFile) -> tuple[str, str]:
 
     try:
         head = safe_files.read_head(found.path, _HEAD_BYTES)
-        changed = os.path.getmtime(found.path)
+        for line in head.split(b"\n"):
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            stamp = entry.get("timestamp") if isinstance(entry, dict) else None
+            if isinstance(stamp, str) and stamp:
+                return (stamp, found.path)
+        return (time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(os.path.getmtime(found.path))), found.path)
     except (OSError, ValidationError):
         return ("", found.path)
-    for line in head.split(b"\n"):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        stamp = entry.get("timestamp") if isinstance(entry, dict) else None
-        if isinstance(stamp, str) and stamp:
-            return (stamp, found.path)
-    return (time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(changed)), found.path)
 
 
 class _Replay:
