@@ -97,3 +97,12 @@ def running_server(
     with start_blocking_portal() as portal:
         with portal.wrap_async_context_manager(Client(params, mode=mode, read_timeout_seconds=timeout)) as client:
             yield RunningServer(portal, client, home, project_dir)
+
+
+@contextmanager
+def project_server(root: Path, session_id: str) -> Iterator[RunningServer]:
+    """A server for a fresh git project ``root/project`` with its data under ``root/home``, in session ``session_id``."""
+    project_dir = root / "project"
+    (project_dir / ".git").mkdir(parents=True)
+    with running_server(root / "home", project_dir, CLAUDE_CODE_SESSION_ID=session_id) as running:
+        yield running

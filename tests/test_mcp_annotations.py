@@ -14,7 +14,7 @@ from typing import Iterator
 
 import pytest
 
-from testing.mcp import running_server, RunningServer
+from testing.mcp import project_server, RunningServer
 
 # name: (readOnly, destructive, idempotent, openWorld)
 EXPECTED = {
@@ -61,10 +61,7 @@ CONTENT_QUERIES = (
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    root = tmp_path_factory.mktemp("mcp-annotations")
-    project_dir = root / "project"
-    (project_dir / ".git").mkdir(parents=True)
-    with running_server(root / "home", project_dir, CLAUDE_CODE_SESSION_ID="annotations-session") as running:
+    with project_server(tmp_path_factory.mktemp("mcp-annotations"), "annotations-session") as running:
         yield running
 
 

@@ -20,7 +20,7 @@ from ccmemory import memories, parameters, search
 from ccmemory.docmem import query
 from ccmemory.mcp import docs_tools, memory_tools, registry
 from ccmemory.parameters import Param
-from testing.mcp import RunningServer, running_server
+from testing.mcp import project_server, RunningServer
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = {tool.name: tool for module in registry.TOOL_MODULES for tool in importlib.import_module(module).TOOLS}
@@ -43,10 +43,7 @@ def required_arguments(tool_name: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    root = tmp_path_factory.mktemp("mcp-parameters")
-    project_dir = root / "project"
-    (project_dir / ".git").mkdir(parents=True)
-    with running_server(root / "home", project_dir, CLAUDE_CODE_SESSION_ID="parameters") as running:
+    with project_server(tmp_path_factory.mktemp("mcp-parameters"), "parameters") as running:
         yield running
 
 

@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 
 from ccmemory import memories, sessions
 from ccmemory.db import Database
-from testing.mcp import running_server, RunningServer
+from testing.mcp import project_server, RunningServer
 
 SESSION = "mcp-test-session"
 SEED_TOOLS = ["memory_search", "memory_timeline", "memory_add", "memory_reinforce", "memory_deemphasize",
@@ -27,10 +27,7 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    root = tmp_path_factory.mktemp("mcp-tools")
-    project_dir = root / "project"
-    (project_dir / ".git").mkdir(parents=True)
-    with running_server(root / "home", project_dir, CLAUDE_CODE_SESSION_ID=SESSION) as running:
+    with project_server(tmp_path_factory.mktemp("mcp-tools"), SESSION) as running:
         yield running
 
 
