@@ -89,6 +89,11 @@ SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
         "path": {"type": "text", "default": None, "nullable": True,
                  "help": "Local folder holding that model's files."},
     },
+    "sync": {
+        "url": {"type": "text", "default": None, "nullable": True, "secret": True,
+                "help": "The team server (postgresql://USER@HOST:PORT/DB; keep the password in ~/.pgpass). "
+                        "Unset: CCMEMORY_SYNC_URL, then libpq's PG* variables and PGSERVICE."},
+    },
 }
 
 #: Plugin options (``userConfig`` keys in plugin.json) and the setting each one sets.

@@ -34,6 +34,7 @@ COMMAND_MODULES = {
     "context": "context",
     "demo": "demo",
     "ui": "ui_command",
+    "server": "server_commands",
 }
 
 

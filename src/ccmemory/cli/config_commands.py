@@ -17,7 +17,10 @@ PLUGIN_HINT = "set it in Claude Code: /plugin → ccmemory → configure, or `cl
 
 
 def _shown(value: Any) -> str:
-    return json.dumps(value) if not isinstance(value, str) else value
+    """A value as printed: JSON but for text, a password in a URL (sync.url) masked."""
+    from ..team.connection import masked
+
+    return masked(json.dumps(value) if not isinstance(value, str) else value)
 
 
 def _option_for(section: str, key: str) -> str | None:
@@ -40,7 +43,8 @@ def show(as_json: bool) -> None:
     rows = []
     for section, keys in settings.SCHEMA.items():
         for key, spec in keys.items():
-            rows.append({"name": f"{section}.{key}", "value": loaded.get(section, key),
+            value = loaded.get(section, key)
+            rows.append({"name": f"{section}.{key}", "value": _shown(value) if spec.get("secret") and value else value,
                          "source": loaded.source(section, key), "default": spec["default"],
                          "plugin_option": _option_for(section, key), "help": spec["help"]})
     if as_json:
