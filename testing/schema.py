@@ -18,3 +18,14 @@ def store_before(migration: Callable[[database.Database], None], path: Path | No
             step(db)
         db.execute(f"PRAGMA user_version = {before}")
     return db
+
+
+def old_project(db: database.Database, folder: str | Path) -> int:
+    """A project row in a store at a schema older than portable identities (migration 13), as code of then made it."""
+    from ccmemory import clock, projects
+
+    root = projects.project_root(folder)
+    with db.transaction():
+        db.execute("INSERT OR IGNORE INTO projects(path, name, created_at) VALUES (?, ?, ?)",
+                   (root, Path(root).name or root, clock.now()))
+        return int(db.scalar("SELECT id FROM projects WHERE path = ?", (root,)))

@@ -11,7 +11,7 @@ from testing.hooks import assert_quiet_success, memories_of, run_hook, tool_call
 from ccmemory import db as database, memories, migrations, observations, projects
 from ccmemory.config import load
 from ccmemory.hooks.context import index_text
-from testing.schema import store_before
+from testing.schema import old_project, store_before
 
 ROOT = "/work/proj"
 
@@ -121,7 +121,7 @@ def test_migration_12_gives_old_captures_the_metadata_their_readers_need(tmp_pat
     built = [observe(tool, tool_input, response, **(FAILED if failed else {}))
              for tool, tool_input, response, failed in CALLS]
     with old.transaction():
-        project = projects.project_id(old, str(tmp_path))
+        project = old_project(old, str(tmp_path))
         stored = []
         for n, seen in enumerate(built):
             # what capture stored before: the tool, the call's id and an edit's scope
@@ -167,7 +167,7 @@ def test_an_export_written_before_migration_12_imports_with_the_observation_meta
 
     old = database.connect(tmp_path / "old.db")
     with old.transaction():
-        project = projects.project_id(old, str(tmp_path))
+        project = old_project(old, str(tmp_path))
         memories.add(old, project_id=project, content="Ran: make deploy (failed)\nError:\nExit code 2",
                      category="gotcha", tags=["Bash"], source="capture", metadata={"tool": "Bash"})
     written = io.StringIO()

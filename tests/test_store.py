@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from testing.schema import store_before
+from testing.schema import old_project, store_before
 
 from ccmemory import db as database
 from ccmemory import memories, migrations, paths, projects, sessions
@@ -425,10 +425,10 @@ def test_parallel_writers_lose_nothing_and_duplicate_nothing(home, project_dir):
 
 
 def test_an_older_store_is_migrated_to_stemmed_keyword_indexes(home, project_dir):
-    from ccmemory import db as database, migrations, projects, search
+    from ccmemory import db as database, migrations, search
 
     old = store_before(migrations._m007_porter_stemming)
-    project = projects.project_id(old, project_dir)
+    project = old_project(old, project_dir)
     memories.add(old, project_id=project, content="Fixed the flaky uploads by retrying connections")
     assert search.search(old, "fixes", project_id=project, mode="keyword") == []
     old.close()
@@ -449,7 +449,7 @@ def test_the_int8_migration_converts_stored_float_vectors(tmp_path):
     path = tmp_path / "v2.db"
     old = store_before(migrations._m008_int8_vectors, path)
     with old.transaction():
-        project = projects.project_id(old, str(tmp_path))
+        project = old_project(old, str(tmp_path))
         memory = memories.add(old, project_id=project, content="a memory embedded by an older build")
         seq = old.scalar("SELECT seq FROM memories WHERE id = ?", (memory.id,))
         old.execute("INSERT INTO memory_embeddings(item_seq, model_id, vector, indexed, created_at) "

@@ -16,7 +16,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from testing.schema import store_before
+from testing.schema import old_project, store_before
 
 from ccmemory import db as database, migrations, paths
 
@@ -142,12 +142,12 @@ def test_first_schema_database_upgrades_with_backup_every_row_kept_and_idempoten
 
 
 def test_creation_link_migration_removes_only_links_that_repeat_the_memory_session(tmp_path: Path) -> None:
-    from ccmemory import memories, projects
+    from ccmemory import memories
 
     path = tmp_path / "v8.db"
     old = store_before(migrations._m009_creation_links_derived, path)
     with old.transaction():
-        project = projects.project_id(old, str(tmp_path))
+        project = old_project(old, str(tmp_path))
         first = memories.add(old, project_id=project, content="made in s-1", session_id="s-1").id
         second = memories.add(old, project_id=project, content="made in s-2", session_id="s-2").id
         loose = memories.add(old, project_id=project, content="made outside any session").id
@@ -177,13 +177,13 @@ def test_creation_link_migration_removes_only_links_that_repeat_the_memory_sessi
 
 
 def test_embedding_model_migration_keeps_every_vector_under_a_model_number(tmp_path: Path) -> None:
-    from ccmemory import memories, projects
+    from ccmemory import memories
 
     path = tmp_path / "v10.db"
     old = store_before(migrations._m011_embedding_model_numbers, path)
     model = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8-8199be6f"
     with old.transaction():
-        project = projects.project_id(old, str(tmp_path))
+        project = old_project(old, str(tmp_path))
         made = [memories.add(old, project_id=project, content=f"memory {n}") for n in range(3)]
         for n, memory in enumerate(made):
             old.execute("INSERT INTO memory_embeddings(item_seq, model_id, vector, indexed, created_at) "

@@ -578,6 +578,75 @@ def _m012_observation_metadata(db: Database) -> None:
                 db.execute("UPDATE memories SET metadata = ? WHERE seq = ?",
                            (json.dumps(fields, separators=(",", ":")), seq))
 
+_M013 = """
+-- Portable project identity (ccmemory.identity): the same for every clone, worktree and machine.
+-- identity is 'git:<root commit>', 'remote:<host/path>' or 'path:<real path>'; remote a hint.
+ALTER TABLE projects ADD COLUMN identity TEXT;
+ALTER TABLE projects ADD COLUMN remote TEXT;
+CREATE UNIQUE INDEX projects_identity ON projects(identity) WHERE identity IS NOT NULL;
+-- Every location (git top-level or directory) where a project was seen. marker is the .git's
+-- device:inode when the identity was read; pinned: chosen by the user (merge, split), never re-read.
+CREATE TABLE project_aliases (
+    path       TEXT PRIMARY KEY,
+    project_id INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+    kind       TEXT NOT NULL CHECK (kind IN ('git', 'remote', 'path')),
+    marker     TEXT NOT NULL,
+    pinned     INTEGER NOT NULL DEFAULT 0 CHECK (pinned IN (0, 1)),
+    first_seen TEXT NOT NULL
+);
+CREATE INDEX project_aliases_project ON project_aliases(project_id);
+-- The root commits of each project's repository: a checkout reaching any of them is that project.
+CREATE TABLE project_roots (
+    root       TEXT PRIMARY KEY,
+    project_id INTEGER NOT NULL REFERENCES projects(id) ON DELETE CASCADE
+);
+CREATE INDEX project_roots_project ON project_roots(project_id);
+-- Each merge of one project into another and what it moved (JSON), so it can be undone.
+CREATE TABLE project_merges (
+    id        INTEGER PRIMARY KEY,
+    into_id   INTEGER NOT NULL,
+    from_id   INTEGER NOT NULL,
+    reason    TEXT NOT NULL,
+    detail    TEXT NOT NULL,
+    at        TEXT NOT NULL,
+    undone_at TEXT
+);
+"""
+
+
+@migration
+def _m013_portable_projects(db: Database) -> None:
+    """Projects get a portable identity; locations of one repository become one project, each kept as an alias.
+
+    Each stored project's location is identified (git runs once per location that still exists;
+    a location gone keeps its path identity); projects that turn out to be one repository are
+    merged into the oldest with :func:`ccmemory.project_merge.merge`, which keeps every row and
+    logs what it moved, so ``ccmemory projects undo`` can take a wrong merge back.
+    """
+    from . import identity, project_merge
+
+    _run_script(db, _M013)
+    seen_at = clock.now()
+    by_key: dict[str, int] = {}
+    for row in db.rows("SELECT id, path FROM projects ORDER BY id"):
+        path = row["path"]
+        found = identity.identify(path) if os.path.isdir(path) else \
+            {"kind": "path", "key": f"path:{path}", "roots": [], "remote": None}
+        db.execute("INSERT INTO project_aliases(path, project_id, kind, marker, first_seen) VALUES (?, ?, ?, ?, ?)",
+                   (path, row["id"], found["kind"], identity.marker(path), seen_at))
+        keep = by_key.get(found["key"])
+        if keep is None and found["roots"]:
+            keep = db.scalar(f"SELECT project_id FROM project_roots WHERE root IN ({','.join('?' * len(found['roots']))}) "
+                             "LIMIT 1", found["roots"])
+        if keep is None:
+            by_key[found["key"]] = row["id"]
+            db.execute("UPDATE projects SET identity = ?, remote = ? WHERE id = ?", (found["key"], found["remote"], row["id"]))
+        else:
+            project_merge.merge(db, keep, row["id"], reason=f"{path} is the same repository ({found['key']})")
+        for root in found["roots"]:
+            db.execute("INSERT OR IGNORE INTO project_roots(root, project_id) VALUES (?, ?)", (root, keep or row["id"]))
+
+
 _BACKUPS_KEPT = 3
 #: How long a process waits for another that is upgrading the same file (a large store takes seconds).
 UPGRADE_WAIT_SECONDS = 60

@@ -1,25 +1,30 @@
-"""Project identity: the git top-level of a directory, else its real path; never a basename.
+"""Projects: which project a directory belongs to, found through the paths where each has been seen.
 
-Two checkouts named ``app`` are two projects. The git top-level is found by
-walking up to the nearest ``.git`` (a directory, or the file a worktree or
-submodule has), which costs no subprocess on the hook path.
+A directory's location is its git top-level (walking up to the nearest ``.git``, a directory or
+the file a worktree or submodule has), else its real path; never a basename, so two checkouts
+named ``app`` of different repositories are two projects. Which project that location *is* comes
+from its portable identity (:mod:`ccmemory.identity`): every clone, worktree and moved checkout
+of one repository is one project, on every machine. Each location seen is an alias
+(``project_aliases``), so the hook path answers with one indexed read; git runs only when a
+location is new, or when its ``.git`` changed in a way that can change the answer.
 """
 
 from __future__ import annotations
 
 import os
 
-from . import clock
-from .db import Database
+from . import clock, identity
 from .errors import NotFoundError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal, overload
 
+    from .db import Database
+
 
 def project_root(cwd: str | os.PathLike[str]) -> str:
-    """The identity path of the project that contains ``cwd``."""
+    """The location (git top-level, else real path) of the project that contains ``cwd``."""
     start = os.path.realpath(cwd)
     candidate = start
     while True:
@@ -39,17 +44,105 @@ if TYPE_CHECKING:  # with create (the default) there is always a project
 
 
 def project_id(db: Database, cwd: str | os.PathLike[str], *, create: bool = True) -> int | None:
-    """The row id of the project containing ``cwd``, created on first sight."""
+    """The row id of the project containing ``cwd``, created on first sight (with ``create``).
+
+    Without ``create`` nothing is written: a location not seen before is identified and matched
+    against the known projects, and None means no project is known for it.
+    """
     root = project_root(cwd)
-    found = db.scalar("SELECT id FROM projects WHERE path = ?", (root,))
-    if found is not None or not create:
-        return found
+    alias = db.one("SELECT project_id, kind, marker, pinned FROM project_aliases WHERE path = ?", (root,))
+    if alias is not None and (alias["pinned"] or not _may_have_changed(root, alias)):
+        return int(alias["project_id"])
+    if alias is None and not os.path.isdir(root):  # a location gone before it was ever seen: nothing to read
+        found = db.scalar("SELECT id FROM projects WHERE path = ?", (root,))
+        if found is not None or not create:
+            return found
+    seen = identity.identify(root)
+    if not create:
+        return _match(db, seen) if alias is None else int(alias["project_id"])
     with db.transaction():
-        db.execute(
-            "INSERT OR IGNORE INTO projects(path, name, created_at) VALUES (?, ?, ?)",
-            (root, os.path.basename(root) or root, clock.now()),
-        )
-        return db.scalar("SELECT id FROM projects WHERE path = ?", (root,))
+        return _settle(db, root, seen, alias)
+
+
+def _may_have_changed(root: str, alias: dict[str, Any]) -> bool:
+    """Whether the identity stored for the alias at ``root`` may no longer hold (cheap: a stat or a few small reads)."""
+    current = identity.marker(root)
+    if current != alias["marker"]:
+        return current != "none" or os.path.isdir(root)  # a location gone keeps its project
+    if alias["kind"] == "path" and current != "none":
+        return identity.has_commit(root)
+    if alias["kind"] == "remote":
+        return not identity.is_shallow(root)
+    return False
+
+
+def _match(db: Database, seen: dict[str, Any]) -> int | None:
+    """The known project with this identity: one owning a root commit (the canonical first), else by key."""
+    if seen["roots"]:
+        marks = ",".join("?" * len(seen["roots"]))
+        found = db.scalar(
+            f"SELECT project_id FROM project_roots WHERE root IN ({marks}) "
+            "ORDER BY root = ? DESC, project_id LIMIT 1", (*seen["roots"], seen["key"].split(":", 1)[1]))
+        if found is not None:
+            return int(found)
+    found = db.scalar("SELECT id FROM projects WHERE identity = ?", (seen["key"],))
+    if found is None and seen["kind"] == "remote":
+        found = db.scalar("SELECT id FROM projects WHERE remote = ? ORDER BY id LIMIT 1", (seen["remote"],))
+    return None if found is None else int(found)
+
+
+def _settle(db: Database, root: str, seen: dict[str, Any], alias: dict[str, Any] | None) -> int:
+    """Record ``root`` as an alias of the project its identity names, upgrading or creating that project."""
+    project = _match(db, seen)
+    previous = None if alias is None else int(alias["project_id"])
+    if previous is not None and project != previous:
+        old = db.scalar("SELECT identity FROM projects WHERE id = ?", (previous,))
+        if identity.portability(old) < identity.PORTABILITY[seen["kind"]]:
+            if project is None:  # the same checkout, now better identified: upgrade in place
+                project = previous
+            else:  # e.g. a shallow clone deepened into a repository already known: one project now
+                from . import project_merge
+
+                project_merge.merge(db, project, previous, reason=f"{root} is now identified as {seen['key']}")
+    if project is None:  # a project stored before aliases existed (an import, an old store) keeps its rows
+        project = db.scalar("SELECT id FROM projects p WHERE path = ? AND NOT EXISTS "
+                            "(SELECT 1 FROM project_aliases a WHERE a.project_id = p.id)", (root,))
+    if project is None:
+        project = _create(db, root, seen)
+    _record(db, project, seen)
+    db.execute(
+        "INSERT INTO project_aliases(path, project_id, kind, marker, first_seen) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT(path) DO UPDATE SET project_id = excluded.project_id, kind = excluded.kind, "
+        "marker = excluded.marker",
+        (root, project, seen["kind"], identity.marker(root), clock.now()),
+    )
+    return project
+
+
+def _create(db: Database, root: str, seen: dict[str, Any]) -> int:
+    """A new project at ``root``; a project that held the path before (another repository, since deleted) gives it up."""
+    db.execute("UPDATE projects SET path = path || '#' || id WHERE path = ?", (root,))
+    db.execute("INSERT INTO projects(path, name, created_at) VALUES (?, ?, ?)",
+               (root, os.path.basename(root) or root, clock.now()))
+    return int(db.scalar("SELECT id FROM projects WHERE path = ?", (root,)))
+
+
+def _record(db: Database, project: int, seen: dict[str, Any]) -> None:
+    """Store what identifies ``project``: its most portable key, its remote and its root commits."""
+    current = db.one("SELECT identity, remote FROM projects WHERE id = ?", (project,)) or {}
+    if current.get("identity") is None or identity.portability(current["identity"]) < identity.PORTABILITY[seen["kind"]]:
+        if not db.scalar("SELECT 1 FROM projects WHERE identity = ? AND id <> ?", (seen["key"], project)):
+            db.execute("UPDATE projects SET identity = ? WHERE id = ?", (seen["key"], project))
+    if seen["remote"] and not current.get("remote"):
+        db.execute("UPDATE projects SET remote = ? WHERE id = ?", (seen["remote"], project))
+    for root_commit in seen["roots"]:
+        db.execute("INSERT OR IGNORE INTO project_roots(root, project_id) VALUES (?, ?)", (root_commit, project))
+
+
+def aliases(db: Database, project_id: int) -> list[dict[str, Any]]:
+    """The locations where a project has been seen, oldest first."""
+    return db.rows("SELECT path, kind, pinned, first_seen FROM project_aliases WHERE project_id = ? "
+                   "ORDER BY first_seen, path", (project_id,))
 
 
 def list_all(db: Database) -> list[dict[str, Any]]:
@@ -59,7 +152,7 @@ def list_all(db: Database) -> list[dict[str, Any]]:
     index), so listing stays a few milliseconds at 100k memories.
     """
     return db.rows(
-        "SELECT p.id, p.path, p.name, p.created_at, "
+        "SELECT p.id, p.path, p.name, p.created_at, p.identity, p.remote, "
         "(SELECT COUNT(*) FROM memories m WHERE m.project_id = p.id) - "
         "(SELECT COUNT(*) FROM memories m WHERE m.project_id = p.id AND m.is_deleted = 1) AS memories, "
         "(SELECT COUNT(*) FROM sessions s WHERE s.project_id = p.id) AS sessions, "
@@ -70,7 +163,7 @@ def list_all(db: Database) -> list[dict[str, Any]]:
 
 def get(db: Database, project_id: int) -> dict[str, Any]:
     """One project row by id."""
-    row = db.one("SELECT id, path, name, created_at FROM projects WHERE id = ?", (project_id,))
+    row = db.one("SELECT id, path, name, created_at, identity, remote FROM projects WHERE id = ?", (project_id,))
     if row is None:
         raise NotFoundError(f"No project with id {project_id!r}; pick one from the list of projects")
     return row
