@@ -354,3 +354,37 @@ def test_import_keeps_each_project_to_itself(stores):
         db.close()
     assert after == before
     assert exported == export(stores["source"], stores["project"])
+
+
+def test_a_backup_restores_into_the_same_repository_at_another_path(tmp_path):
+    """Another machine has the repository elsewhere: ``--all-projects`` finds it by its portable identity."""
+    import subprocess
+
+    def git(*args: str, cwd: Path) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=cwd, check=True,
+                       capture_output=True)
+
+    laptop, desktop = tmp_path / "laptop" / "app", tmp_path / "desktop" / "work" / "app"
+    laptop.mkdir(parents=True)
+    git("init", "-q", cwd=laptop)
+    (laptop / "README").write_text("app\n")
+    git("add", "README", cwd=laptop)
+    git("commit", "-qm", "first", cwd=laptop)
+    desktop.parent.mkdir(parents=True)
+    git("clone", "-q", str(laptop), str(desktop), cwd=tmp_path)
+
+    db = database.connect(tmp_path / "source" / "ccmemory.db")
+    try:
+        memories.add(db, project_id=projects.project_id(db, laptop), content="We release with make release")
+    finally:
+        db.close()
+    backup = tmp_path / "backup.jsonl"
+    backup.write_text(export(tmp_path / "source", laptop))
+    assert run(tmp_path / "target", desktop, "add", "a memory of the desktop").returncode == 0
+    laptop.rename(tmp_path / "laptop-gone")  # the laptop's path does not exist on the desktop
+
+    result = run(tmp_path / "target", desktop, "import", str(backup), "--all-projects", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["records"]["memory"] == {"added": 1}
+    found = run(tmp_path / "target", desktop, "search", "release", "--json")
+    assert "We release with make release" in found.stdout

@@ -159,12 +159,25 @@ class ImportContext:
             raise ValidationError("the record names no project")
         if path not in self._projects:
             self.check_project_path(path)
-            found = self.db.scalar("SELECT id FROM projects WHERE path = ?", (path,))
+            found = projects.project_id(self.db, path, create=False)
             if found is None:
                 raise ValidationError(f"its project {path!r} has no project record before it")
             self._projects[path] = found
             self.written.add(found)
         return self._projects[path]
+
+    def known_identity(self, path: str, key: str) -> bool:
+        """Map the file's project ``path`` to the project of this machine with the same portable identity, if any.
+
+        The same repository has other paths on other machines: a project already known here by its
+        identity (:mod:`ccmemory.identity`) exists on this machine, so ``all_projects`` may write it.
+        """
+        found = self.db.scalar("SELECT id FROM projects WHERE identity = ?", (key,))
+        if found is None:
+            return False
+        self._projects[path] = found
+        self.written.add(found)
+        return True
 
     def check_project_path(self, path: str) -> None:
         """Refuse (:class:`Skipped`) a project path the user did not let this import write to.
@@ -378,7 +391,9 @@ def project_rows(db: Database, scope: Scope, table: str, fields: tuple[str, ...]
 
 def _export_projects(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
     where, params = scope.projects("id")
-    for row in db.rows(f"SELECT path, name, created_at FROM projects WHERE {where} ORDER BY path", params):
+    for row in db.rows(f"SELECT path, name, created_at, identity FROM projects WHERE {where} ORDER BY path", params):
+        if row["identity"] is None:
+            del row["identity"]
         yield row
 
 
@@ -386,15 +401,19 @@ def _load_project(ctx: ImportContext, record: dict[str, Any]) -> str:
     if ctx.into_project is not None:
         return UNCHANGED
     path = fields.text(record, "path", blank=False)
+    key = fields.text(record, "identity", required=False)
+    if key and ctx.all_projects and ctx.known_identity(path, key):
+        return UNCHANGED
     ctx.check_project_path(path)
-    if ctx.db.scalar("SELECT 1 FROM projects WHERE path = ?", (path,)):
+    if projects.project_id(ctx.db, path, create=False) is not None:
         ctx.project_id(path)
         return UNCHANGED
     if ctx.clean(path) != path:
         raise ValidationError("its path would be redacted (it looks like a secret)")
     name = fields.text(record, "name", required=False) or os.path.basename(path) or path
     created = fields.time(record, "created_at", ctx.latest)
-    ctx.db.execute("INSERT INTO projects(path, name, created_at) VALUES (?, ?, ?)", (path, ctx.clean(name), created))
+    project = projects.project_id(ctx.db, path)
+    ctx.db.execute("UPDATE projects SET name = ?, created_at = ? WHERE id = ?", (ctx.clean(name), created, project))
     ctx.touched.add(ctx.project_id(path))
     return ADDED
 
