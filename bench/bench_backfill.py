@@ -366,7 +366,7 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
         lines += [
             "", "All three stores hold the sessions of one project folder: a memory's `files` are absolute paths "
             "and are searched as words, so a folder named otherwise in one store changes its keyword scores (BM25 "
-            "weighs a text by its length); the comparison published before this one had that difference.", "",
+            "weighs a text by its length).", "",
             "Largest difference from the hook-replayed store over every figure, system and gold level (goal "
             f"≤ 0.01): **{r['largest difference']['backfill dated now']:.3f}** backfilled from the transcripts "
             "dated from now on, a second per line, as the replay stamps its memories (there "
@@ -377,7 +377,7 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
             f"({', '.join(f'{name} {value:+.3f}' for name, value in worst)}; questions whose top 10 differ: "
             f"{ranked('backfill')}).", "",
             "What the own times change: a session summary's first line names the session's day (`Session summary "
-            "(2018-08-27; …`) where the replay's names the day it ran. That is the transcript's due: live capture "
+            "(2018-08-27; …`) where the replay's names the day it ran. Rightly so: live capture "
             "in those days would have written their dates too. Those summaries' texts and vectors differ, so "
             "semantic and hybrid rankings move where a summary is near the top; keyword and BM25 do not.", "",
             "Storing order: the hook replay stored "
