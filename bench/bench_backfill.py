@@ -332,9 +332,10 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
                   "What a transcript carries less than the hook payloads: each call's `duration_ms`, `effort`, its own "
                   "`permission_mode` (the transcript has it on the prompt's line) and `hook_event_name` (a failure is "
                   "the `tool_result`'s `is_error` and text instead of PostToolUseFailure's `error`), and the moment "
-                  "the hook ran. Capture stores none of the first four; in place of the moment, a backfilled memory "
-                  "has the time its transcript line was written, so a session summary's first line names the "
-                  "session's own day.", ""]
+                  "the hook ran: they describe the hook's call, and a transcript records the conversation (what "
+                  "was asked, called and answered, when each line was written). Capture stores none of the first "
+                  "four; in place of the moment, a backfilled memory has the time its transcript line was written, "
+                  "so a session summary's first line names the session's own day.", ""]
     if "year" in results:
         y = results["year"]
         embed = (f"; `ccmemory embed` then took **{y['embed seconds']:.0f} s** for the backlog"
