@@ -381,9 +381,9 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
             "(2018-08-27; …`) where the replay's names the day it ran. Rightly so: live capture "
             "in those days would have written their dates too. Those summaries' texts and vectors differ, so "
             "semantic and hybrid rankings move where a summary is near the top; keyword and BM25 do not.", "",
-            "Storing order: the hook replay stored "
-            f"{out_of_order['hook replay']} memories after a later call of their session, the backfills "
-            f"{out_of_order['backfill']} and {out_of_order['backfill dated now']}. Live capture stores each call in "
+            "Storing order: memories stored after a later call of their session: hook replay "
+            f"{out_of_order['hook replay']}, backfills {out_of_order['backfill']} and "
+            f"{out_of_order['backfill dated now']}. Live capture stores each call in "
             "a child of its hook process, off Claude Code's path, so two quick calls' children can write in the "
             "other order (their `created_at`, when the payload arrived, keeps the call order); a backfill stores "
             "in call order. Search breaks equal scores by storing order, so such a pair could swap places between "
