@@ -87,33 +87,27 @@ def memory_key(row: dict[str, Any]) -> tuple[str, str, str]:
     return (row["session_id"] or "", row["source"], call or f"{row['category']}/{row['tier']}")
 
 
-def compare(replayed: list[dict[str, Any]], backfilled: list[dict[str, Any]], projects: tuple[str, str]
-            ) -> dict[str, Any]:
-    """Memory by memory: how many are in both, only in one, and which fields differ (with one example each).
-
-    The two stores' projects are different empty folders: each one's path reads as ``{PROJECT}`` here.
-    """
+def compare(replayed: list[dict[str, Any]], backfilled: list[dict[str, Any]]) -> dict[str, Any]:
+    """Memory by memory: how many are in both, only in one, and which fields differ (with one example each)."""
     left = {memory_key(row): row for row in replayed}
     right = {memory_key(row): row for row in backfilled}
     both = left.keys() & right.keys()
     differing: dict[str, dict[str, Any]] = {}
     identical = 0
 
-    def value(row: dict[str, Any], name: str, project: str) -> Any:
+    def value(row: dict[str, Any], name: str) -> Any:
         field = row.get(name)
-        text = field if isinstance(field, str) else json.dumps(field, sort_keys=True)
-        return text.replace(project, "{PROJECT}")
+        return field if isinstance(field, str) else json.dumps(field, sort_keys=True)
 
     for key in sorted(both):
-        fields = [name for name in (*COMPARED, "metadata")
-                  if value(left[key], name, projects[0]) != value(right[key], name, projects[1])]
+        fields = [name for name in (*COMPARED, "metadata") if value(left[key], name) != value(right[key], name)]
         identical += not fields
         for name in fields:
             entry = differing.setdefault(name, {"memories": 0, "example": None})
             entry["memories"] += 1
             if entry["example"] is None:
-                entry["example"] = {"key": list(key), "hook replay": _short(value(left[key], name, projects[0])),
-                                    "backfill": _short(value(right[key], name, projects[1]))}
+                entry["example"] = {"key": list(key), "hook replay": _short(value(left[key], name)),
+                                    "backfill": _short(value(right[key], name))}
     return {"in both": len(both), "identical": identical,
             "only hook replay": sorted(":".join(key) for key in left.keys() - right.keys())[:20],
             "only hook replay count": len(left.keys() - right.keys()),
@@ -136,14 +130,19 @@ def times(replayed: list[dict[str, Any]], backfilled: list[dict[str, Any]]) -> d
 
 
 def throughput(data: dict[str, Any], folder: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Hook replay and backfill of the same sessions into two fresh stores; their times, counts and differences."""
-    hooks_folder, backfill_folder = folder / "hooks", folder / "backfill"
+    """Hook replay and backfill of the same sessions into two fresh stores; their times, counts and differences.
+
+    Both stores (and the third of :func:`retrieval`) hold the sessions of one project folder, as the same
+    sessions would be: a memory's ``files`` are absolute paths, searched as words, so a project folder named
+    otherwise in one store would change that store's keyword scores (BM25 weighs a text by its length).
+    """
+    hooks_folder, backfill_folder, project = folder / "hooks", folder / "backfill", folder / "project"
     print(f"hook replay of {len(data['sessions'])} sessions…", file=sys.stderr)
     started = time.perf_counter()
-    hook_project, hook_home = coderecall.replay(data, hooks_folder, args.hook_python, Path(args.hooks))
+    _, hook_home = coderecall.replay(data, hooks_folder, args.hook_python, Path(args.hooks), project)
     replay_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    project, config = coderecall.write_transcripts(data, backfill_folder)
+    _, config = coderecall.write_transcripts(data, backfill_folder, project=project)
     write_seconds = time.perf_counter() - started
     home = backfill_folder / "home"
     print("backfill…", file=sys.stderr)
@@ -160,9 +159,9 @@ def throughput(data: dict[str, Any], folder: Path, args: argparse.Namespace) -> 
         "hook replay memories": counts(replayed), "backfill memories": counts(backfilled),
         "backfill report": report, "second backfill seconds": round(again_seconds, 2),
         "second backfill added": len(store_rows(home)) - len(backfilled), "second backfill report": again,
-        "comparison": compare(replayed, backfilled, (str(hook_project), str(project))),
+        "comparison": compare(replayed, backfilled),
         "times": times(replayed, backfilled),
-        "stores": {"hook replay": [str(hook_project), str(hook_home)], "backfill": [str(project), str(home)]},
+        "stores": {"hook replay": [str(project), str(hook_home)], "backfill": [str(project), str(home)]},
     }
 
 
@@ -214,14 +213,18 @@ def retrieval(data: dict[str, Any], stores: dict[str, list[str]], folder: Path, 
     hook-replayed store is the backfill's, not the dates'.
     """
     dated = folder / "backfill-dated-now"
-    project, config = coderecall.write_transcripts(data, dated, datetime.now(timezone.utc))
+    project = Path(stores["hook replay"][0])
+    _, config = coderecall.write_transcripts(data, dated, datetime.now(timezone.utc), project)
     coderecall.run_backfill(args.ccmemory, config, dated / "home")
     stores = dict(stores, **{"backfill dated now": [str(project), str(dated / "home")]})
-    figures = {}
+    figures, rankings, rows = {}, {}, {}
     for name, (project_dir, home) in stores.items():
         print(f"retrieval on the {name} store…", file=sys.stderr)
+        ranked_to = folder / f"rankings-{name.replace(' ', '-')}.json"
         figures[name] = coderecall.evaluate(data, Path(project_dir), Path(home), args.mode.split(","),
-                                            no_cache=args.no_cache)
+                                            no_cache=args.no_cache, rankings_to=str(ranked_to))
+        rows[name] = store_rows(Path(home))
+        rankings[name] = json.loads(ranked_to.read_text())["rankings"]
     base = figures["hook replay"]["results"]
     differences, largest = {}, {}
     for name in ("backfill", "backfill dated now"):
@@ -230,11 +233,40 @@ def retrieval(data: dict[str, Any], stores: dict[str, list[str]], folder: Path, 
                                                                  base[system][level][figure], 4)
                              for system in base for level in base[system] for figure in FIGURES}
         largest[name] = max(abs(value) for value in differences[name].values())
-    hook_rows = store_rows(Path(stores["hook replay"][1]))
-    dated_rows = store_rows(dated / "home")
     return {"figures": figures, "differences": differences, "largest difference": largest,
-            "dated now comparison": compare(hook_rows, dated_rows, (stores["hook replay"][0], str(project))),
-            "oldest first": {name: oldest_first(store_rows(Path(home))) for name, (_, home) in stores.items()}}
+            "dated now comparison": compare(rows["hook replay"], rows["backfill dated now"]),
+            "questions ranked otherwise": {name: ranked_otherwise(rankings["hook replay"], rows["hook replay"],
+                                                                  rankings[name], rows[name])
+                                           for name in ("backfill", "backfill dated now")},
+            "questions": len(data["questions"]),
+            "oldest first": {name: oldest_first(found) for name, found in rows.items()},
+            "out of call order": {name: out_of_call_order(found) for name, found in rows.items()}}
+
+
+def ranked_otherwise(base: dict[str, dict[str, list[str]]], base_rows: list[dict[str, Any]],
+                     other: dict[str, dict[str, list[str]]], other_rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Per system, how many questions' top 10 differ between two stores (memories matched by :func:`memory_key`)."""
+    def keys(found: list[dict[str, Any]]) -> dict[str, tuple[str, str, str]]:
+        return {row["id"]: memory_key(row) for row in found}
+
+    left, right = keys(base_rows), keys(other_rows)
+    return {system: sum([left[i] for i in base[system][qid]] != [right[i] for i in other[system][qid]]
+                        for qid in base[system]) for system in base}
+
+
+def out_of_call_order(rows: list[dict[str, Any]]) -> int:
+    """How many memories were stored after a later one of their session (``seq`` against ``created_at``).
+
+    Live capture stores each call in a child process of its hook, off Claude Code's path, so two quick calls'
+    children may write in the other order; ``created_at`` (when the payload arrived) keeps the call order.
+    """
+    last: dict[str, str] = {}
+    count = 0
+    for row in sorted(rows, key=lambda found: found["seq"]):
+        session = row["session_id"] or ""
+        count += row["created_at"] < last.get(session, "")
+        last[session] = max(last.get(session, ""), row["created_at"])
+    return count
 
 
 def oldest_first(rows: list[dict[str, Any]]) -> bool:
@@ -251,12 +283,12 @@ def oldest_first(rows: list[dict[str, Any]]) -> bool:
 
 
 def build_stores(data: dict[str, Any], folder: Path, args: argparse.Namespace) -> dict[str, list[str]]:
-    """The two stores ``retrieval`` compares, when ``throughput`` did not build them in this run."""
-    project, home = coderecall.replay(data, folder / "hooks", args.hook_python, Path(args.hooks))
-    backfill_project, config = coderecall.write_transcripts(data, folder / "backfill")
+    """The two stores ``retrieval`` compares, when ``throughput`` did not build them in this run (one project
+    folder for both, as there)."""
+    project, home = coderecall.replay(data, folder / "hooks", args.hook_python, Path(args.hooks), folder / "project")
+    _, config = coderecall.write_transcripts(data, folder / "backfill", project=project)
     coderecall.run_backfill(args.ccmemory, config, folder / "backfill" / "home")
-    return {"hook replay": [str(project), str(home)],
-            "backfill": [str(backfill_project), str(folder / "backfill" / "home")]}
+    return {"hook replay": [str(project), str(home)], "backfill": [str(project), str(folder / "backfill" / "home")]}
 
 
 def command_line(args: argparse.Namespace) -> str:
@@ -300,9 +332,10 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
                   "What a transcript carries less than the hook payloads: each call's `duration_ms`, `effort`, its own "
                   "`permission_mode` (the transcript has it on the prompt's line) and `hook_event_name` (a failure is "
                   "the `tool_result`'s `is_error` and text instead of PostToolUseFailure's `error`), and the moment "
-                  "the hook ran. Capture stores none of the first four; in place of the moment, a backfilled memory "
-                  "has the time its transcript line was written, so a session summary's first line names the "
-                  "session's own day.", ""]
+                  "the hook ran: they describe the hook's call, and a transcript records the conversation (what "
+                  "was asked, called and answered, when each line was written). Capture stores none of the first "
+                  "four; in place of the moment, a backfilled memory has the time its transcript line was written, "
+                  "so a session summary's first line names the session's own day.", ""]
     if "year" in results:
         y = results["year"]
         embed = (f"; `ccmemory embed` then took **{y['embed seconds']:.0f} s** for the backlog"
@@ -324,24 +357,42 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
             for system, result in summary["results"].items():
                 lines.append(f"| {store} | {system} | " +
                              " | ".join(f"{result['function'][figure]:.3f}" for figure in FIGURES) + " |")
-        dated = r["dated now comparison"]
-        lines += ["", "Largest difference from the hook-replayed store over every figure, system and gold level "
-                      f"(goal ≤ 0.01): **{r['largest difference']['backfill']:.3f}** backfilled with the transcripts' "
-                      f"own times, **{r['largest difference']['backfill dated now']:.3f}** backfilled from the same "
-                      "transcripts dated from now on, a second per line, as the replay stamps its memories (there "
-                      f"{dated['identical']} of {dated['in both']} memories are identical to the replayed ones, "
-                      f"{dated['only hook replay count'] + dated['only backfill count']} are in one store only)."]
-        worst = sorted(r["differences"]["backfill"].items(), key=lambda item: -abs(item[1]))[:4]
-        lines += ["", "Largest with the own times: " + ", ".join(f"{name} {value:+.3f}" for name, value in worst) +
-                  ". Why they differ:", "",
-                  "- dates: with the transcripts' own times a session summary's first line names the session's day "
-                  "(`Session summary (2018-08-27; …`) where the replay's names the day it ran, so those summaries' "
-                  "texts and vectors differ (semantic and hybrid move, keyword barely);"]
+        dated, otherwise, asked = r["dated now comparison"], r["questions ranked otherwise"], r["questions"]
+        out_of_order = r["out of call order"]
+
+        def ranked(name: str) -> str:
+            return ", ".join(f"{system} {count}" for system, count in otherwise[name].items())
+
+        worst = sorted(r["differences"]["backfill"].items(), key=lambda item: -abs(item[1]))[:3]
+        lines += [
+            "", "All three stores hold the sessions of one project folder: a memory's `files` are absolute paths "
+            "and are searched as words, so a folder named otherwise in one store changes its keyword scores (BM25 "
+            "weighs a text by its length).", "",
+            "Largest difference from the hook-replayed store over every figure, system and gold level (goal "
+            f"≤ 0.01): **{r['largest difference']['backfill dated now']:.3f}** backfilled from the transcripts "
+            "dated from now on, a second per line, as the replay stamps its memories (there "
+            f"{dated['identical']} of {dated['in both']} memories are identical to the replayed ones, "
+            f"{dated['only hook replay count'] + dated['only backfill count']} are in one store only; questions "
+            f"of {asked} whose top 10 differ: {ranked('backfill dated now')}); "
+            f"**{r['largest difference']['backfill']:.3f}** backfilled with the transcripts' own times "
+            f"({', '.join(f'{name} {value:+.3f}' for name, value in worst)}; questions whose top 10 differ: "
+            f"{ranked('backfill')}).", "",
+            "What the own times change: a session summary's first line names the session's day (`Session summary "
+            "(2018-08-27; …`) where the replay's names the day it ran. Rightly so: live capture "
+            "in those days would have written their dates too. Those summaries' texts and vectors differ, so "
+            "semantic and hybrid rankings move where a summary is near the top; keyword and BM25 do not.", "",
+            "Storing order: memories stored after a later call of their session: hook replay "
+            f"{out_of_order['hook replay']}, backfills {out_of_order['backfill']} and "
+            f"{out_of_order['backfill dated now']}. Live capture stores each call in "
+            "a child of its hook process, off Claude Code's path, so two quick calls' children can write in the "
+            "other order (their `created_at`, when the payload arrived, keeps the call order); a backfill stores "
+            "in call order. Search breaks equal scores by storing order, so such a pair could swap places between "
+            "the stores if they scored the same" + (
+                "; here no ranking moved for it." if not any(otherwise["backfill dated now"].values()) else "."),
+        ]
         if not r["oldest first"]["backfill"]:
-            lines.append("- storing order: the backfill stored the sessions in another order than they happened "
-                         "(the replay, like live capture, stores them oldest first); many memories score the same "
-                         "(the same file read in several sessions reads the same), and search breaks such ties by "
-                         "storing order, so another memory of equal score can take a top-10 place.")
+            lines.append("The backfill stored the sessions in another order than they happened (the replay, like "
+                         "live capture, stores them oldest first).")
     return "\n".join(lines)
 
 

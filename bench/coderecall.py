@@ -81,13 +81,20 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def replay(data: dict[str, Any], folder: Path, python: str, hooks: Path = REPO / "hooks" / "run.py"
-           ) -> tuple[Path, Path]:
-    """Run every session's events through hooks/run.py; returns (project dir, data dir)."""
-    project, transcripts_dir, home = folder / "project", folder / "transcripts", folder / "home"
-    project.mkdir(parents=True)
-    transcripts_dir.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
+def git_project(path: Path) -> Path:
+    """An empty git project at ``path`` (made when missing); returns it."""
+    if not (path / ".git").exists():
+        path.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path
+
+
+def replay(data: dict[str, Any], folder: Path, python: str, hooks: Path = REPO / "hooks" / "run.py",
+           project: Path | None = None) -> tuple[Path, Path]:
+    """Run every session's events through hooks/run.py, in ``project`` (default: a new ``folder/project``), into
+    the data dir ``folder/home``; returns (project dir, data dir)."""
+    project, transcripts_dir, home = git_project(project or folder / "project"), folder / "transcripts", folder / "home"
+    transcripts_dir.mkdir(parents=True)
     base_env = clean_env(CCMEMORY_HOME=str(home), CLAUDE_PROJECT_DIR=str(project), CLAUDECODE="1")
     started = time.perf_counter()
     for number, raw in enumerate(data["sessions"], 1):
@@ -109,15 +116,15 @@ def replay(data: dict[str, Any], folder: Path, python: str, hooks: Path = REPO /
     return project, home
 
 
-def write_transcripts(data: dict[str, Any], folder: Path, start: datetime | None = None) -> tuple[Path, Path]:
+def write_transcripts(data: dict[str, Any], folder: Path, start: datetime | None = None,
+                      project: Path | None = None) -> tuple[Path, Path]:
     """Write every session as the transcript Claude Code would have kept for it, under ``folder/claude``
-    (a ``CLAUDE_CONFIG_DIR``), with an empty git project ``folder/project`` as its cwd; returns both.
+    (a ``CLAUDE_CONFIG_DIR``), with ``project`` (default: a new empty git project ``folder/project``) as its cwd;
+    returns both.
 
     The sessions keep the dataset's times, or with ``start`` follow each other from then on, a second per line
     (as a replay stamps them)."""
-    project, config = folder / "project", folder / "claude"
-    project.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    project, config = git_project(project or folder / "project"), folder / "claude"
     for raw in data["sessions"]:
         session = substitute(raw, str(project), str(folder / "transcripts"))
         written = transcripts.coderecall_session(session, str(project), start)

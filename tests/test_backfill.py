@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from ccmemory import backfill, config as settings, db as database, observations, projects
+from ccmemory import backfill, config as settings, db as database, observations, projects, search
 from testing.env import isolated_env
 from testing.hooks import run_hook
 
@@ -314,3 +314,66 @@ def test_ctrl_c_keeps_what_is_done_and_the_next_run_continues(home: Path, claude
     after_resume = stored(query)
     monkeypatch.setenv("CCMEMORY_HOME", str(whole))
     assert stored(query) == after_resume
+
+
+def live_capture(session: Transcript, path: Path, home: Path, cwd: Path) -> None:
+    """The hook processes Claude Code would have run for ``session`` (each call's payload from its lines)."""
+    base = {"session_id": session.session_id, "transcript_path": str(path), "cwd": str(cwd)}
+    run_hook("session_start", dict(base, hook_event_name="SessionStart", source="startup"), home, cwd=cwd)
+    lines = [json.loads(line) for line in session.lines]
+    results = {block["tool_use_id"]: line for line in lines if isinstance(line["message"]["content"], list)
+               for block in line["message"]["content"] if block.get("type") == "tool_result"}
+    for line in lines:
+        for block in line["message"]["content"] if isinstance(line["message"]["content"], list) else []:
+            if block.get("type") == "tool_use":
+                payload = dict(base, hook_event_name="PostToolUse", tool_name=block["name"], tool_input=block["input"],
+                               tool_use_id=block["id"], tool_response=results[block["id"]]["toolUseResult"])
+                run_hook("post_tool_use", payload, home, cwd=cwd)
+    reply = lines[-1]["message"]["content"][0]["text"]
+    run_hook("stop", dict(base, hook_event_name="Stop", last_assistant_message=reply), home, cwd=cwd)
+    run_hook("session_end", dict(base, hook_event_name="SessionEnd", reason="exit"), home, cwd=cwd)
+
+
+def test_live_capture_and_backfill_store_the_same_rows_in_the_same_order_and_rank_alike(
+        home: Path, claude: Path, project_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Search breaks equal scores by storing order: the same sessions, captured live or backfilled, must store
+    their memories in the same order, so that memories scoring alike (the same file read twice, in one session
+    and in the next) come out in the same order from both stores."""
+    target = str(project_dir / "loader.py")
+    read = {"type": "text", "file": {"filePath": target, "content": "def load_config(path):\n    return {}\n"}}
+    sessions = []
+    for number in range(2):
+        session = (Transcript(f"s{number}", project_dir, start=number * 1000).prompt("Fix the config loader")
+                   .call("Read", {"file_path": target}, read)
+                   .call("Bash", {"command": "pytest tests/test_loader.py"}, {"stdout": "1 failed", "stderr": ""})
+                   .call("Read", {"file_path": target}, read)
+                   .call("Edit", {"file_path": target, "old_string": "{}", "new_string": "load(path)"},
+                         {"filePath": target, "oldString": "{}", "newString": "load(path)"})
+                   .reply("The config loader reads the file now."))
+        sessions.append((session, session.write(claude)))
+    live = tmp_path / "live-home"
+    for session, path in sessions:
+        live_capture(session, path, live, project_dir)
+    run(claude)
+
+    def store(data: Path) -> tuple[list[tuple[str, str, str]], dict[str, list[tuple[str, str, str]]]]:
+        monkeypatch.setenv("CCMEMORY_HOME", str(data))
+        db = database.connect(vectors=False)
+        try:
+            rows = db.rows("SELECT * FROM memories ORDER BY seq")
+            keys = {row["id"]: (row["session_id"], row["source"], row["dedupe_key"] or row["category"])
+                    for row in rows}
+            project = projects.project_id(db, project_dir, create=False)
+            ranked = {query: [keys[hit.memory.id] for hit in search.search(
+                db, query, project_id=project, mode="keyword", limit=10, track=False)]
+                for query in ("config loader", "loader.py", "pytest test_loader")}
+        finally:
+            db.close()
+        return [keys[row["id"]] for row in rows], ranked
+
+    live_rows, live_ranked = store(live)
+    backfilled_rows, backfilled_ranked = store(home)
+    assert len(live_rows) == 10  # 4 calls and a summary per session
+    assert backfilled_rows == live_rows
+    assert backfilled_ranked == live_ranked
+    assert all(live_ranked.values())
