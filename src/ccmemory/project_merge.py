@@ -180,8 +180,9 @@ def split(db: Database, path: str, *, reason: str) -> dict[str, Any]:
     comes back with what it moved). Otherwise a new project is made for ``path``. Either way the
     alias is pinned there, and the sessions that ran at ``path`` (:func:`sessions_at`) still in the
     old project move with their memories. Returns ``{"id", "project", "from_id", "undid", "counts",
-    "ambiguous"}``: ``undid`` the merge undone (or None), ``ambiguous`` the sessions left where they were
-    because their folder names another location of the project as well.
+    "ambiguous"}``: ``undid`` the merge undone (or None), ``counts`` what moved per table (the undone
+    merge's rows included), ``ambiguous`` the sessions left where they were because their folder
+    names another location of the project as well.
     """
     with db.transaction():
         alias = db.one("SELECT path, project_id, pinned FROM project_aliases WHERE path = ?", (path,))
@@ -190,7 +191,9 @@ def split(db: Database, path: str, *, reason: str) -> dict[str, Any]:
         source = int(alias["project_id"])
         path_was = db.scalar("SELECT path FROM projects WHERE id = ?", (source,))
         undid = _merge_that_brought(db, path, source)
+        restored: dict[str, int] = {}
         if undid is not None:
+            restored = _counted(json.loads(db.scalar("SELECT detail FROM project_merges WHERE id = ?", (undid,)))["moved"])
             target = int(undo(db, undid)["project"]["id"])
         elif db.scalar("SELECT COUNT(*) FROM project_aliases WHERE project_id = ?", (source,)) < 2:
             raise ValidationError(f"{path} is the only path of project {source}: it has a project of its own already")
@@ -217,8 +220,9 @@ def split(db: Database, path: str, *, reason: str) -> dict[str, Any]:
                  "created": undid is None, "undid": undid, "pinned": alias["pinned"], "path_was": path_was,
                  "moved": moved, "renamed": []}
         log_id = _log(db, target, source, reason, entry)
+        counts = {table: restored.get(table, 0) + len(moved.get(table, [])) for table in {*restored, *moved}}
         return {"id": log_id, "project": entry["project"], "from_id": source, "undid": undid,
-                "counts": _counted(moved), "ambiguous": ambiguous}
+                "counts": {table: count for table, count in counts.items() if count}, "ambiguous": ambiguous}
 
 
 def sessions_at(db: Database, project: int, path: str) -> tuple[list[str], int]:
@@ -305,6 +309,7 @@ def history(db: Database) -> list[dict[str, Any]]:
         detail = json.loads(row.pop("detail"))
         row["kind"] = detail.get("kind", "merge")
         row["path"] = detail["path"] if row["kind"] == "split" else detail["project"]["path"]
+        row["undid"] = detail.get("undid")
         row["counts"] = _counted(detail["moved"])
         found.append(row)
     return found

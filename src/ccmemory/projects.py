@@ -196,6 +196,15 @@ def resolve(db: Database, ref: str) -> int:
     return int(project)
 
 
+def alias_for(db: Database, ref: str) -> str:
+    """The location where a project was seen that the path ``ref`` names: itself, else its git top-level."""
+    path = os.path.realpath(os.path.expanduser(ref.strip()))
+    for candidate in (path, project_root(path)):
+        if db.scalar("SELECT 1 FROM project_aliases WHERE path = ?", (candidate,)):
+            return candidate
+    raise NotFoundError(f"No project has been seen at {path}; `ccmemory projects` lists the paths of each project")
+
+
 def get(db: Database, project_id: int) -> dict[str, Any]:
     """One project row by id."""
     row = db.one("SELECT id, path, name, created_at, identity, remote FROM projects WHERE id = ?", (project_id,))
