@@ -15,7 +15,7 @@ from typing import Any
 
 from ccmemory import transcript
 
-from testing.cli import invoke, spawn
+from testing.cli import invoke, on_terminal, spawn
 from testing.env import isolated_env
 from testing.hooks import bash_call, common, rows, run_hook, write_transcript
 
@@ -211,3 +211,19 @@ def test_bad_input_is_named_with_what_to_do(home: Path, tmp_path: Path) -> None:
         done = invoke(home, app, *args)
         assert (done.returncode, message in done.stderr) == (code, True), (args, done.stderr)
     assert invoke(home, app, "projects", "merges").stdout.strip() == "No merges or splits yet."
+
+
+def test_merge_asks_at_a_terminal_and_does_nothing_unless_told_yes(home: Path, tmp_path: Path) -> None:
+    folders = [tmp_path / "drafts", tmp_path / "drafts-old"]
+    for folder in folders:
+        folder.mkdir()
+        assert invoke(home, folder, "add", f"Notes kept in {folder.name}").returncode == 0
+    code, output = on_terminal(home, folders[0], "projects", "merge", str(folders[0]), str(folders[1]),
+                               answer="n", wait_for=b"Merge?")
+    assert code == 0 and "It moves 1 memories, 1 paths" in output and "Nothing changed." in output
+    assert len(json.loads(invoke(home, folders[0], "projects", "--json").stdout)) == 2
+    code, output = on_terminal(home, folders[0], "projects", "merge", str(folders[0]), str(folders[1]),
+                               answer="y", wait_for=b"Merge?")
+    assert code == 0 and "Merged project" in output
+    (project,) = json.loads(invoke(home, folders[0], "projects", "--json").stdout)
+    assert project["memories"] == 2 and [a["pinned"] for a in project["aliases"]] == [False, True]
