@@ -356,6 +356,32 @@ def test_sessions_docmem_claude_md_and_storage(client: TestClient, two_projects:
     assert "procedural" in listed["sectors"] and "gotcha" in listed["categories"]
 
 
+def test_the_projects_list_shows_identity_paths_and_counts(client: TestClient, db: database.Database, tmp_path: Path) -> None:
+    import subprocess
+
+    from testing.env import isolated_env
+
+    def git(cwd: Path, *args: str) -> None:
+        subprocess.run(["git", *args], cwd=cwd, env=isolated_env(None), check=True, capture_output=True, timeout=60)
+
+    first = tmp_path / "shop"
+    first.mkdir()
+    git(first, "init", "-q")
+    git(first, "commit", "-q", "--allow-empty", "-m", "root")
+    git(tmp_path, "clone", "-q", str(first), str(tmp_path / "shop-clone"))
+    gone = tmp_path / "shop-clone"
+    project = projects.project_id(db, first)
+    assert projects.project_id(db, gone) == project
+    memories.add(db, project_id=project, content="The shop's prices are in cents")
+    gone.rename(tmp_path / "elsewhere")
+
+    (shown,) = client.get("/api/projects").json()["projects"]
+    assert shown["id"] == project and shown["identity"].startswith("git:") and shown["memories"] == 1
+    assert {a["path"]: a["exists"] for a in shown["aliases"]} == {str(first.resolve()): True, str(gone.resolve()): False}
+    assert (shown["sessions"], shown["documents"], shown["memory_files"]) == (0, 0, 0)
+    assert [shown] == projects.list_all(db)  # the same core function as `ccmemory projects --json`
+
+
 # ------------------------------------------------------------------ /memories files
 
 def test_memory_files_create_edit_rename_delete_through_the_memory_tool_core(

@@ -146,19 +146,63 @@ def aliases(db: Database, project_id: int) -> list[dict[str, Any]]:
 
 
 def list_all(db: Database) -> list[dict[str, Any]]:
-    """Every project with its live memory and session counts and its latest activity, most recent first.
+    """Every project with its identity, aliases, counts and latest activity, most recent first.
 
-    Live = all minus deleted, both counted from indexes alone (the trash has a partial
-    index), so listing stays a few milliseconds at 100k memories.
+    Counts: live memories (all minus deleted, both from indexes alone: the trash has a partial
+    index), sessions, documents and memory files; listing stays a few milliseconds at 100k
+    memories. Each alias says whether its path still ``exists`` (a moved or deleted checkout does not).
+    Latest activity is the newest memory or session start, else the project's creation.
     """
-    return db.rows(
+    found = db.rows(
         "SELECT p.id, p.path, p.name, p.created_at, p.identity, p.remote, "
         "(SELECT COUNT(*) FROM memories m WHERE m.project_id = p.id) - "
         "(SELECT COUNT(*) FROM memories m WHERE m.project_id = p.id AND m.is_deleted = 1) AS memories, "
         "(SELECT COUNT(*) FROM sessions s WHERE s.project_id = p.id) AS sessions, "
-        "COALESCE((SELECT MAX(created_at) FROM memories m WHERE m.project_id = p.id), p.created_at) AS last_activity "
+        "(SELECT COUNT(*) FROM documents d WHERE d.project_id = p.id) AS documents, "
+        "(SELECT COUNT(*) FROM memory_files f WHERE ifnull(f.project_id, 0) = p.id) AS memory_files, "
+        "COALESCE(NULLIF(MAX(COALESCE((SELECT MAX(created_at) FROM memories m WHERE m.project_id = p.id), ''), "
+        "COALESCE((SELECT MAX(started_at) FROM sessions s WHERE s.project_id = p.id), '')), ''), p.created_at) "
+        "AS last_activity "
         "FROM projects p ORDER BY last_activity DESC, p.id"
     )
+    seen: dict[int, list[dict[str, Any]]] = {}
+    for row in db.rows("SELECT project_id, path, kind, pinned, first_seen FROM project_aliases ORDER BY first_seen, path"):
+        seen.setdefault(row.pop("project_id"), []).append(
+            {**row, "pinned": bool(row["pinned"]), "exists": os.path.isdir(row["path"])})
+    for project in found:
+        project["aliases"] = seen.get(project["id"], [])
+    return found
+
+
+def resolve(db: Database, ref: str) -> int:
+    """The project that ``ref`` names: a project id, or a path where it has been seen (an alias, even one gone).
+
+    A directory never seen is identified as the hooks would (nothing is written) and matched
+    against the known projects.
+    """
+    text = ref.strip()
+    if text.isdigit():
+        project = db.scalar("SELECT id FROM projects WHERE id = ?", (int(text),))
+        if project is None:
+            raise NotFoundError(f"No project with id {text}; `ccmemory projects` lists them")
+        return int(project)
+    path = os.path.realpath(os.path.expanduser(text))
+    project = db.scalar("SELECT project_id FROM project_aliases WHERE path = ?", (path,))
+    if project is None and os.path.isdir(path):
+        project = project_id(db, path, create=False)
+    if project is None:
+        raise NotFoundError(f"No project is known at {path}; name a project id or one of the paths "
+                            "`ccmemory projects` lists")
+    return int(project)
+
+
+def alias_for(db: Database, ref: str) -> str:
+    """The location where a project was seen that the path ``ref`` names: itself, else its git top-level."""
+    path = os.path.realpath(os.path.expanduser(ref.strip()))
+    for candidate in (path, project_root(path)):
+        if db.scalar("SELECT 1 FROM project_aliases WHERE path = ?", (candidate,)):
+            return candidate
+    raise NotFoundError(f"No project has been seen at {path}; `ccmemory projects` lists the paths of each project")
 
 
 def get(db: Database, project_id: int) -> dict[str, Any]:

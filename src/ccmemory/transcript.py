@@ -351,6 +351,13 @@ class SessionFile:
         return f"SessionFile({self.path!r}, subagents={self.subagents!r})"
 
 
+def folder_name(cwd: str) -> str:
+    """The name of the folder Claude Code keeps a working directory's transcripts in: every character but an
+    ASCII letter or digit becomes ``-`` (``/home/u/proj`` → ``-home-u-proj``). It cannot be decoded: ``/a/b-c``
+    and ``/a/b/c`` share one."""
+    return "".join(c if c.isascii() and c.isalnum() else "-" for c in cwd)
+
+
 def projects_dir(config_dir: str | None = None) -> str:
     """The folder of the transcripts: ``projects`` in ``config_dir``, by default Claude Code's
     configuration folder (``$CLAUDE_CONFIG_DIR``, else ``~/.claude``; :func:`ccmemory.paths.claude_config_dir`)."""

@@ -25,6 +25,7 @@ COMMAND_MODULES = {
     **dict.fromkeys(("export", "import"), "archive_commands"),
     "import-from": "importer_commands",
     "backfill": "backfill_command",
+    "projects": "project_commands",
     **dict.fromkeys(("stats", "embed", "doctor", "vacuum", "gc"), "maintenance"),
     "analyze": "analysis_commands",
     **dict.fromkeys(("discover", "promote"), "discovery_commands"),

@@ -39,11 +39,6 @@ _POINTER = re.compile(r"\]\(\s*<?([^)>\s]+\.md)>?\s*\)")
 _NESTED_TYPE = re.compile(r"^\s+type\s*:\s*['\"]?([\w-]+)", re.M)
 
 
-def encoded(path: str) -> str:
-    """Claude Code's folder name for a project path: every character but an ASCII letter or digit is ``-``."""
-    return re.sub(r"[^A-Za-z0-9]", "-", path)
-
-
 def import_claude_memory(db: Database, report: Report, *, folder: str | None = None, into: str | None = None,
                          config_dir: str | None = None) -> None:
     """Import one auto-memory folder (``folder``, or the one of project ``into``), else every project's.
@@ -104,7 +99,7 @@ def folder_of(project_dir: str, base: str) -> str | None:
     from .. import projects
 
     for candidate in (projects.project_root(project_dir), os.path.realpath(project_dir)):
-        memory_dir = os.path.join(base, encoded(candidate), MEMORY_DIR)
+        memory_dir = os.path.join(base, transcript.folder_name(candidate), MEMORY_DIR)
         if os.path.isdir(memory_dir):
             return os.path.realpath(memory_dir)
     return None

@@ -125,7 +125,23 @@ async function loadProjects() {
 
 function showProjectPath() {
   const project = state.projects.find((p) => p.id === state.project);
-  $("#project-path").textContent = project ? project.path : "";
+  const path = $("#project-path");
+  path.textContent = project ? project.path : "";
+  path.title = project ? [project.identity || "no identity", ...project.aliases.map((a) => a.path)].join("\n") : "";
+}
+
+// Every project: identity, the paths where it was seen (a gone one marked), counts, last activity.
+function renderProjects() {
+  const table = (rows) => el("table", { class: "facts" }, ...rows.map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v))));
+  $("#projects-list").replaceChildren(...state.projects.map((p) => el("div", { class: "project-card", "data-project": p.id },
+    el("h3", {}, `${p.name} `, el("span", { class: "muted" }, `#${p.id}`)),
+    table([["identity", p.identity || "–"], ["remote", p.remote || "–"],
+      ["counts", `${p.memories} memories, ${p.sessions} sessions, ${p.documents} documents, ${p.memory_files} memory files`],
+      ["last activity", p.last_activity.slice(0, 16).replace("T", " ")],
+      ["paths", el("ul", { class: "aliases" }, ...p.aliases.map((a) => el("li", { class: a.exists ? "" : "gone" }, a.path,
+        el("span", { class: "muted" }, ` (${[a.kind, a.pinned ? "pinned" : null, a.exists ? null : "no longer exists"]
+          .filter(Boolean).join(", ")})`))))]]))));
+  if (!state.projects.length) $("#projects-list").append(el("p", { class: "empty" }, "No projects yet."));
 }
 
 async function loadBadge() {
@@ -559,6 +575,7 @@ function loadTab(tab, freshAfter = null) {
     case "files": return loadFiles();
     case "trees": return loadTrees();
     case "claude-md": return loadClaudeMd();
+    case "projects": return loadProjects().then(renderProjects);
     default: return api(projectPath("/stats")).then(renderStorage);
   }
 }
