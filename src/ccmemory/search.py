@@ -116,10 +116,12 @@ class SearchHit:
     superseded_by: str | None = None
     session: dict[str, Any] | None = None
     related_count: int = 0
+    #: Where it comes from, seen from the project searched: "" (that project), "user-wide", "project NAME (PATH)".
+    origin: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"score": round(self.score, 4), "superseded_by": self.superseded_by, "session": self.session,
-                "related_count": self.related_count, "memory": self.memory.to_dict()}
+                "related_count": self.related_count, "origin": self.origin, "memory": self.memory.to_dict()}
 
 
 @dataclass
@@ -459,7 +461,7 @@ def search_with_info(
         hits.sort(key=lambda hit: (-hit.score, hit.memory.seq))
         shown = spread_sessions(hits)
     hits = shown[:limit]
-    _annotate(db, hits, project_id if scope != "all" else None)
+    _annotate(db, hits, project_id, every_project=scope == "all")
     if track and hits:
         memories.touch_references(db, [hit.memory.id for hit in hits], session_id=session_id)
     return SearchResult(hits=hits, mode_used=mode_used, warnings=warnings)
@@ -531,15 +533,17 @@ def search(db: Database, query: str, **options: Any) -> list[SearchHit]:
     return search_with_info(db, query, **options).hits
 
 
-def _annotate(db: Database, hits: list[SearchHit], project_id: int | None) -> None:
-    """Superseded-by, related counts and sessions; a session of another project only for a search of every
-    project (``project_id`` None): a user-wide memory does not carry its project's sessions along."""
+def _annotate(db: Database, hits: list[SearchHit], project_id: int, *, every_project: bool) -> None:
+    """Superseded-by, related counts, sessions and origins; a session of another project only for a search of
+    every project: a user-wide memory does not carry its project's sessions along."""
     ids = [hit.memory.id for hit in hits]
     replaced = memories.superseded_by(db, [hit.memory.id for hit in hits if hit.memory.is_superseded])
     related = memories.related_counts(db, ids)
     found_sessions = sessions.get_sessions(db, [hit.memory.session_id for hit in hits if hit.memory.session_id
-                                                and project_id in (None, hit.memory.project_id)])
+                                                and (every_project or hit.memory.project_id == project_id)])
+    labels = scopes.project_labels(db, {hit.memory.project_id for hit in hits if hit.memory.project_id != project_id})
     for hit in hits:
+        hit.origin = scopes.label(hit.memory, project_id, labels)
         hit.superseded_by = replaced.get(hit.memory.id)
         hit.related_count = related.get(hit.memory.id, 0)
         hit.session = found_sessions.get(hit.memory.session_id or "")
