@@ -11,7 +11,7 @@ from testing.hooks import assert_quiet_success, memories_of, run_hook, tool_call
 from ccmemory import db as database, memories, migrations, observations, projects
 from ccmemory.config import load
 from ccmemory.hooks.context import index_text
-from testing.schema import old_project, store_before
+from testing.schema import add_memory, old_project, store_before
 
 ROOT = "/work/proj"
 
@@ -128,13 +128,13 @@ def test_migration_12_gives_old_captures_the_metadata_their_readers_need(tmp_pat
             before = {key: seen.metadata[key] for key in ("tool", "scope", "tool_use_id") if key in seen.metadata}
             if n == len(built) - 1:
                 before.pop("tool")  # the oldest rows named their tool only in their tags
-            stored.append(memories.add(old, project_id=project, content=seen.content, session_id="s-old",
+            stored.append(add_memory(old, project_id=project, content=seen.content, session_id="s-old",
                                        category=seen.category, tags=[seen.tool], files=seen.files, source="capture",
                                        metadata=before, dedupe_key=f"toolu_{n}").id)
-        settled = memories.add(old, project_id=project, content="Ran: pytest -x (failed)\nError:\nExit code 1",
+        settled = add_memory(old, project_id=project, content="Ran: pytest -x (failed)\nError:\nExit code 1",
                                session_id="s-old", tags=["Bash"], source="capture",
                                metadata={"tool": "Bash", "fixed_by": "m-2"}).id
-        curated = memories.add(old, project_id=project, content="Ran: a note, not a capture (failed)",
+        curated = add_memory(old, project_id=project, content="Ran: a note, not a capture (failed)",
                                metadata={"tool": "Bash"}).id
         old.execute("UPDATE memories SET needs_embedding = 0")  # as if embedded: only metadata may change
     old.close()

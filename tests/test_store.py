@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from testing.schema import old_project, store_before
+from testing.schema import add_memory, old_project, store_before
 
 from ccmemory import db as database
 from ccmemory import memories, migrations, paths, projects, sessions
@@ -173,7 +173,7 @@ def test_a_rare_category_is_listed_through_its_partial_index(db, project):
         ["note 20", "note 10", "note 0"]
     assert len(memories.list_memories(db, project_id=project, category="General", limit=100)) == 27
     assert memories.count_memories(db, project_id=project, category="gotcha") == 3
-    clauses, params = memories._list_filters(project_id=project, category="gotcha")
+    [(clauses, params)] = memories._list_filters(project_id=project, category="gotcha")
     plan = " ".join(str(row) for row in db.rows(
         f"EXPLAIN QUERY PLAN SELECT id FROM memories WHERE {' AND '.join(clauses)} ORDER BY created_at DESC", params))
     assert "memories_category" in plan
@@ -429,8 +429,9 @@ def test_an_older_store_is_migrated_to_stemmed_keyword_indexes(home, project_dir
 
     old = store_before(migrations._m007_porter_stemming)
     project = old_project(old, project_dir)
-    memories.add(old, project_id=project, content="Fixed the flaky uploads by retrying connections")
-    assert search.search(old, "fixes", project_id=project, mode="keyword") == []
+    with old.transaction():
+        add_memory(old, project_id=project, content="Fixed the flaky uploads by retrying connections")
+    assert old.scalar("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH '\"fixes\"'") == 0
     old.close()
 
     migrated = database.connect()
@@ -450,8 +451,7 @@ def test_the_int8_migration_converts_stored_float_vectors(tmp_path):
     old = store_before(migrations._m008_int8_vectors, path)
     with old.transaction():
         project = old_project(old, str(tmp_path))
-        memory = memories.add(old, project_id=project, content="a memory embedded by an older build")
-        seq = old.scalar("SELECT seq FROM memories WHERE id = ?", (memory.id,))
+        seq = add_memory(old, project_id=project, content="a memory embedded by an older build").seq
         old.execute("INSERT INTO memory_embeddings(item_seq, model_id, vector, indexed, created_at) "
                     "VALUES (?, 'm', ?, 1, 'now')", (seq, array("f", [0.5, -0.25, 0.0, 0.1]).tobytes()))
     old.close()

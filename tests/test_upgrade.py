@@ -16,7 +16,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from testing.schema import old_project, store_before
+from testing.schema import add_memory, old_project, store_before
 
 from ccmemory import db as database, migrations, paths
 
@@ -148,9 +148,9 @@ def test_creation_link_migration_removes_only_links_that_repeat_the_memory_sessi
     old = store_before(migrations._m009_creation_links_derived, path)
     with old.transaction():
         project = old_project(old, str(tmp_path))
-        first = memories.add(old, project_id=project, content="made in s-1", session_id="s-1").id
-        second = memories.add(old, project_id=project, content="made in s-2", session_id="s-2").id
-        loose = memories.add(old, project_id=project, content="made outside any session").id
+        first = add_memory(old, project_id=project, content="made in s-1", session_id="s-1").id
+        second = add_memory(old, project_id=project, content="made in s-2", session_id="s-2").id
+        loose = add_memory(old, project_id=project, content="made outside any session").id
         links = [("s-1", first, "created"), ("s-2", second, "created"),  # repeat session_id: removed
                  ("s-2", first, "created"), ("s-1", loose, "created"),  # another session, or none: kept
                  ("s-1", first, "recalled"), ("s-2", first, "reinforced"), ("s-1", second, "updated")]
@@ -184,7 +184,7 @@ def test_embedding_model_migration_keeps_every_vector_under_a_model_number(tmp_p
     model = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8-8199be6f"
     with old.transaction():
         project = old_project(old, str(tmp_path))
-        made = [memories.add(old, project_id=project, content=f"memory {n}") for n in range(3)]
+        made = [add_memory(old, project_id=project, content=f"memory {n}") for n in range(3)]
         for n, memory in enumerate(made):
             old.execute("INSERT INTO memory_embeddings(item_seq, model_id, vector, indexed, created_at) "
                         "VALUES (?, ?, ?, ?, '2026-01-01T00:00:00.000Z')",

@@ -10,8 +10,10 @@ turn's entry is added to the directory's rolling local context (:mod:`ccmemory.a
 
 At the end of a session: a session that never reached Stop gets its summary now, failures are
 settled, the last turn's local context entry is written when that turn never reached Stop, the
-session is marked ended and its session-tier memories above ``promotion.min_salience`` are
-promoted to the project tier. Only short SQLite writes: SessionEnd has 1.5 s in all.
+session is marked ended, its session-tier memories above ``promotion.min_salience`` are
+promoted to the project tier, and its curated memories that recur near-identically in another
+project are proposed for the user's scope (:func:`ccmemory.scopes.propose`; nothing moves until
+the user accepts). Only short SQLite writes: SessionEnd has 1.5 s in all.
 Standard library only: the hooks import it.
 """
 
@@ -46,7 +48,7 @@ def end_session(db: Any, config: Config, *, project_id: int, session_id: str, cw
                 prompts: Sequence[str]) -> tuple[str | None, int]:
     """SessionEnd's work (see the module docstring); returns the id of a summary written now (else None) and
     how many memories were promoted."""
-    from . import activity, failures, memories, sessions
+    from . import activity, failures, memories, scopes, sessions
     from .session_summary import session_observations, summarize_from, summary_memory_id
 
     new_summary = None
@@ -61,4 +63,5 @@ def end_session(db: Any, config: Config, *, project_id: int, session_id: str, cw
                          enabled_by_default=config.get("local_context", "enabled"))
     sessions.end(db, session_id)
     promoted = memories.promote(db, session_id, float(config.get("promotion", "min_salience")))
+    scopes.propose(db, session_id)
     return new_summary, promoted

@@ -11,11 +11,11 @@ import json
 import os
 import re
 
-from . import clock, sessions
+from . import clock, scopes, sessions
 from .db import Database
 from .errors import NotFoundError, ValidationError
 from .redaction import redact, redact_fields
-from .vocabulary import CATEGORIES, MANUAL_SOURCE, SECTORS, TIERS
+from .vocabulary import CATEGORIES, MANUAL_SOURCE, MEMORY_SCOPES, SECTORS, TIERS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,11 +51,12 @@ class Memory:
 
     FIELDS = ("seq", "id", "project_id", "session_id", "content", "sector", "tier", "category", "tags", "files",
               "importance", "salience", "reference_count", "last_accessed", "created_at", "updated_at",
-              "valid_until", "is_deleted", "deleted_at", "source", "metadata")
+              "valid_until", "is_deleted", "deleted_at", "source", "metadata", "scope")
     __slots__ = FIELDS
 
     seq: int
     id: str
+    #: The project it was written in; a ``user`` scope memory is seen from every project (:mod:`ccmemory.scopes`).
     project_id: int
     session_id: str | None
     content: str
@@ -75,6 +76,7 @@ class Memory:
     deleted_at: str | None
     source: str
     metadata: dict[str, Any]
+    scope: str
 
     @property
     def is_superseded(self) -> bool:
@@ -216,6 +218,7 @@ def add(
     metadata: dict[str, Any] | None = None,
     dedupe_key: str | None = None,
     created_at: str | None = None,
+    scope: str = "project",
 ) -> Memory:
     """Store a memory and return it.
 
@@ -229,10 +232,14 @@ def add(
     it); the session row is made if missing (see :mod:`ccmemory.sessions`).
     ``dedupe_key`` makes a retried write in the same session a no-op that
     returns the memory already stored.
+
+    ``scope`` ``user`` stores it for every project (:mod:`ccmemory.scopes`): kept, so always at
+    the project tier.
     """
     content = _redacted_content(content)
     sector = _validate_choice(sector, SECTORS, "sector") if sector else classify_sector(content)
-    tier = _validate_choice(tier, TIERS, "tier")
+    scope = scopes.check(scope, MEMORY_SCOPES)
+    tier = "project" if scope == "user" else _validate_choice(tier, TIERS, "tier")
     importance = DEFAULT_SALIENCE if importance is None else _validate_unit(importance, "Importance")
     salience = importance if salience is None else _validate_unit(salience, "Salience")
     metadata = _redacted_metadata(metadata)
@@ -250,13 +257,13 @@ def add(
             sessions.ensure(db, session_id, project_id)
         db.execute(
             "INSERT OR IGNORE INTO memories(id, project_id, session_id, content, sector, tier, category, tags, files, "
-            "importance, salience, created_at, updated_at, source, dedupe_key, metadata) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "importance, salience, created_at, updated_at, source, dedupe_key, metadata, scope) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 memory_id, project_id, session_id, content, sector, tier, normalize_category(category),
                 _compact_json(_string_list(tags, "Tags")), _compact_json(_string_list(files, "Files")),
                 importance, min(salience, MAX_SALIENCE), happened, now, source, dedupe_key if session_id else None,
-                _compact_json(metadata or {}),
+                _compact_json(metadata or {}), scope,
             ),
         )
         if dedupe_key and session_id and db.changes() == 0:
@@ -294,19 +301,22 @@ def _link(db: Database, session_id: str, memory_ids: Sequence[str], usage_type: 
 
 
 def _scope(project_id: int | None) -> tuple[str, tuple[Any, ...]]:
-    """The SQL condition confining an id lookup to one project (None: every project, for admin tools)."""
+    """The SQL condition confining an id lookup to one project and the user-wide memories (None: every
+    project, for admin tools and reads that ask for every project)."""
     if project_id is None:
         return "", ()
     if isinstance(project_id, bool) or not isinstance(project_id, int):
         raise ValidationError(f"project_id must be a project's number, got {project_id!r}")
-    return " AND project_id = ?", (project_id,)
+    return " AND (project_id = ? OR scope = 'user')", (project_id,)
 
 
 def resolve_id(db: Database, memory_id: str, *, project_id: int | None) -> str:
-    """The full id of a memory of ``project_id`` given its id or a unique prefix of at least 4 characters.
+    """The full id of a memory of ``project_id`` (or a user-wide one) given its id or a unique prefix of at
+    least 4 characters.
 
-    A memory of another project is not found: ids never cross projects. A prefix that is too short
-    or that starts several memories is refused with a :class:`ValidationError` saying so.
+    A memory of another project is not found: ids never cross projects (user-wide memories belong
+    to every project). A prefix that is too short or that starts several memories is refused with a
+    :class:`ValidationError` saying so.
     """
     if not isinstance(memory_id, str) or not memory_id.strip():
         raise ValidationError("A memory id is required; find ids with memory_search or `ccmemory list`")
@@ -378,14 +388,19 @@ def by_seq(db: Database, seqs: Sequence[int]) -> dict[int, Memory]:
 def _list_filters(
     *,
     project_id: int | None = None,
+    scope: str | None = None,
     category: str | None = None,
     sector: str | None = None,
     tier: str | None = None,
     session_id: str | None = None,
     deleted: str = "exclude",
     superseded: str = "include",
-) -> tuple[list[str], list[Any]]:
-    """WHERE clauses and parameters shared by :func:`list_memories` and :func:`count_memories`."""
+) -> list[tuple[list[str], list[Any]]]:
+    """The WHERE clauses and parameters of each part :func:`list_memories` and :func:`count_memories` read.
+
+    One part, but for ``scope`` ``project``: the project's own rows (its index) and the user-wide
+    memories of the other projects (their small index), each read in order, then merged.
+    """
     if sector:
         _validate_choice(sector, SECTORS, "sector")
     if tier:
@@ -393,8 +408,7 @@ def _list_filters(
     _validate_choice(deleted, INCLUSION, "deleted filter")
     _validate_choice(superseded, INCLUSION, "superseded filter")
     clauses, params = [], []  # type: list[str], list[Any]
-    for column, value in (("project_id", project_id), ("category", category), ("sector", sector),
-                          ("tier", tier), ("session_id", session_id)):
+    for column, value in (("category", category), ("sector", sector), ("tier", tier), ("session_id", session_id)):
         if value is not None:
             clauses.append(f"{column} = ?")
             params.append(value.strip().lower() if column == "category" and isinstance(value, str) else value)
@@ -402,13 +416,23 @@ def _list_filters(
         clauses.append("category <> 'general'")  # lets SQLite use the partial memories_category index
     clauses += {"exclude": ["is_deleted = 0"], "only": ["is_deleted = 1"], "include": []}[deleted]
     clauses += {"exclude": ["valid_until IS NULL"], "only": ["valid_until IS NOT NULL"], "include": []}[superseded]
-    return clauses, params
+    if scope is None or (scope == "project" and project_id is None):
+        own = (["project_id = ?"], [project_id]) if project_id is not None else ([], [])
+        return [(own[0] + clauses, own[1] + params)]
+    if scopes.check(scope) == "project":
+        return [(["project_id = ?", *clauses], [project_id, *params]),
+                (["scope = 'user'", "project_id <> ?", *clauses], [project_id, *params])]
+    return [((["scope = 'user'"] if scope == "user" else []) + clauses, params)]
+
+
+_NEWEST_FIRST = "ORDER BY created_at DESC, seq DESC"
 
 
 def list_memories(
     db: Database,
     *,
     project_id: int | None = None,
+    scope: str | None = None,
     category: str | None = None,
     sector: str | None = None,
     tier: str | None = None,
@@ -428,36 +452,48 @@ def list_memories(
     ``(created_at, seq)`` of the last memory of the previous page: it walks the
     ``(project_id, created_at)`` index, so page 1,000 costs what page 1 does,
     where a large ``offset`` reads every row it skips.
+
+    Without ``scope``, ``project_id`` lists that project's own rows (every project's when None);
+    with one, what the scope covers (:func:`ccmemory.scopes.condition`), user-wide memories included.
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValidationError(f"Limit must be a positive whole number, got {limit!r}")
-    clauses, params = _list_filters(
-        project_id=project_id, category=category, sector=sector, tier=tier, session_id=session_id,
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValidationError(f"Offset must be a whole number, 0 or more, got {offset!r}")
+    parts = _list_filters(
+        project_id=project_id, scope=scope, category=category, sector=sector, tier=tier, session_id=session_id,
         deleted=deleted or ("include" if include_deleted else "exclude"),
         superseded=superseded or ("include" if include_superseded else "exclude"),
     )
-    if before is not None:
-        clauses.append("(created_at, seq) < (?, ?)")  # a row value: SQLite seeks the index to it
-        params += [before[0], before[1]]
-    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-    rows = db.rows(
-        f"SELECT {_MEMORY_COLUMNS} FROM memories {where} ORDER BY created_at DESC, seq DESC LIMIT ? OFFSET ?",
-        (*params, limit, offset),
-    )
-    return [Memory.from_row(row) for row in rows]
+    selects, params = [], []  # type: list[str], list[Any]
+    for clauses, values in parts:
+        if before is not None:
+            clauses = [*clauses, "(created_at, seq) < (?, ?)"]  # a row value: SQLite seeks the index to it
+            values = [*values, before[0], before[1]]
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        selects.append(f"SELECT {_MEMORY_COLUMNS} FROM memories {where} {_NEWEST_FIRST}")
+        params += values
+    if len(selects) == 1:
+        sql = f"{selects[0]} LIMIT ? OFFSET ?"
+    else:  # each part walks its own index as far as the page needs, then the parts are merged
+        sql = " UNION ALL ".join(f"SELECT * FROM ({select} LIMIT {limit + offset})" for select in selects)
+        sql += f" {_NEWEST_FIRST} LIMIT ? OFFSET ?"
+    return [Memory.from_row(row) for row in db.rows(sql, (*params, limit, offset))]
 
 
 def count_memories(db: Database, *, cap: int = COUNT_CAP, **filters: Any) -> int:
     """How many memories :func:`list_memories` would list with these filters, counting at most ``cap``.
 
-    ``filters`` are those of :func:`list_memories` (``project_id``, ``category``,
+    ``filters`` are those of :func:`list_memories` (``project_id``, ``scope``, ``category``,
     ``sector``, ``tier``, ``session_id``, ``deleted``, ``superseded``). The cap bounds
     the work on a large store: a caller shows "1,000+" rather than reading 100k
     rows to print an exact number nobody pages through.
     """
-    clauses, params = _list_filters(**filters)
-    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-    return db.scalar(f"SELECT COUNT(*) FROM (SELECT 1 FROM memories {where} LIMIT ?)", (*params, cap))
+    total = 0
+    for clauses, params in _list_filters(**filters):
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        total += db.scalar(f"SELECT COUNT(*) FROM (SELECT 1 FROM memories {where} LIMIT ?)", (*params, cap))
+    return min(total, cap)
 
 
 def delete(db: Database, memory_id: str, *, project_id: int | None, hard: bool = False) -> dict[str, Any]:
@@ -569,6 +605,24 @@ def rewrite(db: Database, memory_id: str, content: str, *, project_id: int | Non
     return True
 
 
+def set_scope(db: Database, memory_id: str, scope: str, *, project_id: int | None) -> Memory:
+    """Make a memory user-wide (seen from every project, kept at the project tier) or its project's alone.
+
+    A user-wide memory given back goes to the project it was written in. Either answer settles a
+    proposal (:func:`ccmemory.scopes.propose`): ``project`` declines it for good.
+    """
+    scope = scopes.check(scope, MEMORY_SCOPES)
+    memory = get(db, memory_id, project_id=project_id)
+    metadata = dict(memory.metadata)
+    if metadata.pop(scopes.PROPOSED, None) is not None and scope == "project":
+        metadata[scopes.DECLINED] = True
+    with db.transaction():
+        db.execute("UPDATE memories SET scope = ?, tier = CASE WHEN ? = 'user' THEN 'project' ELSE tier END, "
+                   "metadata = ?, updated_at = ? WHERE id = ?",
+                   (scope, scope, _compact_json(metadata), clock.now(), memory.id))
+    return get(db, memory.id, project_id=None)
+
+
 def promote(db: Database, session_id: str, min_salience: float) -> int:
     """Move a session's session-tier memories with salience above ``min_salience`` to the project tier."""
     with db.transaction():
@@ -665,28 +719,32 @@ def timeline(db: Database, anchor_id: str, *, project_id: int | None, before: in
              after: int = DEFAULT_TIMELINE_DEPTH) -> dict[str, Any]:
     """The memories of the anchor's project just before and after it, with their sessions.
 
-    Superseded memories stay in the timeline (they are history); deleted ones do not.
+    Superseded memories stay in the timeline (they are history); deleted ones do not. Seen from
+    another project, a user-wide anchor has only user-wide neighbours and no sessions: the project
+    it was written in stays its own.
     """
     for value, what in ((before, "depth_before"), (after, "depth_after")):
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TIMELINE_DEPTH:
             raise ValidationError(f"{what} must be a whole number from 0 to {MAX_TIMELINE_DEPTH}, got {value!r}")
     anchor = get(db, anchor_id, project_id=project_id)
+    foreign = project_id is not None and anchor.project_id != project_id
+    place, where = ("scope = 'user'", ()) if foreign else ("project_id = ?", (anchor.project_id,))
     cols = _MEMORY_COLUMNS
     earlier = db.rows(
-        f"SELECT {cols} FROM memories WHERE project_id = ? AND is_deleted = 0 AND (created_at < ? OR "
+        f"SELECT {cols} FROM memories WHERE {place} AND is_deleted = 0 AND (created_at < ? OR "
         f"(created_at = ? AND seq < ?)) ORDER BY created_at DESC, seq DESC LIMIT ?",
-        (anchor.project_id, anchor.created_at, anchor.created_at, anchor.seq, before),
+        (*where, anchor.created_at, anchor.created_at, anchor.seq, before),
     )
     later = db.rows(
-        f"SELECT {cols} FROM memories WHERE project_id = ? AND is_deleted = 0 AND (created_at > ? OR "
+        f"SELECT {cols} FROM memories WHERE {place} AND is_deleted = 0 AND (created_at > ? OR "
         f"(created_at = ? AND seq > ?)) ORDER BY created_at, seq LIMIT ?",
-        (anchor.project_id, anchor.created_at, anchor.created_at, anchor.seq, after),
+        (*where, anchor.created_at, anchor.created_at, anchor.seq, after),
     )
     before_list = [Memory.from_row(r) for r in reversed(earlier)]
     after_list = [Memory.from_row(r) for r in later]
     session_ids = []
     for memory in (*before_list, anchor, *after_list):
-        if memory.session_id and memory.session_id not in session_ids:
+        if memory.session_id and memory.session_id not in session_ids and not foreign:
             session_ids.append(memory.session_id)
     return {"anchor": anchor, "before": before_list, "after": after_list,
             "sessions": sessions.get_sessions(db, session_ids)}
@@ -712,4 +770,5 @@ def stats(db: Database, project_id: int | None = None) -> dict[str, Any]:
         "sessions": db.scalar(f"SELECT COUNT(*) FROM sessions {where}", params),
         "documents": db.scalar(f"SELECT COUNT(*) FROM documents {where}", params),
         "projects": db.scalar("SELECT COUNT(*) FROM projects"),
+        "user_wide": db.scalar("SELECT COUNT(*) FROM memories WHERE scope = 'user' AND is_deleted = 0"),
     }

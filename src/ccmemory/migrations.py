@@ -647,6 +647,24 @@ def _m013_portable_projects(db: Database) -> None:
             db.execute("INSERT OR IGNORE INTO project_roots(root, project_id) VALUES (?, ?)", (root, keep or row["id"]))
 
 
+_M014 = """
+-- Who a memory is for: 'project' (its own project only) or 'user' (shown in every project, stored
+-- once). project_id stays the project it was written in, so every per-project query keeps its index.
+ALTER TABLE memories ADD COLUMN scope TEXT NOT NULL DEFAULT 'project' CHECK (scope IN ('project', 'user'));
+-- The user-wide memories are few: every project's search, list and SessionStart finds them here.
+CREATE INDEX memories_user ON memories(created_at) WHERE scope = 'user';
+"""
+
+
+@migration
+def _m014_memory_scope(db: Database) -> None:
+    """A memory's scope: its project's alone, or the user's in every project (``ccmemory.scopes``).
+
+    A column with a default, so no row is rewritten: the keyword index, the vectors (keyed by
+    the row's seq) and every per-project index stay as they are.
+    """
+    _run_script(db, _M014)
+
 _BACKUPS_KEPT = 3
 #: How long a process waits for another that is upgrading the same file (a large store takes seconds).
 UPGRADE_WAIT_SECONDS = 60

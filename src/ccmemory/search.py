@@ -49,7 +49,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from . import memories, sessions, vectors
+from . import memories, scopes, sessions, vectors
 from .db import Database
 from .errors import ValidationError
 from .memories import Memory
@@ -116,10 +116,12 @@ class SearchHit:
     superseded_by: str | None = None
     session: dict[str, Any] | None = None
     related_count: int = 0
+    #: Where it comes from, seen from the project searched: "" (that project), "user-wide", "project NAME (PATH)".
+    origin: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"score": round(self.score, 4), "superseded_by": self.superseded_by, "session": self.session,
-                "related_count": self.related_count, "memory": self.memory.to_dict()}
+                "related_count": self.related_count, "origin": self.origin, "memory": self.memory.to_dict()}
 
 
 @dataclass
@@ -238,13 +240,16 @@ def ordered(scores: dict[int, float]) -> list[tuple[int, float]]:
 
 
 def vector_ranking(
-    db: Database, kind: str, query: str, *, project_id: int, embedder: Any, warnings: list[str]
+    db: Database, kind: str, query: str, *, project_id: int, embedder: Any, warnings: list[str],
+    scope: str | None = None,
 ) -> Callable[[], list[tuple[int, float]] | None]:
     """Start a vector ranking; calling the result gives (seq, cosine similarity) nearest first.
 
     The query is embedded in a background thread (onnxruntime releases the
     GIL), so a hybrid search runs its keyword query meanwhile. The result is
-    None, with a warning, when vectors or the model are unavailable.
+    None, with a warning, when vectors or the model are unavailable. Without
+    ``scope`` the project's items are ranked; with one (memories only), what it
+    covers (:mod:`ccmemory.scopes`): the user-wide memories are few and ranked exactly.
     """
     if not db.vectors_loaded:
         warnings.append(f"Vector search unavailable ({db.vector_error}); showing keyword matches only.")
@@ -274,8 +279,15 @@ def vector_ranking(
         if "error" in outcome:
             warnings.append(f"Vector search unavailable ({outcome['error']}); showing keyword matches only.")
             return None
-        found = vectors.nearest(db, kind, outcome["vector"], project_id=project_id, model_id=embedder.model_id,
-                                limit=CANDIDATES)
+        found: list[tuple[int, float]] = []
+        if scope != "user":
+            found = vectors.nearest(db, kind, outcome["vector"], project_id=None if scope == "all" else project_id,
+                                    model_id=embedder.model_id, limit=CANDIDATES)
+        if scope in ("project", "user"):
+            seen = {seq for seq, _ in found}
+            found += [(seq, distance) for seq, distance in vectors.nearest_user_memories(
+                db, outcome["vector"], model_id=embedder.model_id) if seq not in seen]
+            found = sorted(found, key=lambda item: item[1])[:max(vectors.MIN_CANDIDATES, CANDIDATES * 4)]
         return [(seq, 1.0 - distance) for seq, distance in found if 1.0 - distance >= MIN_SIMILARITY]
 
     return finish
@@ -376,6 +388,7 @@ def search_with_info(
     query: str,
     *,
     project_id: int,
+    scope: str = "project",
     mode: str = DEFAULT_MODE,
     sector: str | None = None,
     limit: int = DEFAULT_LIMIT,
@@ -384,13 +397,15 @@ def search_with_info(
     embedder: Any = None,
     track: bool = True,
 ) -> SearchResult:
-    """Search a project's memories; see the module docstring for how the ranking is made.
+    """Search the memories ``scope`` covers from ``project_id`` (:mod:`ccmemory.scopes`: by default the
+    project's and the user-wide ones); see the module docstring for how the ranking is made.
 
     Deleted memories never appear; superseded ones only with ``include_superseded``.
     Each hit counts as a reference (``reference_count``, ``last_accessed``,
     and a ``recalled`` usage in the session) unless ``track`` is False.
     """
     query = validate_query(query, limit, mode)
+    scopes.check(scope)
     if sector is not None and sector not in SECTORS:
         raise ValidationError(f"Unknown sector {sector!r}; use one of: {', '.join(SECTORS)}")
     warnings: list[str] = []
@@ -400,7 +415,8 @@ def search_with_info(
         if expression is None:
             return []
         filters = "" if include_superseded else " AND m.valid_until IS NULL"
-        params: list[Any] = [expression, project_id]
+        covered, covered_params = scopes.condition(scope, project_id, "m")
+        params: list[Any] = [expression, *covered_params]
         if sector:
             filters += " AND m.sector = ?"
             params.append(sector)
@@ -408,14 +424,15 @@ def search_with_info(
             db,
             "SELECT m.seq, bm25(memories_fts) AS rank, m.content || ' ' || m.tags || ' ' || m.files AS text "
             "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND m.project_id = ? AND m.is_deleted = 0{filters} "
+            f"WHERE memories_fts MATCH ? AND {covered} AND m.is_deleted = 0{filters} "
             f"ORDER BY rank LIMIT {CANDIDATES}",
             params,
             query_terms(query),
         )
 
     def semantic() -> Callable[[], list[tuple[int, float]] | None]:
-        return vector_ranking(db, "memory", query, project_id=project_id, embedder=embedder, warnings=warnings)
+        return vector_ranking(db, "memory", query, project_id=project_id, embedder=embedder, warnings=warnings,
+                              scope=scope)
 
     ranked, mode_used = rank(mode, keyword, semantic, warnings)
     ranked = with_neighbours(db, ranked, include_superseded=include_superseded, sector=sector)
@@ -436,13 +453,15 @@ def search_with_info(
             memory = found.get(seq)
             if memory is None or memory.is_deleted or (memory.is_superseded and not include_superseded):
                 continue
+            if not scopes.visible(memory, scope, project_id):  # a neighbour or summary lent from elsewhere
+                continue
             if sector and memory.sector != sector:
                 continue
             hits.append(SearchHit(memory=memory, score=min(1.0, score * prior(memory, names, dates))))
         hits.sort(key=lambda hit: (-hit.score, hit.memory.seq))
         shown = spread_sessions(hits)
     hits = shown[:limit]
-    _annotate(db, hits)
+    _annotate(db, hits, project_id, every_project=scope == "all")
     if track and hits:
         memories.touch_references(db, [hit.memory.id for hit in hits], session_id=session_id)
     return SearchResult(hits=hits, mode_used=mode_used, warnings=warnings)
@@ -514,12 +533,17 @@ def search(db: Database, query: str, **options: Any) -> list[SearchHit]:
     return search_with_info(db, query, **options).hits
 
 
-def _annotate(db: Database, hits: list[SearchHit]) -> None:
+def _annotate(db: Database, hits: list[SearchHit], project_id: int, *, every_project: bool) -> None:
+    """Superseded-by, related counts, sessions and origins; a session of another project only for a search of
+    every project: a user-wide memory does not carry its project's sessions along."""
     ids = [hit.memory.id for hit in hits]
     replaced = memories.superseded_by(db, [hit.memory.id for hit in hits if hit.memory.is_superseded])
     related = memories.related_counts(db, ids)
-    found_sessions = sessions.get_sessions(db, [hit.memory.session_id for hit in hits if hit.memory.session_id])
+    found_sessions = sessions.get_sessions(db, [hit.memory.session_id for hit in hits if hit.memory.session_id
+                                                and (every_project or hit.memory.project_id == project_id)])
+    labels = scopes.project_labels(db, {hit.memory.project_id for hit in hits if hit.memory.project_id != project_id})
     for hit in hits:
+        hit.origin = scopes.label(hit.memory, project_id, labels)
         hit.superseded_by = replaced.get(hit.memory.id)
         hit.related_count = related.get(hit.memory.id, 0)
         hit.session = found_sessions.get(hit.memory.session_id or "")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import config as settings, embeddings, memories, storage
+from . import config as settings, embeddings, memories, quoting, scopes, storage
 from .db import Database
 
 #: The settings a status shows (the ones people change), with a label each.
@@ -21,6 +21,7 @@ def status(db: Database, project_id: int | None, loaded: settings.Config) -> dic
     result["settings"] = {f"{section}.{key}": {"value": loaded.get(section, key), "source": loaded.source(section, key)}
                           for section, key, _ in SHOWN_SETTINGS}
     result["config_problems"] = list(loaded.problems)
+    result["user_scope_proposals"] = scopes.proposals(db, project_id) if project_id is not None else []
     return result
 
 
@@ -35,9 +36,23 @@ def render(result: dict[str, Any], project_dir: str) -> str:
         f"Pending embeddings: {result['pending_embeddings']}. Database: {result['database']} "
         f"({result['database_bytes'] / 1e6:.1f} MB, {result['projects']} projects).",
     ]
+    lines.append(f"User-wide memories (every project sees them): {result['user_wide']}.")
+    lines += proposal_lines(result["user_scope_proposals"])
     lines.append(settings_line(result))
     lines += [f"Config problem: {problem}" for problem in result["config_problems"]]
     return "\n".join(lines)
+
+
+def proposal_lines(proposals: list[dict[str, Any]]) -> list[str]:
+    """The memories proposed for the user's scope (ids and project paths only, escaped: no stored text)."""
+    if not proposals:
+        return []
+    lines = [f"Proposed for your user scope ({len(proposals)}; a near-identical memory is in other projects too): "
+             "`ccmemory scope ID user` makes one user-wide, `ccmemory scope ID project` declines."]
+    for proposal in proposals:
+        also = ", ".join(quoting.escape(path) for path in proposal["projects"])
+        lines.append(f"  {proposal['id']} (in {also}; copies {', '.join(proposal['copies']) or '-'})")
+    return lines
 
 
 def settings_line(result: dict[str, Any]) -> str:

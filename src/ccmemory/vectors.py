@@ -41,6 +41,10 @@ PROJECT_VECTORS = {
     "chunk": "SELECT e.item_seq AS seq, e.vector AS vector FROM chunk_embeddings e JOIN chunks c ON c.seq = e.item_seq "
              f"JOIN documents d ON d.id = c.document_id WHERE e.model = ({MODEL_NUMBER}) AND d.project_id = ?",
 }
+#: (seq, vector) of every stored vector of a model of a user-wide memory (few: ranked exactly, from their index).
+USER_MEMORY_VECTORS = ("SELECT e.item_seq AS seq, e.vector AS vector FROM memories m INDEXED BY memories_user "
+                       f"JOIN memory_embeddings e ON e.item_seq = m.seq WHERE m.scope = 'user' "
+                       f"AND e.model = ({MODEL_NUMBER})")
 #: Bit-index candidates rescored per search, at least: the sign bits of MiniLM vectors rank coarsely
 #: (recall@10 vs exact on 10k distinct real texts: 0.92 with 50, 0.97 with 100, 0.99 with 400).
 #: A search asks for 4 candidates per neighbour it wants (400 for its list of 100).
@@ -254,25 +258,44 @@ def quantize(vector: bytes) -> bytes:
 
 
 def nearest(
-    db: Database, kind: str, query: bytes, *, project_id: int, model_id: str, limit: int
+    db: Database, kind: str, query: bytes, *, project_id: int | None, model_id: str, limit: int
 ) -> list[tuple[int, float]]:
-    """Item seqs nearest to ``query`` (float32) in the project, with cosine distance, closest first."""
-    import numpy
-
+    """Item seqs nearest to ``query`` (float32) in the project (None: every project), with cosine distance,
+    closest first."""
     vec_table, emb_table, _ = KINDS[kind]
     candidates = max(MIN_CANDIDATES, limit * 4)
     if keep_in_memory:
-        seqs = _SignIndex.get(db, kind, project_id, model_id).nearest(query, candidates)
+        if project_id is None:
+            seqs = [seq for row in db.rows("SELECT id FROM projects ORDER BY id")
+                    for seq in _SignIndex.get(db, kind, row["id"], model_id).nearest(query, candidates)]
+        else:
+            seqs = _SignIndex.get(db, kind, project_id, model_id).nearest(query, candidates)
         rows = db.rows(f"SELECT item_seq AS seq, vector FROM {emb_table} WHERE model = ({MODEL_NUMBER}) "
                        f"AND item_seq IN ({','.join('?' * len(seqs))})", (model_id, *seqs)) if seqs else []
     else:
+        in_project = "" if project_id is None else " AND project_id = ?"
         rows = db.rows(
             f"WITH candidates AS (SELECT rowid FROM {vec_table} WHERE embedding MATCH vec_quantize_binary(?) "
-            f"AND k = ? AND project_id = ?) "
+            f"AND k = ?{in_project}) "
             f"SELECT e.item_seq AS seq, e.vector AS vector FROM candidates c "
             f"JOIN {emb_table} e ON e.item_seq = c.rowid AND e.model = ({MODEL_NUMBER})",
-            (query, candidates, project_id, model_id),
+            (query, candidates, *(() if project_id is None else (project_id,)), model_id),
         )
+    return _rescored(query, rows)[:candidates]
+
+
+def nearest_user_memories(db: Database, query: bytes, *, model_id: str) -> list[tuple[int, float]]:
+    """Every user-wide memory with a vector of the model, with its cosine distance to ``query``, closest first.
+
+    They are few (preferences, conventions), so they are ranked exactly, whatever project they were written in.
+    """
+    return _rescored(query, db.rows(USER_MEMORY_VECTORS, (model_id,)))
+
+
+def _rescored(query: bytes, rows: list[dict[str, Any]]) -> list[tuple[int, float]]:
+    """(seq, cosine distance) of each row's int8 vector to the float32 ``query``, closest first."""
+    import numpy
+
     if not rows:
         return []
     wanted = numpy.frombuffer(query, dtype=numpy.float32)

@@ -13,6 +13,10 @@ SECTORS = ("episodic", "semantic", "procedural", "emotional", "reflective")
 TIERS = ("session", "project")
 #: What kind of knowledge a memory holds; "general" is the default, and what every captured tool call is.
 CATEGORIES = ("architecture", "component", "domain", "pattern", "gotcha", "discovery", "general")
+#: Who a memory is for: its own project, or the user in every project (the schema checks these two).
+MEMORY_SCOPES = ("project", "user")
+#: What a search or list covers: this project with the user-wide memories, the user-wide ones alone, or every project.
+SEARCH_SCOPES = ("project", "user", "all")
 
 #: ``source`` of a memory: who wrote it. Added with ``ccmemory add`` (the column's default).
 MANUAL_SOURCE = "manual"

@@ -85,6 +85,7 @@ def _hostile_lines(project: Path, victim: Path, missing: Path) -> str:
         _memory(project, HOSTILE_MEMORIES[5] + " " + "A" * 1_000_000),
         _memory(victim, "PLANTED-IN-VICTIM: the victim's deploy key is in /tmp/key"),
         _memory(missing, "PLANTED-FOR-LATER: waits for the clone"),
+        _memory(project, PLANTED + " (a user-wide memory)", scope="user"),  # every project would show it
         {"type": "memory_file", "project": None, "path": "/memories/user/prefs.md", "content": PLANTED,
          "version": 1, "created_at": OLD, "updated_at": FAR},
         {"type": "memory_file", "project": None, "path": "/memories/user/prefs.md", "content": PLANTED,
@@ -174,9 +175,11 @@ def test_into_project_writes_only_that_project_and_never_the_user_scope(world):
     assert rows(world["home"], "SELECT count(*) AS n FROM memory_files WHERE project_id IS NOT NULL")[0]["n"] == \
         file_commands.MAX_FILES_PER_SCOPE
     _assert_clean_memories(world)
-    assert report["written"] == {"projects": [str(world["project"].resolve())], "user_files": []}
+    assert report["written"] == {"projects": [str(world["project"].resolve())], "user_files": [],
+                                 "user_memories": []}
     notices = " ".join(report["notices"])
     assert "/memories/user/prefs.md is a user-wide memory file" in notices and "--include-user-files" in notices
+    assert "it is a user-wide memory, shown to every project" in notices
     problems = " ".join(report["problems"])
     assert "salience" in problems and "sector" in problems and "in the future" in problems
 
@@ -199,7 +202,7 @@ def test_all_projects_writes_only_projects_on_this_machine_and_names_them(world)
     result, report = _import(world, "--all-projects")
     assert report is not None, result.stderr
     assert report["written"] == {"projects": sorted(str(world[name].resolve()) for name in ("project", "victim")),
-                                 "user_files": []}
+                                 "user_files": [], "user_memories": []}
     assert "not-cloned-yet" not in json.dumps(rows(world["home"], "SELECT path FROM projects"))
     assert "PLANTED-FOR-LATER" not in json.dumps(rows(world["home"], "SELECT content FROM memories"))
     assert "is not a project directory on this machine" in " ".join(report["notices"])

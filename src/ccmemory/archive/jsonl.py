@@ -62,7 +62,8 @@ class ImportReport:
     another project in this store already holds its own (their outcome is "added under a new id").
     ``failed`` counts records that could not be stored (bad values, broken links); ``skipped``
     those the import's confinement left out (a project not named, user-wide files not asked
-    for, a user-wide file already here). ``projects`` and ``user_files`` name everything written.
+    for, a user-wide file already here). ``projects``, ``user_files`` and ``user_memories`` (ids) name
+    everything written.
     """
 
     outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -74,6 +75,7 @@ class ImportReport:
     new_ids: dict[str, str] = field(default_factory=dict)
     projects: list[str] = field(default_factory=list)
     user_files: list[str] = field(default_factory=list)
+    user_memories: list[str] = field(default_factory=list)
 
     def count(self, type_name: str, outcome: str) -> None:
         per_type = self.outcomes.setdefault(type_name, {})
@@ -92,7 +94,8 @@ class ImportReport:
     def to_dict(self) -> dict[str, Any]:
         return {"records": self.outcomes, "failed": self.failed, "problems": self.problems,
                 "skipped": self.skipped, "notices": self.notices, "redacted_fields": self.redacted,
-                "new_ids": self.new_ids, "written": {"projects": self.projects, "user_files": self.user_files}}
+                "new_ids": self.new_ids, "written": {"projects": self.projects, "user_files": self.user_files,
+                                                      "user_memories": self.user_memories}}
 
 
 def _refuse_constant(name: str) -> Any:
@@ -152,6 +155,7 @@ def import_file(db: Database, source: BinaryIO, *, redact: Callable[[str], str],
     report.projects = sorted(db.scalar("SELECT path FROM projects WHERE id = ?", (project,))
                              for project in context.touched)
     report.user_files = context.user_files_written
+    report.user_memories = context.user_memories_written
     return report
 
 

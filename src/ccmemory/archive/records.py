@@ -22,7 +22,9 @@ ships), so import is confined and every field is checked (:mod:`.fields`):
   records naming any other path are skipped and reported (:class:`Skipped`).
 * User-wide memory files (``project`` null, shown to every project) are written only
   with ``user_files``, and never over a user-wide file already here with other text
-  (that one is kept, and the record is reported as a conflict).
+  (that one is kept, and the record is reported as a conflict). So are user-wide memories
+  (``"scope": "user"``, :mod:`ccmemory.scopes`): without ``user_files`` such a record is
+  skipped, and no record changes a user-wide memory already here.
 * Values are checked as the tools check them (types, enums, lengths, finite numbers
   in range, times no later than now plus a small skew), the memory-file limits hold
   (size, :data:`~ccmemory.files.commands.MAX_FILES_PER_SCOPE` per scope), and a
@@ -39,7 +41,9 @@ rows of one project that this import writes to; others are refused and reported.
 
 Memory files are keyed by scope and path, not by id: ``project`` is null for the
 user-wide files every project shares; they go with an export of every project, and
-with a ``--project`` export only when asked (:attr:`Scope.user_files`).
+with a ``--project`` export only when asked (:attr:`Scope.user_files`). A user-wide
+memory is exported with the project it was written in (its ``project``) and ``"scope":
+"user"`` (a project's memory carries no ``scope``); a ``--project`` export leaves it out unless asked.
 
 Another module adds a kind of record with :func:`register`. Export writes the
 types in registration order and import reads them in file order, so a type
@@ -62,7 +66,7 @@ from ..documents import MAX_DOCUMENT_BYTES
 from ..errors import ValidationError
 from ..files import commands as file_commands, paths as file_paths, store as file_store
 from ..migrations import observation_fields_from_text
-from ..vocabulary import IMPORT_SOURCE, SECTORS, TIERS
+from ..vocabulary import IMPORT_SOURCE, MEMORY_SCOPES, SECTORS, TIERS
 from ..redaction import redact, redact_fields
 from ..vocabulary import CAPTURE_SOURCE
 from . import fields
@@ -134,9 +138,10 @@ class ImportContext:
     redacted: int = 0
     #: The latest time a record may carry (now plus the allowed clock skew).
     latest: str = field(default_factory=fields.latest_time)
-    #: Projects where this import added or changed something, and the user-wide files it wrote.
+    #: Projects where this import added or changed something, and the user-wide files and memories it wrote.
     touched: set[int] = field(default_factory=set)
     user_files_written: list[str] = field(default_factory=list)
+    user_memories_written: list[str] = field(default_factory=list)
     #: (kind, id in the file) -> the new id it got here, for every record given a new id.
     new_ids: dict[tuple[str, str], str] = field(default_factory=dict)
     #: (kind, id in the file) -> new id, for the records stored under a new id (what the report lists).
@@ -453,11 +458,15 @@ def _load_session(ctx: ImportContext, record: dict[str, Any]) -> str:
 
 _MEMORY_FIELDS = ("id", "session_id", "content", "sector", "tier", "category", "tags", "files", "importance",
                   "salience", "reference_count", "last_accessed", "created_at", "updated_at", "valid_until",
-                  "is_deleted", "deleted_at", "source", "dedupe_key", "metadata")
+                  "is_deleted", "deleted_at", "source", "dedupe_key", "metadata", "scope")
 
 
 def _export_memories(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
     for record in project_rows(db, scope, "memories", _MEMORY_FIELDS, "updated_at", "t.seq"):
+        if record["scope"] == "project":
+            del record["scope"]  # the default: a project's memory is written as before scopes
+        elif not scope.with_user_files:
+            continue
         record["tags"] = _json(record["tags"], [])
         record["files"] = _json(record["files"], [])
         record["metadata"] = _json(record["metadata"], {})
@@ -469,6 +478,12 @@ def _load_memory(ctx: ImportContext, record: dict[str, Any]) -> str:
     """A memory, every field checked as :func:`ccmemory.memories.add` checks it (salience at most
     :data:`~ccmemory.memories.MAX_SALIENCE`, content at most :data:`~ccmemory.memories.MAX_CONTENT_CHARS`)."""
     project = ctx.project_id(record.get("project"))
+    memory_scope = fields.choice(record, "scope", MEMORY_SCOPES, default="project")
+    memory_id = ctx.local_id("memory", record.get("id"), project)
+    if (memory_scope == "user" or ctx.db.scalar("SELECT 1 FROM memories WHERE id = ? AND scope = 'user'",
+                                                (memory_id,))) and not ctx.user_files:
+        raise Skipped("it is a user-wide memory, shown to every project; not imported "
+                      "(pass --include-user-files to import user-wide memories)")
     content = fields.text(record, "content", max_chars=memories.MAX_CONTENT_CHARS, blank=False)
     content = ctx.clean(content)[:memories.MAX_CONTENT_CHARS]
     if not content.strip():
@@ -479,10 +494,10 @@ def _load_memory(ctx: ImportContext, record: dict[str, Any]) -> str:
     if not source.replace("_", "").replace("-", "").isalnum() or not source.isascii() or source != source.lower():
         raise ValidationError(f"its source {source!r} is not a lowercase word")
     row = {
-        "id": ctx.local_id("memory", record.get("id"), project), "project_id": project,
+        "id": memory_id, "project_id": project,
         "session_id": record.get("session_id") or None, "content": content,
         "sector": fields.choice(record, "sector", SECTORS, default=memories.classify_sector(content)),
-        "tier": fields.choice(record, "tier", TIERS, default="project"),
+        "tier": "project" if memory_scope == "user" else fields.choice(record, "tier", TIERS, default="project"),
         "category": memories.normalize_category(category),
         "tags": _dump(ctx.clean(fields.strings(record, "tags"))),
         "files": _dump(ctx.clean(fields.strings(record, "files"))),
@@ -498,6 +513,7 @@ def _load_memory(ctx: ImportContext, record: dict[str, Any]) -> str:
         "source": source,
         "dedupe_key": fields.text(record, "dedupe_key", max_chars=MAX_ID_CHARS, required=False),
         "metadata": _dump(ctx.clean(fields.json_object(record, "metadata"))),
+        "scope": memory_scope,
     }
     if row["session_id"] is not None:
         row["session_id"] = ctx.local_id("session", row["session_id"], project)
@@ -506,8 +522,11 @@ def _load_memory(ctx: ImportContext, record: dict[str, Any]) -> str:
     if source == CAPTURE_SOURCE:  # an export written before schema 12 lacks the observation's metadata
         row["metadata"] = _dump(observation_fields_from_text(content, row["category"], row["tags"],
                                                              json.loads(row["metadata"])))
-    ctx.clean_row(row, ("id", "session_id", "content", "tags", "files", "metadata"))
-    return ctx.outcome("memory", record.get("id"), upsert(ctx, "memories", "id", row, "updated_at"))
+    ctx.clean_row(row, ("id", "session_id", "content", "tags", "files", "metadata", "scope"))
+    outcome = upsert(ctx, "memories", "id", row, "updated_at")
+    if memory_scope == "user" and outcome != UNCHANGED:
+        ctx.user_memories_written.append(memory_id)
+    return ctx.outcome("memory", record.get("id"), outcome)
 
 
 # -- relationships and session usage (links) ------------------------------------------------------------------------------

@@ -18,8 +18,8 @@ from .. import __version__
 
 #: Command name -> module under ccmemory.cli holding it (listed in that module's COMMANDS).
 COMMAND_MODULES = {
-    **dict.fromkeys(("add", "search", "list", "get", "delete", "restore", "reinforce", "deemphasize", "supersede"),
-                    "memory_commands"),
+    **dict.fromkeys(("add", "search", "list", "get", "delete", "restore", "reinforce", "deemphasize", "supersede",
+                     "scope"), "memory_commands"),
     "docs": "docs_commands",
     "files": "files_commands",
     **dict.fromkeys(("export", "import"), "archive_commands"),

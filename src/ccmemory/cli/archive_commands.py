@@ -76,8 +76,8 @@ def counted(counts: dict[str, int]) -> str:
 @click.option("--project", "project_dir", type=click.Path(file_okay=False, exists=True), default=None,
               help="Only this project (default: every project).")
 @click.option("--include-user-files", is_flag=True,
-              help="With --project: also the user-wide memory files (/memories/user/…), your personal ones "
-                   "(an export of every project has them).")
+              help="With --project: also the user-wide memory files (/memories/user/…) and the project's "
+                   "user-wide memories, your personal ones (an export of every project has them).")
 @click.option("--since", default=None, help="Only what changed since this date or time (UTC), e.g. 2026-11-01.")
 @handles_errors
 def export(fmt: str, output: str, project_dir: str | None, include_user_files: bool, since: str | None) -> None:
@@ -109,8 +109,8 @@ def export(fmt: str, output: str, project_dir: str | None, include_user_files: b
               help="Restore the projects the file names (your own backup): each one that is a project directory "
                    "on this machine; records naming any other path are skipped.")
 @click.option("--include-user-files", is_flag=True,
-              help="Also import user-wide memory files (/memories/user/…, shown to every project); one already "
-                   "here with other text is kept, never replaced.")
+              help="Also import user-wide memory files (/memories/user/…) and user-wide memories (both shown to "
+                   "every project); a user-wide file already here with other text is kept, never replaced.")
 @json_option
 @handles_errors
 def import_(source: BinaryIO, project_dir: str | None, all_projects: bool, include_user_files: bool,
@@ -146,6 +146,9 @@ def _print_report(report: jsonl.ImportReport) -> None:
         echo(f"Wrote to project {path}")
     for path in report.user_files:
         echo(f"Wrote user-wide memory file {path} (shown to every project)")
+    if report.user_memories:
+        echo(f"Wrote {len(report.user_memories)} user-wide memories (shown to every project): "
+             f"{', '.join(memory_id[:8] for memory_id in report.user_memories)}")
     if report.redacted:
         echo(f"Redacted secrets or private text in {report.redacted} field(s).")
     echo_listed((f"Not imported: {notice}" for notice in report.notices), len(report.notices), report.skipped,

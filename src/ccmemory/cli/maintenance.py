@@ -38,6 +38,9 @@ def stats(all_projects: bool, project_dir: str | None, as_json: bool) -> None:
         echo(f"  {label.replace('_', ' ')}: {parts or '-'}")
     echo(f"Sessions: {result['sessions']}  Documents: {result['documents']}  Projects: {result['projects']}")
     echo(f"Pending embeddings: {pending_text(result['pending_embeddings'])}")
+    echo(f"User-wide memories: {result['user_wide']}")
+    for line in status.proposal_lines(result["user_scope_proposals"]):
+        echo(line)
     echo(status.settings_line(result))
 
 

@@ -1,4 +1,4 @@
-"""Commands over memories: add, search, list, get, delete, restore, reinforce, deemphasize, supersede."""
+"""Commands over memories: add, search, list, get, delete, restore, reinforce, deemphasize, supersede, scope."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ import sys
 
 import click
 
-from .. import memories, projects, search as searching
+from .. import memories, projects, scopes, search as searching
 from ..knowledge import promotion
 from ..db import Database
 from ..redaction import REDACTED
-from ..vocabulary import CATEGORIES, SECTORS
+from ..memories import Memory
+from ..vocabulary import CATEGORIES, MEMORY_SCOPES, SEARCH_SCOPES, SECTORS
 from .common import (default_project_dir, describe, echo, emit_json, fail, handles_errors, json_option, open_store,
                      preview, project_option, report_search, search_embedder)
 
@@ -35,6 +36,22 @@ def _valid_category(value: str) -> str:
     return "general"
 
 
+scope_option = click.option(
+    "--scope", type=click.Choice(SEARCH_SCOPES), default="project", show_default=True,
+    help="project: this project and your user-wide memories; user: only the user-wide ones; all: every project.")
+
+
+def _origins(db: Database, project: int, found: list[Memory]) -> dict[str, str]:
+    """Where each memory comes from, seen from ``project``: "user-wide", another project, or "" (this one)."""
+    labels = scopes.project_labels(db, {memory.project_id for memory in found if memory.project_id != project})
+    return {memory.id: scopes.label(memory, project, labels) for memory in found}
+
+
+def _labelled(memory: Memory, origins: dict[str, str]) -> str:
+    origin = origins.get(memory.id)
+    return f"{describe(memory)}  [{origin}]" if origin else describe(memory)
+
+
 def _checked_time(value: str | None) -> str | None:
     """``--created-at`` parsed before anything is opened, so a bad one is named as the option it came from."""
     if value is None:
@@ -57,11 +74,13 @@ def _checked_time(value: str | None) -> str | None:
 @click.option("--importance", type=click.FloatRange(0, 1), default=None, help="0..1, also the starting salience.")
 @click.option("--created-at", "created_at", default=None, metavar="TIME",
               help="When it happened: ISO-8601 date or date-time, e.g. 2023-05-08T13:56 (default: now).")
+@click.option("--scope", type=click.Choice(MEMORY_SCOPES), default="project", show_default=True,
+              help="user: a preference or convention of yours, shown in every project.")
 @project_option
 @json_option
 @handles_errors
 def add(content: str | None, category: str, sector: str | None, tags: str, importance: float | None,
-        created_at: str | None, project_dir: str | None, as_json: bool) -> None:
+        created_at: str | None, scope: str, project_dir: str | None, as_json: bool) -> None:
     """Add a memory. Without CONTENT, reads standard input, or opens $EDITOR on a terminal."""
     created_at = _checked_time(created_at)
     category = _valid_category(category)
@@ -73,7 +92,7 @@ def add(content: str | None, category: str, sector: str | None, tags: str, impor
             content = sys.stdin.read().strip()
     db, project = open_store(project_dir)
     memory = memories.add(db, project_id=project, content=content or "", sector=sector, category=category,
-                          tags=tags, importance=importance, created_at=created_at)
+                          tags=tags, importance=importance, created_at=created_at, scope=scope)
     hidden = memory.content.count(REDACTED) - (content or "").count(REDACTED)
     notes = [f"{hidden} secret-looking value{'s' if hidden > 1 else ''} replaced by {REDACTED}"] if hidden > 0 else []
     if "<private>" in (content or "").lower():
@@ -84,7 +103,8 @@ def add(content: str | None, category: str, sector: str | None, tags: str, impor
     if as_json:
         emit_json(memory.to_dict())
     else:
-        echo(f"Memory created: {memory.id} (sector: {memory.sector}, category: {memory.category})")
+        where = ", user-wide: every project sees it" if memory.scope == "user" else ""
+        echo(f"Memory created: {memory.id} (sector: {memory.sector}, category: {memory.category}{where})")
 
 
 @click.command()
@@ -95,23 +115,24 @@ def add(content: str | None, category: str, sector: str | None, tags: str, impor
               show_default=True, help="keyword needs no model and is fastest.")
 @click.option("--sector", type=click.Choice(SECTORS), default=None, help="Only this sector.")
 @click.option("--include-superseded", is_flag=True, help="Also show memories replaced by newer ones.")
+@scope_option
 @project_option
 @json_option
 @handles_errors
-def search(query: str, limit: int, mode: str, sector: str | None, include_superseded: bool,
+def search(query: str, limit: int, mode: str, sector: str | None, include_superseded: bool, scope: str,
            project_dir: str | None, as_json: bool) -> None:
     """Search this project's memories (hybrid keyword + semantic by default)."""
     if not query.strip():
         fail("Query cannot be empty", 2)
     db, project = open_store(project_dir, vectors=mode != "keyword")
     embedder = search_embedder(db, mode)
-    result = searching.search_with_info(db, query, project_id=project, mode=mode, sector=sector, limit=limit,
-                                        include_superseded=include_superseded, embedder=embedder)
+    result = searching.search_with_info(db, query, project_id=project, scope=scope, mode=mode, sector=sector,
+                                        limit=limit, include_superseded=include_superseded, embedder=embedder)
     promotion.after_search(db, project, project_dir or default_project_dir(), result.hits)
     if not report_search(result, query, as_json):
         return
     for number, hit in enumerate(result.hits, 1):
-        echo(f"{number}. [{hit.score:.2f}] {describe(hit.memory)}")
+        echo(f"{number}. [{hit.score:.2f}] {_labelled(hit.memory, {hit.memory.id: hit.origin})}")
         echo(f"   {preview(hit.memory)}")
         if hit.superseded_by:
             echo(f"   superseded by {hit.superseded_by[:8]}")
@@ -123,17 +144,19 @@ def search(query: str, limit: int, mode: str, sector: str | None, include_supers
 @click.option("--sector", type=click.Choice(SECTORS), default=None, help="Only this sector.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=memories.DEFAULT_LIST_LIMIT, show_default=True)
 @click.option("--include-deleted", is_flag=True, help="Also list soft-deleted memories.")
+@scope_option
 @project_option
 @json_option
 @handles_errors
-def list_command(category: str | None, sector: str | None, limit: int, include_deleted: bool,
+def list_command(category: str | None, sector: str | None, limit: int, include_deleted: bool, scope: str,
                  project_dir: str | None, as_json: bool) -> None:
-    """List this project's memories, newest first."""
+    """List this project's memories and your user-wide ones, newest first."""
     db, project = open_store(project_dir)
-    found = memories.list_memories(db, project_id=project, category=category, sector=sector, limit=limit,
-                                   include_deleted=include_deleted)
+    found = memories.list_memories(db, project_id=project, scope=scope, category=category, sector=sector,
+                                   limit=limit, include_deleted=include_deleted)
+    origins = _origins(db, project, found)
     if as_json:
-        emit_json([memory.to_dict() for memory in found])
+        emit_json([{**memory.to_dict(), "origin": origins[memory.id]} for memory in found])
         return
     if not found:
         root = projects.project_root(project_dir or default_project_dir())
@@ -141,23 +164,27 @@ def list_command(category: str | None, sector: str | None, limit: int, include_d
         echo(f"No memories{narrowed} in the project at {root}. `ccmemory list --project PATH` lists "
                    "another project's; `ccmemory stats --all-projects` counts every project's.")
     for memory in found:
-        echo(f"{describe(memory)}  {preview(memory, 80)}")
+        echo(f"{_labelled(memory, origins)}  {preview(memory, 80)}")
 
 
 @click.command()
 @click.argument("memory_ids", nargs=-1, required=True)
+@click.option("--scope", type=click.Choice(("project", "all")), default="project", show_default=True,
+              help="all: also ids of other projects (as `search --scope all` shows them).")
 @json_option
 @project_option
 @handles_errors
-def get(memory_ids: tuple[str, ...], as_json: bool, project_dir: str | None) -> None:
+def get(memory_ids: tuple[str, ...], scope: str, as_json: bool, project_dir: str | None) -> None:
     """Show whole memories of this project by id (or a unique id prefix of 4+ characters)."""
     db, project = open_store(project_dir)
-    found, missing = memories.get_many(db, list(memory_ids), project_id=project)
+    found, missing = memories.get_many(db, list(memory_ids), project_id=None if scope == "all" else project)
+    origins = _origins(db, project, found)
     if as_json:
-        emit_json({"memories": [memory.to_dict() for memory in found], "missing": missing})
+        emit_json({"memories": [{**memory.to_dict(), "origin": origins[memory.id]} for memory in found],
+                   "missing": missing})
     else:
         for memory in found:
-            echo(f"{memory.id}  {describe(memory)}")
+            echo(f"{memory.id}  {_labelled(memory, origins)}")
             echo(f"salience {memory.salience:.2f}  references {memory.reference_count}  "
                        f"tier {memory.tier}  source {memory.source}")
             if memory.tags or memory.files:
@@ -165,10 +192,10 @@ def get(memory_ids: tuple[str, ...], as_json: bool, project_dir: str | None) -> 
             echo(memory.content)
             echo()
     if missing:
-        fail("\n".join(_not_found(db, project, memory_id) for memory_id in missing))
+        fail("\n".join(_not_found(db, None if scope == "all" else project, memory_id) for memory_id in missing))
 
 
-def _not_found(db: Database, project: int, memory_id: str) -> str:
+def _not_found(db: Database, project: int | None, memory_id: str) -> str:
     """The error line for an id that names no memory: not found, or a prefix too short or ambiguous."""
     why = memories.why_not_found(db, memory_id, project_id=project)
     if why.startswith("No memory"):
@@ -246,4 +273,38 @@ def supersede(old_id: str, new_id: str, project_dir: str | None) -> None:
     echo(f"Memory {old.id} marked as superseded by {new.id}")
 
 
-COMMANDS = [add, search, list_command, get, delete, restore, reinforce, deemphasize, supersede]
+@click.command(name="scope")
+@click.argument("memory_id", required=False)
+@click.argument("new_scope", metavar="SCOPE", required=False, type=click.Choice(MEMORY_SCOPES))
+@project_option
+@json_option
+@handles_errors
+def scope_command(memory_id: str | None, new_scope: str | None, project_dir: str | None, as_json: bool) -> None:
+    """Make a memory user-wide (SCOPE user: every project sees it) or this project's alone (project).
+
+    Without arguments, lists this project's memories proposed for your user scope (a near-identical
+    memory is in another project too); `project` declines a proposal for good.
+    """
+    db, project = open_store(project_dir)
+    if memory_id is None:
+        found = scopes.proposals(db, project)
+        if as_json:
+            emit_json(found)
+        elif not found:
+            echo("No memory of this project is proposed for your user scope.")
+        for proposal in [] if as_json else found:
+            echo(f"{proposal['id']}  also in {', '.join(proposal['projects'])}")
+            echo(f"   {preview(memories.get(db, proposal['id'], project_id=project), 80)}")
+        return
+    if new_scope is None:
+        raise click.UsageError("Give the scope too: `ccmemory scope ID user` or `ccmemory scope ID project`.")
+    memory = memories.set_scope(db, memory_id, new_scope, project_id=project)
+    if as_json:
+        emit_json(memory.to_dict())
+    elif memory.scope == "user":
+        echo(f"Memory {memory.id} is user-wide: every project's search and session start show it.")
+    else:
+        echo(f"Memory {memory.id} belongs to its project alone ({projects.get(db, memory.project_id)['path']}).")
+
+
+COMMANDS = [add, search, list_command, get, delete, restore, reinforce, deemphasize, supersede, scope_command]

@@ -8,7 +8,9 @@ user-wide ones, newest first, each in full while they fit in
 newest entries of the directory's rolling local context (up to
 :data:`LOCAL_SHARE`), then the index, which gets the rest. The index is not the
 memories themselves: the latest session
-summaries, then the most salient project-tier memories, one line each with its
+summaries, then the most salient user-wide memories (the user's in every project,
+:mod:`ccmemory.scopes`; up to :data:`USER_SHARE` of what is left, in a section that
+says they are user-wide), then the most salient project-tier memories, one line each with its
 id and an estimate of what reading it in full costs, so Claude fetches only
 what it needs through the MCP tools. It fits ``context.max_tokens`` (about 4
 characters a token; 2,000 tokens by default) and never exceeds the 10,000
@@ -49,6 +51,7 @@ CLAUDE_CODE_LIMIT_CHARS = 10_000
 SESSION_SHARE = 0.45
 FILES_SHARE = 0.5
 LOCAL_SHARE = 0.2
+USER_SHARE = 0.35
 MIN_FILE_EXCERPT = 200
 SESSION_ENTRY_CHARS = 600
 MEMORY_LINE_CHARS = 220
@@ -232,9 +235,18 @@ def build(db: Database, project_id: int, *, config: Config, exclude_session: str
         parts.append(entries)
         room -= len(entries)
 
+    user_wide = rank_memories(memories.list_memories(db, scope="user", include_superseded=False,
+                                                     limit=CANDIDATE_MEMORIES))[: int(settings["memories"])]
+    mine = _section("\nUser-wide memories (yours, shown in every project; most salient first):\n",
+                    [_memory_line(memory) + "\n" for memory in user_wide], int(room * USER_SHARE), tag)
+    if mine:
+        parts.append(mine)
+        room -= len(mine)
+
     candidates = [m for m in memories.list_memories(db, project_id=project_id, tier="project",
                                                     include_superseded=False, limit=CANDIDATE_MEMORIES)
-                  if m.source not in (SUMMARY_SOURCE, KNOWLEDGE_SOURCE)]  # knowledge: searched, not injected
+                  if m.source not in (SUMMARY_SOURCE, KNOWLEDGE_SOURCE)  # knowledge: searched, not injected
+                  and m.scope != "user"]  # listed above
     ranked = rank_memories(candidates)[: int(settings["memories"])]
     lines = _section("\nProject memories (most salient first):\n", [_memory_line(memory) + "\n" for memory in ranked],
                      room, tag)

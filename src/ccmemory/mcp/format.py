@@ -42,9 +42,13 @@ def index_entry(
     superseded_by: str | None = None,
     session: Mapping[str, Any] | None = None,
     related: int = 0,
+    origin: str = "",
 ) -> str:
-    """One hit of a search or list: enough to decide whether to fetch it."""
+    """One hit of a search or list: enough to decide whether to fetch it; ``origin`` says where it comes from
+    when not from this project (``user-wide``, ``project NAME (PATH)``)."""
     head = [f"[{position}] {memory.id}", stamp(memory.created_at), memory.sector]
+    if origin:
+        head.insert(1, origin)
     where = knowledge.reference(memory)
     if where:
         head.insert(1, where)
@@ -67,13 +71,13 @@ def index_entry(
 
 
 def search_results(query: str, mode: str, hits: Sequence[Any], warnings: Iterable[str] = ()) -> str:
-    """The index of ``memory_search`` hits (``ccmemory.search.SearchHit``)."""
+    """The index of ``memory_search`` hits (``ccmemory.search.SearchHit``), each labelled with its origin."""
     notes = [f"Note: {warning}" for warning in warnings]
     if not hits:
         return "\n".join([*notes, f'No memories found for "{one_line(query, 80)}".'])
     entries = [
         index_entry(i, hit.memory, score=hit.score, superseded_by=hit.superseded_by, session=hit.session,
-                    related=hit.related_count)
+                    related=hit.related_count, origin=hit.origin)
         for i, hit in enumerate(hits, 1)
     ]
     header = (f'{counted(len(hits), "memory")} for "{one_line(query, 80)}" ({mode}). '
@@ -89,13 +93,15 @@ def memory_list(
     related: Mapping[str, int],
     offset: int,
     what: str,
+    origins: Mapping[str, str] | None = None,
 ) -> str:
     """The index of ``memory_list``: newest first."""
     if not memories:
         return f"No memories{what}." if offset == 0 else f"No memories{what} after the first {offset}."
     entries = [
         index_entry(offset + i, memory, superseded_by=superseded.get(memory.id),
-                    session=sessions.get(memory.session_id or ""), related=related.get(memory.id, 0))
+                    session=sessions.get(memory.session_id or ""), related=related.get(memory.id, 0),
+                    origin=(origins or {}).get(memory.id, ""))
         for i, memory in enumerate(memories, 1)
     ]
     header = f"{counted(len(memories), 'memory')}{what}, newest first. Full text: memory_get(ids)."
@@ -108,8 +114,9 @@ def memory_record(
     superseded_by: str | None,
     session: Mapping[str, Any] | None,
     related: int,
+    origin: str = "",
 ) -> str:
-    """One full memory for ``memory_get``."""
+    """One full memory for ``memory_get``; ``origin`` as in :func:`index_entry`."""
     facts = [
         f"created {stamp(memory.created_at)}",
         f"sector {memory.sector}",
@@ -124,6 +131,8 @@ def memory_record(
     where = knowledge.reference(memory)
     if where:
         facts.insert(0, f"knowledge {where}")
+    if origin:
+        facts.insert(0, origin)
     lines = [f"=== {memory.id} ===", " · ".join(facts)]
     if memory.tags:
         lines.append("tags: " + ", ".join(memory.tags))

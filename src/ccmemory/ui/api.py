@@ -3,7 +3,9 @@
 Every handler takes a :class:`Call` and returns something JSON can encode.
 Everything below ``/api/projects/{project}`` is scoped to that project: a
 memory, session or docmem node of another project is "not found" here, the
-same answer as an id that does not exist.
+same answer as an id that does not exist. User-wide memories (:mod:`ccmemory.scopes`)
+belong to every project; a list or search with ``scope=all`` shows every project's,
+each labelled with its project (``origin``); their details open in their own project.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .. import embeddings, memories, parameters, projects, retention, search, sessions, storage
+from .. import embeddings, memories, parameters, projects, retention, scopes, search, sessions, storage
 from ..db import Database
 from ..docmem import expand, view
 from ..docmem.nodes import Docmem
@@ -22,7 +24,7 @@ from ..files import commands as file_commands
 from ..files import paths as file_paths
 from ..files import store as file_store
 from ..memories import INCLUSION, Memory
-from ..vocabulary import CATEGORIES, SECTORS, TIERS, UI_SOURCE
+from ..vocabulary import CATEGORIES, MEMORY_SCOPES, SEARCH_SCOPES, SECTORS, TIERS, UI_SOURCE
 from .viewer import Viewer
 
 PAGE_SIZE = 50
@@ -55,7 +57,8 @@ class Call:
         return project_id
 
     def memory(self, key: str = "memory") -> Memory:
-        """The memory named in the URL (or the body field ``key``), only if it belongs to this project."""
+        """The memory named in the URL (or the body field ``key``), only if it belongs to this project (or to
+        every project: a user-wide one)."""
         memory_id = self.path.get(key) or self.body.get(key)
         if not isinstance(memory_id, str) or not memory_id.strip():
             raise ValidationError(f"Field {key!r} must be a memory id (text)")
@@ -63,7 +66,7 @@ class Call:
             memory = memories.get(self.db, memory_id.strip(), project_id=self.project_id)
         except NotFoundError:
             memory = None
-        if memory is None or memory.project_id != self.project_id:
+        if memory is None or not scopes.visible(memory, "project", self.project_id):
             raise NotFoundError(f"No memory with id {memory_id!r} in this project; it may have been hard-deleted. "
                                 "Reload the list to see the current memories.")
         return memory
@@ -76,9 +79,9 @@ def _only_fields(body: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
                               f"{', '.join(allowed)}")
 
 
-def _summary(memory: Memory) -> dict[str, Any]:
-    """A memory for a list: everything but long content, which is cut."""
-    data = {**memory.to_dict(), "seq": memory.seq}
+def _summary(memory: Memory, origin: str = "") -> dict[str, Any]:
+    """A memory for a list: everything but long content, which is cut; ``origin`` as :func:`ccmemory.scopes.label`."""
+    data = {**memory.to_dict(), "seq": memory.seq, "origin": origin}
     if len(memory.content) > LIST_PREVIEW_CHARS:
         data["content"] = memory.content[:LIST_PREVIEW_CHARS]
         data["content_truncated"] = True
@@ -135,8 +138,10 @@ def list_sessions(call: Call) -> dict[str, Any]:
 def list_memories(call: Call) -> dict[str, Any]:
     query = call.query
     limit = parameters.integer(query, "limit", PAGE_SIZE, low=1, high=MAX_PAGE_SIZE)
+    project_id = call.project_id
     filters: dict[str, Any] = {
-        "project_id": call.project_id,
+        "project_id": project_id,
+        "scope": parameters.choice(query, "scope", SEARCH_SCOPES, "project"),
         "sector": parameters.choice(query, "sector", SECTORS),
         "tier": parameters.choice(query, "tier", TIERS),
         "category": parameters.text(query, "category"),
@@ -147,8 +152,9 @@ def list_memories(call: Call) -> dict[str, Any]:
     found = memories.list_memories(call.db, **filters, limit=limit + 1, before=_cursor(query.get("cursor")))
     page = found[:limit]
     total = memories.count_memories(call.db, **filters)
+    labels = scopes.project_labels(call.db, {m.project_id for m in page if m.project_id != project_id})
     return {
-        "memories": [_summary(m) for m in page],
+        "memories": [_summary(m, scopes.label(m, project_id, labels)) for m in page],
         "next_cursor": f"{page[-1].created_at}{_CURSOR_SEPARATOR}{page[-1].seq}" if len(found) > limit else None,
         "total": total,
         "total_is_lower_bound": total >= memories.COUNT_CAP,
@@ -167,29 +173,35 @@ def search_memories(call: Call) -> dict[str, Any]:
             mode = "keyword"
     result = search.search_with_info(
         call.db, query.get("q", ""), project_id=call.project_id, mode=mode,
+        scope=parameters.choice(query, "scope", SEARCH_SCOPES, "project"),
         sector=parameters.choice(query, "sector", SECTORS),
         limit=parameters.integer(query, "limit", 20, low=1, high=search.MAX_LIMIT),
         include_superseded=parameters.flag(query, "include_superseded"), embedder=embedder, track=False,
     )
-    return {"hits": [{**hit.to_dict(), "memory": _summary(hit.memory)} for hit in result.hits],
+    return {"hits": [{**hit.to_dict(), "memory": _summary(hit.memory, hit.origin)} for hit in result.hits],
             "mode_used": result.mode_used, "warnings": [*warnings, *result.warnings]}
 
 
 def memory_detail(call: Call, memory: Memory | None = None) -> dict[str, Any]:
     memory = memory or call.memory()
+    project_id = call.project_id
     replaced_by = memories.superseded_by(call.db, [memory.id]).get(memory.id)
     replaces = memories.replaces(call.db, memory.id)
-    session = sessions.get_sessions(call.db, [memory.session_id]).get(memory.session_id) if memory.session_id else None
-    return {"memory": {**memory.to_dict(), "seq": memory.seq}, "superseded_by": replaced_by, "supersedes": replaces,
+    session = (sessions.get_sessions(call.db, [memory.session_id]).get(memory.session_id)
+               if memory.session_id and memory.project_id == project_id else None)  # not another project's session
+    origin = scopes.label(memory, project_id, {})
+    return {"memory": {**memory.to_dict(), "seq": memory.seq, "origin": origin}, "superseded_by": replaced_by,
+            "supersedes": replaces,
             "session": session,
             "related_count": memories.related_counts(call.db, [memory.id]).get(memory.id, 0)}
 
 
 def add_memory(call: Call) -> dict[str, Any]:
-    _only_fields(call.body, ("content", "sector", "category", "tags", "importance"))
+    _only_fields(call.body, ("content", "sector", "category", "tags", "importance", "scope"))
     content: Any = call.body.get("content")  # memories.add checks it
     memory = memories.add(
         call.db, project_id=call.project_id, content=content,
+        scope=parameters.choice(call.body, "scope", MEMORY_SCOPES, "project"),
         sector=parameters.choice(call.body, "sector", SECTORS), category=parameters.text(call.body, "category"),
         tags=parameters.strings(call.body, "tags"),
         importance=parameters.number(call.body, "importance", memories.DEFAULT_SALIENCE), source=UI_SOURCE,

@@ -154,7 +154,7 @@ async function loadBadge() {
 
 function filterQuery() {
   const params = new URLSearchParams();
-  for (const [name, id] of [["sector", "#f-sector"], ["tier", "#f-tier"], ["category", "#f-category"],
+  for (const [name, id] of [["scope", "#f-scope"], ["sector", "#f-sector"], ["tier", "#f-tier"], ["category", "#f-category"],
     ["superseded", "#f-superseded"], ["deleted", "#f-deleted"]]) {
     if ($(id).value) params.set(name, $(id).value);
   }
@@ -166,6 +166,7 @@ function memoryItem(memory, extra = {}) {
   const marks = [];
   if (memory.is_deleted) marks.push(el("span", { class: "tag deleted" }, "deleted"));
   if (memory.is_superseded) marks.push(el("span", { class: "tag superseded" }, "superseded"));
+  if (memory.origin) marks.push(el("span", { class: "tag origin" }, memory.origin));
   const item = el("li", {
     class: `memory${memory.id === state.selected ? " selected" : ""}${extra.fresh ? " new" : ""}`,
     "data-id": memory.id, "data-seq": memory.seq || "",
@@ -200,7 +201,7 @@ async function loadMemories({ append = false, freshAfter = null } = {}) {
   if (append) $("#memories").append(...items); else $("#memories").replaceChildren(...items);
   $("#more").hidden = !data.next_cursor;
   $("#count").textContent = `${data.total_is_lower_bound ? `${data.total.toLocaleString()}+` : data.total.toLocaleString()} memories`;
-  showEmpty(data.total ? "" : (params.toString() === "deleted=exclude&superseded=include"
+  showEmpty(data.total ? "" : (params.toString() === "scope=project&deleted=exclude&superseded=include"
     ? "No memories in this project yet. They appear here as Claude Code works (hooks capture each tool call), "
       + "or add one with “+ New memory”."
     : "No memory matches these filters."));
@@ -213,6 +214,7 @@ async function runSearch(freshAfter = null) {
   $("#clear-search").hidden = false;
   $("#count").textContent = "Searching…";
   const params = new URLSearchParams({ q, mode: $("#mode").value, limit: "50" });
+  params.set("scope", $("#f-scope").value);
   if ($("#f-sector").value) params.set("sector", $("#f-sector").value);
   if ($("#f-superseded").value !== "exclude") params.set("include_superseded", "true");
   const data = await api(projectPath(`/search?${params}`));
@@ -260,7 +262,7 @@ function renderDetail(detail) {
   box.hidden = false;
   const path = projectPath(`/memories/${m.id}`);
   const rows = [
-    ["id", m.id], ["sector", m.sector], ["category", m.category], ["tier", m.tier],
+    ["id", m.id], ["scope", m.origin || m.scope], ["sector", m.sector], ["category", m.category], ["tier", m.tier],
     ["tags", m.tags.join(", ") || "–"], ["files", m.files.join(", ") || "–"],
     ["salience", m.salience.toFixed(3)], ["importance", m.importance.toFixed(2)],
     ["references", m.reference_count], ["source", m.source], ["created", day(m.created_at)],
@@ -604,7 +606,7 @@ function bind() {
   $("#tabs").addEventListener("click", (event) => { if (event.target.dataset.tab) switchTab(event.target.dataset.tab); });
   $("#search-form").addEventListener("submit", (event) => { event.preventDefault(); guarded(() => runSearch()); });
   $("#clear-search").addEventListener("click", clearSearch);
-  for (const id of ["#f-sector", "#f-tier", "#f-category", "#f-superseded", "#f-deleted"]) {
+  for (const id of ["#f-scope", "#f-sector", "#f-tier", "#f-category", "#f-superseded", "#f-deleted"]) {
     $(id).addEventListener("change", () => guarded(() => refreshList()));
   }
   $("#more").addEventListener("click", () => guarded(() => loadMemories({ append: true })));
