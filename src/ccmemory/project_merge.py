@@ -53,6 +53,8 @@ def merge(db: Database, keep: int, other: int, *, reason: str, pin: bool = False
     Runs inside the caller's transaction when there is one. Vectors of the moved memories and
     chunks are marked for re-indexing, since the vector index is partitioned by project. With
     ``pin`` (a merge the user asked for) the moved aliases are pinned: never re-identified.
+    Migration 13 merges with it too, so it names only tables and columns that exist from
+    schema 13 on (a column added later must be read here only when present).
     """
     with db.transaction():
         _check_pair(db, keep, other)
