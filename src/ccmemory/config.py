@@ -93,6 +93,20 @@ SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
         "url": {"type": "text", "default": None, "nullable": True, "secret": True,
                 "help": "The team server (postgresql://USER@HOST:PORT/DB; keep the password in ~/.pgpass). "
                         "Unset: CCMEMORY_SYNC_URL, then libpq's PG* variables and PGSERVICE."},
+        "team": {"type": "text", "default": None, "nullable": True,
+                 "help": "The team on the server this machine syncs with (unset: the only team you are a member of)."},
+        "personal": {"type": "bool", "default": True,
+                     "help": "Sync all my memories of projects with a git identity between my machines (scope "
+                             "personal: only my role sees them)."},
+        "team_sources": {"type": "strings", "default": ["summary", "manual", "mcp", "ui", "knowledge", "discovery"],
+                         "help": "Memories of these sources are shared with the whole team (session summaries, "
+                                 "memories added by hand or with memory_add, knowledge entries, discoveries). Add "
+                                 "capture to share raw tool output too."},
+        "interval_minutes": {"type": "int", "default": 10, "min": 0, "max": 1440,
+                             "help": "How often the MCP server runs a sync round in the background (0: never; a "
+                                     "round also runs after each session ends)."},
+        "timeout_seconds": {"type": "int", "default": 30, "min": 1, "max": 3600,
+                            "help": "How long a background sync round may take; what is left goes in the next one."},
     },
 }
 

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from . import memories, sessions, vectors
+from .team import labels
 from .db import Database
 from .errors import ValidationError
 from .memories import Memory
@@ -116,10 +117,12 @@ class SearchHit:
     superseded_by: str | None = None
     session: dict[str, Any] | None = None
     related_count: int = 0
+    #: Who shared it and when, for a teammate's memory pulled from the team server (``{"by", "at"}``).
+    shared: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"score": round(self.score, 4), "superseded_by": self.superseded_by, "session": self.session,
-                "related_count": self.related_count, "memory": self.memory.to_dict()}
+                "related_count": self.related_count, "shared": self.shared, "memory": self.memory.to_dict()}
 
 
 @dataclass
@@ -383,10 +386,12 @@ def search_with_info(
     session_id: str | None = None,
     embedder: Any = None,
     track: bool = True,
+    team: bool = True,
 ) -> SearchResult:
     """Search a project's memories; see the module docstring for how the ranking is made.
 
-    Deleted memories never appear; superseded ones only with ``include_superseded``.
+    Deleted memories never appear; superseded ones only with ``include_superseded``; teammates'
+    memories pulled from the team server (:mod:`ccmemory.team.labels`) only with ``team``.
     Each hit counts as a reference (``reference_count``, ``last_accessed``,
     and a ``recalled`` usage in the session) unless ``track`` is False.
     """
@@ -432,13 +437,17 @@ def search_with_info(
             break
         chunk = ranked[start:start + batch]
         found = memories.by_seq(db, [seq for seq, _ in chunk])
+        shared = labels.teammates(db, [memory.id for memory in found.values()])
         for seq, score in chunk:
             memory = found.get(seq)
             if memory is None or memory.is_deleted or (memory.is_superseded and not include_superseded):
                 continue
+            if memory.id in shared and not team:
+                continue
             if sector and memory.sector != sector:
                 continue
-            hits.append(SearchHit(memory=memory, score=min(1.0, score * prior(memory, names, dates))))
+            hits.append(SearchHit(memory=memory, score=min(1.0, score * prior(memory, names, dates)),
+                                  shared=shared.get(memory.id)))
         hits.sort(key=lambda hit: (-hit.score, hit.memory.seq))
         shown = spread_sessions(hits)
     hits = shown[:limit]
