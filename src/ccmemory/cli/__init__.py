@@ -35,6 +35,7 @@ COMMAND_MODULES = {
     "demo": "demo",
     "ui": "ui_command",
     "server": "server_commands",
+    "sync": "sync_commands",
 }
 
 

@@ -586,3 +586,92 @@ def record_failure(db: Database, message: str) -> None:
     """Note a failed round for ``ccmemory sync status``."""
     with db.transaction():
         _set_meta(db, META_LAST, json.dumps({"at": clock.now(), "ok": False, "line": message}))
+
+
+def configured(settings: Any, environ: dict[str, str] | None = None) -> bool:
+    """Whether this machine names a team server (``sync.url`` or ``CCMEMORY_SYNC_URL``): background rounds need one.
+
+    Cheap and offline (the hooks ask it): libpq's own defaults alone do not start background rounds;
+    ``ccmemory sync`` still uses them.
+    """
+    import os
+
+    from .connection import ENV_URL
+
+    env = os.environ if environ is None else environ
+    return bool(env.get(ENV_URL) or settings.get("sync", "url"))
+
+
+def status(db: Database, settings: Any, target: Target) -> dict[str, Any]:
+    """What ``ccmemory sync status`` shows; read from this store alone (no server, no credential)."""
+    from .connection import masked
+
+    last = _meta(db, META_LAST)
+    counts = {(row["mine"], row["scope"]): row["n"] for row in db.rows(
+        "SELECT s.mine, s.scope, COUNT(*) AS n FROM sync_memories s JOIN memories m ON m.id = s.memory_id "
+        "WHERE m.is_deleted = 0 GROUP BY s.mine, s.scope")}
+    listed = []
+    for project in db.rows("SELECT id, name, identity FROM projects ORDER BY id"):
+        key, why = sharing.project_sync_status(db, project["id"])
+        listed.append({"name": project["name"], "identity": project["identity"], "synced": key is not None,
+                       "why": why})
+    return {
+        "server": masked(target.conninfo) or "libpq defaults (PG* variables, PGSERVICE, ~/.pgpass)",
+        "server_from": target.source,
+        "configured": configured(settings),
+        "team": settings.get("sync", "team") or (_meta(db, META_WHERE) or "").rpartition(" team ")[2] or None,
+        "role": _meta(db, META_ROLE),
+        "enabled": _meta(db, META_ENABLED) is not None,
+        "last_sync": json.loads(last) if last else None,
+        "pending": db.scalar("SELECT COUNT(*) FROM sync_outbox") or 0,
+        "shared": {"personal": counts.get((1, "personal"), 0), "team": counts.get((1, "team"), 0),
+                   "from_teammates": counts.get((0, "team"), 0)},
+        "waiting_for_projects": db.scalar("SELECT COUNT(*) FROM sync_inbox") or 0,
+        "rules": {"personal": settings.get("sync", "personal"), "team_sources": settings.get("sync", "team_sources")},
+        "projects": listed,
+    }
+
+
+def share(db: Database, memory_id: str, scope: str, *, project_id: int | None) -> memories.Memory:
+    """Set one memory's scope (``personal`` takes a team memory back from the team); queued for the next round."""
+    if scope not in sharing.SCOPES:
+        from ..errors import ValidationError
+
+        raise ValidationError(f"Unknown scope {scope!r}; use one of: {', '.join(sharing.SCOPES)}")
+    memory = memories.get(db, memory_id, project_id=project_id)
+    with db.transaction():
+        db.execute("INSERT OR REPLACE INTO sync_choices(memory_id, scope) VALUES (?, ?)", (memory.id, scope))
+        db.execute("INSERT OR REPLACE INTO sync_outbox(memory_id, queued_at) VALUES (?, ?)", (memory.id, clock.now()))
+    return memory
+
+
+def background_round(timeout: float) -> Report | None:
+    """A round for the background (after SessionEnd, the MCP server): one at a time, never raising.
+
+    None when no server is configured or another round holds the lock; failures are recorded for
+    ``ccmemory sync status`` and logged, never shown to a session.
+    """
+    import logging
+    import os
+
+    from .. import config, db as database, locks, paths
+    from ..errors import CCMemoryError
+    from .connection import resolve
+
+    settings = config.load()
+    if not configured(settings):
+        return None
+    try:
+        with locks.held(os.path.join(paths.data_dir(), "sync.lock"), stale_after=timeout + 60):
+            store = database.connect(vectors=False)
+            try:
+                try:
+                    return run(store, resolve(settings=settings), settings, timeout=timeout)
+                except CCMemoryError as error:
+                    record_failure(store, str(error))
+                    logging.getLogger(__name__).warning("Background sync failed: %s", error)
+                    return None
+            finally:
+                store.close()
+    except locks.Busy:
+        return None
