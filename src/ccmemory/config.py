@@ -102,11 +102,6 @@ SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
                          "help": "Memories of these sources are shared with the whole team (session summaries, "
                                  "memories added by hand or with memory_add, knowledge entries, discoveries). Add "
                                  "capture to share raw tool output too."},
-        "interval_minutes": {"type": "int", "default": 10, "min": 0, "max": 1440,
-                             "help": "How often the MCP server runs a sync round in the background (0: never; a "
-                                     "round also runs after each session ends)."},
-        "timeout_seconds": {"type": "int", "default": 30, "min": 1, "max": 3600,
-                            "help": "How long a background sync round may take; what is left goes in the next one."},
     },
 }
 

@@ -32,7 +32,7 @@ def sync(ctx: click.Context, full: bool, background: bool, as_json: bool) -> Non
 
     settings = load_settings()
     if background:
-        syncing.background_round(float(settings.get("sync", "timeout_seconds")))
+        syncing.background_round(syncing.BACKGROUND_SECONDS)
         return
     db = open_db()
     try:

@@ -59,6 +59,10 @@ META_TOMBSTONE_CURSOR = "sync.tombstone_cursor"
 META_WHERE = "sync.where"
 META_ROLE = "sync.role"
 META_LAST = "sync.last"
+#: A background round (after SessionEnd, in the MCP server) stops pushing after this; the rest waits for the next.
+BACKGROUND_SECONDS = 30.0
+#: How often the MCP server runs a background round.
+INTERVAL_SECONDS = 600.0
 
 _COLUMNS = ("id, project, scope, owner, updated_seq, created_at, updated_at, deleted, superseded_by, sector, "
             "category, source, content, metadata, embedding::text AS embedding, embedding_model")
@@ -329,7 +333,7 @@ class Round:
             copy = memories.add(
                 self.db, project_id=project_id, content=loser["content"], sector=loser["sector"],
                 category=loser["category"], tags=meta.get("tags"), files=meta.get("files"),
-                tier=meta.get("tier") if meta.get("tier") in ("session", "project") else "project",
+                tier=str(meta.get("tier")) if meta.get("tier") in ("session", "project") else "project",
                 source=loser["source"], metadata={**(meta.get("meta") or {}), "conflict_copy_of": loser["id"]},
                 created_at=loser["created_at"])
             if winner is not None:
@@ -439,7 +443,8 @@ class Round:
     def _write(self, row: dict[str, Any], project_id: int, *, exists: bool) -> None:
         meta = row["metadata"] if isinstance(row["metadata"], dict) else {}
         tier = meta.get("tier") if meta.get("tier") in ("session", "project") else "project"
-        importance = meta.get("importance") if isinstance(meta.get("importance"), (int, float)) else 0.5
+        given = meta.get("importance")
+        importance = float(given) if isinstance(given, (int, float)) else 0.5
         values = (row["content"], row["sector"], tier, memories.normalize_category(row["category"]),
                   json.dumps(_strings(meta.get("tags"))), json.dumps(_strings(meta.get("files"))),
                   min(max(float(importance), 0.0), 1.0), row["updated_at"], row["source"][:40] or "sync",
@@ -675,3 +680,41 @@ def background_round(timeout: float) -> Report | None:
                 store.close()
     except locks.Busy:
         return None
+
+
+class Periodic:
+    """The MCP server's sync rounds: one every :data:`INTERVAL_SECONDS` on a daemon thread, each bounded.
+
+    Never on a tool call's path: a round holds its own connections, and a search meanwhile reads the
+    local store as always. Nothing starts without a configured server.
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> bool:
+        """Start the thread when sync is configured; False when there is nothing to do."""
+        import threading
+
+        from .. import config
+
+        if self._thread is not None or not configured(config.load()):
+            return False
+        self._thread = threading.Thread(target=self._run, args=(INTERVAL_SECONDS,), name="ccmemory-sync", daemon=True)
+        self._thread.start()
+        return True
+
+    def _run(self, interval: float) -> None:
+        import logging
+
+        while not self._stop.wait(interval):
+            try:
+                background_round(BACKGROUND_SECONDS)
+            except Exception:  # noqa: BLE001 - a failed round must not end the server's thread
+                logging.getLogger(__name__).exception("Background sync failed; the next round tries again")
+
+    def stop(self) -> None:
+        self._stop.set()
