@@ -158,7 +158,7 @@ def test_a_memory_added_on_one_machine_is_found_on_the_other(tmp_path: Path, ser
 
 
 def test_the_same_memory_edited_on_both_machines_keeps_both_texts_and_converges(
-        tmp_path: Path, server: Server, origin: Path) -> None:
+        tmp_path: Path, server: Server, origin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     url = server.member("alice")
     laptop = Machine(tmp_path, "laptop", origin, url)
     desktop = Machine(tmp_path, "desktop", origin, url)
@@ -170,7 +170,7 @@ def test_the_same_memory_edited_on_both_machines_keeps_both_texts_and_converges(
 
     for machine, text in ((laptop, "The cache lives for ten minutes (laptop)"),
                           (desktop, "The cache lives for one hour (desktop)")):
-        os.environ["CCMEMORY_HOME"] = str(machine.home)
+        monkeypatch.setenv("CCMEMORY_HOME", str(machine.home))  # an edit as the viewer and memory_update make it
         store = database.connect(vectors=False)
         try:
             memories.rewrite(store, memory_id, text, project_id=None)
@@ -307,3 +307,27 @@ def test_hooks_never_touch_the_network(tmp_path: Path, origin: Path) -> None:
         with pytest.raises(BlockingIOError):
             listener.accept()
     assert laptop.search("make test"), "the hooks stored the session as always"
+
+
+def test_vectors_travel_with_their_model_and_another_model_embeds_itself(
+        tmp_path: Path, server: Server, origin: Path) -> None:
+    url = server.member("alice")
+    laptop = Machine(tmp_path, "laptop", origin, url)
+    desktop = Machine(tmp_path, "desktop", origin, url)
+    other = Machine(tmp_path, "other", origin, url)
+    write_config(other.home, {"embedding": {"model": "BAAI/bge-small-en-v1.5"}})
+    for machine in (desktop, other):
+        machine.add("warm-up")
+    desktop.run("embed")
+    memory_id = laptop.add("Embeddings are computed on the client and travel with their model id")
+    laptop.run("embed")
+    laptop.sync()
+    assert server.rows("SELECT embedding_model IS NOT NULL, embedding_dims FROM ccmemory.memories WHERE id = %s",
+                       (memory_id,)) == [(True, 384)]
+    desktop.sync()
+    other.sync()
+    assert json.loads(desktop.run("stats", "--json").stdout)["pending_embeddings"] == 0
+    hits = desktop.run("search", "where are vectors computed", "--mode", "semantic", "--json")
+    assert memory_id in hits.stdout
+    assert memory_id in other.memories()
+    assert json.loads(other.run("stats", "--json").stdout)["pending_embeddings"] >= 1  # embeds it with its own model
