@@ -148,6 +148,15 @@ def settings_table() -> str:
     return "\n".join(rows)
 
 
+def settings_sections() -> str:
+    """The settings by section, names only: the README's short table (docs/settings.md has the full one)."""
+    from ccmemory.config import SCHEMA
+    rows = ["| section | settings |", "|---|---|"]
+    for section, keys in SCHEMA.items():
+        rows.append(f"| `{section}` | {', '.join(f'`{key}`' for key in keys)} |")
+    return "\n".join(rows)
+
+
 #: Marker name -> the function rendering its table.
 TABLES: dict[str, Callable[[], str]] = {
     "commands": commands_table,
@@ -155,6 +164,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "tools": tools_table,
     "tool-parameters": tool_parameters,
     "settings": settings_table,
+    "settings-sections": settings_sections,
 }
 
 #: The files holding generated tables.

@@ -85,8 +85,12 @@ def main(argv: list[str]) -> int:
         if argv == ["--embed"]:
             venv = runtime_dir()
             return embed_pending(venv_python(venv)) if is_ready(venv) else 0
+        if argv == ["--sync"]:
+            venv = runtime_dir()
+            return sync_round(venv_python(venv)) if is_ready(venv) else 0
         if argv:
-            raise LauncherError(f"unknown arguments {argv}; use no argument (start the server), --install or --embed")
+            raise LauncherError(f"unknown arguments {argv}; use no argument (start the server), --install, --embed "
+                                "or --sync")
         override = interpreter_override()
         if override:
             return run_server(override)
@@ -343,6 +347,16 @@ def embed_pending(python: Path) -> int:
     except _EmbedFailed as failed:
         return failed.code
     return 0
+
+
+def sync_round(python: Path) -> int:
+    """One bounded background round of ``ccmemory sync`` (SessionEnd starts it detached when a server is set).
+
+    The command itself does nothing without a configured server, gives up when another round holds
+    its lock, and records a failure for ``ccmemory sync status`` instead of printing it.
+    """
+    return subprocess.run(isolation.python_command(str(python), "ccmemory", "sync", "--background"), env=server_env(),
+                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
 
 
 class _EmbedFailed(Exception):

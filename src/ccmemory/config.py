@@ -93,6 +93,15 @@ SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
         "url": {"type": "text", "default": None, "nullable": True, "secret": True,
                 "help": "The team server (postgresql://USER@HOST:PORT/DB; keep the password in ~/.pgpass). "
                         "Unset: CCMEMORY_SYNC_URL, then libpq's PG* variables and PGSERVICE."},
+        "team": {"type": "text", "default": None, "nullable": True,
+                 "help": "The team on the server this machine syncs with (unset: the only team you are a member of)."},
+        "personal": {"type": "bool", "default": True,
+                     "help": "Sync all my memories of projects with a git identity between my machines (scope "
+                             "personal: only my role sees them)."},
+        "team_sources": {"type": "strings", "default": ["summary", "manual", "mcp", "ui", "knowledge", "discovery"],
+                         "help": "Memories of these sources are shared with the whole team (session summaries, "
+                                 "memories added by hand or with memory_add, knowledge entries, discoveries). Add "
+                                 "capture to share raw tool output too."},
     },
 }
 

@@ -665,6 +665,75 @@ def _m014_memory_scope(db: Database) -> None:
     """
     _run_script(db, _M014)
 
+
+_M015 = """
+-- Team sync (ccmemory.team.sync): what must go to the server, and what the server said about each memory.
+-- The outbox fills only once sync is set up on this machine (meta 'sync.enabled'), so a store that never
+-- syncs pays one indexed read per write. Rows name memories by their global id (a uuid), not seq.
+CREATE TABLE sync_outbox (
+    memory_id TEXT PRIMARY KEY,
+    queued_at TEXT NOT NULL
+);
+-- Each memory the server holds as this machine knows it: its owner (a database role), scope, the server's
+-- change number and time, and a hash of the fields as on the server (a push that would change nothing
+-- is skipped, so pulled rows are never echoed back).
+CREATE TABLE sync_memories (
+    memory_id   TEXT PRIMARY KEY,
+    owner       TEXT NOT NULL,
+    mine        INTEGER NOT NULL,
+    scope       TEXT NOT NULL CHECK (scope IN ('personal', 'team')),
+    updated_seq INTEGER NOT NULL,
+    shared_at   TEXT NOT NULL,
+    synced_hash TEXT NOT NULL,
+    superseded_by TEXT
+);
+CREATE INDEX sync_memories_theirs ON sync_memories(memory_id) WHERE mine = 0;
+CREATE INDEX sync_memories_superseded ON sync_memories(superseded_by) WHERE superseded_by IS NOT NULL;
+-- What the user chose for one memory (ccmemory sync share ID --scope ...), over the rules of settings.
+CREATE TABLE sync_choices (
+    memory_id TEXT PRIMARY KEY,
+    scope     TEXT NOT NULL CHECK (scope IN ('none', 'personal', 'team'))
+);
+-- Rows pulled for a project this machine has not seen yet: applied once that project is known here.
+CREATE TABLE sync_inbox (
+    memory_id   TEXT PRIMARY KEY,
+    project     TEXT NOT NULL,
+    updated_seq INTEGER NOT NULL,
+    row         TEXT NOT NULL
+);
+CREATE INDEX sync_inbox_project ON sync_inbox(project);
+CREATE TRIGGER sync_memory_added AFTER INSERT ON memories
+    WHEN EXISTS (SELECT 1 FROM meta WHERE key = 'sync.enabled') BEGIN
+    INSERT OR REPLACE INTO sync_outbox(memory_id, queued_at) VALUES (new.id, new.updated_at);
+END;
+CREATE TRIGGER sync_memory_changed AFTER UPDATE OF content, sector, tier, category, tags, files, importance,
+    is_deleted, valid_until, source, metadata, project_id ON memories
+    WHEN EXISTS (SELECT 1 FROM meta WHERE key = 'sync.enabled') BEGIN
+    INSERT OR REPLACE INTO sync_outbox(memory_id, queued_at) VALUES (new.id, new.updated_at);
+END;
+CREATE TRIGGER sync_memory_removed AFTER DELETE ON memories
+    WHEN EXISTS (SELECT 1 FROM meta WHERE key = 'sync.enabled') BEGIN
+    INSERT OR REPLACE INTO sync_outbox(memory_id, queued_at) VALUES (old.id, strftime('%Y-%m-%dT%H:%M:%fZ'));
+END;
+CREATE TRIGGER sync_memory_embedded AFTER INSERT ON memory_embeddings
+    WHEN EXISTS (SELECT 1 FROM meta WHERE key = 'sync.enabled') BEGIN
+    INSERT OR REPLACE INTO sync_outbox(memory_id, queued_at)
+        SELECT id, strftime('%Y-%m-%dT%H:%M:%fZ') FROM memories WHERE seq = new.item_seq;
+END;
+CREATE TRIGGER sync_memory_reembedded AFTER UPDATE OF model ON memory_embeddings
+    WHEN EXISTS (SELECT 1 FROM meta WHERE key = 'sync.enabled') BEGIN
+    INSERT OR REPLACE INTO sync_outbox(memory_id, queued_at)
+        SELECT id, strftime('%Y-%m-%dT%H:%M:%fZ') FROM memories WHERE seq = new.item_seq;
+END;
+"""
+
+
+@migration
+def _m015_sync_outbox(db: Database) -> None:
+    """The sync client's tables: an outbox filled by triggers, what the server holds, the user's choices, an inbox."""
+    _run_script(db, _M015)
+
+
 _BACKUPS_KEPT = 3
 #: How long a process waits for another that is upgrading the same file (a large store takes seconds).
 UPGRADE_WAIT_SECONDS = 60

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from . import memories, scopes, sessions, vectors
+from .team import labels
 from .db import Database
 from .errors import ValidationError
 from .memories import Memory
@@ -118,10 +119,13 @@ class SearchHit:
     related_count: int = 0
     #: Where it comes from, seen from the project searched: "" (that project), "user-wide", "project NAME (PATH)".
     origin: str = ""
+    #: Who shared it and when, for a teammate's memory pulled from the team server (``{"by", "at"}``).
+    shared: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"score": round(self.score, 4), "superseded_by": self.superseded_by, "session": self.session,
-                "related_count": self.related_count, "origin": self.origin, "memory": self.memory.to_dict()}
+                "related_count": self.related_count, "origin": self.origin, "shared": self.shared,
+                "memory": self.memory.to_dict()}
 
 
 @dataclass
@@ -396,11 +400,13 @@ def search_with_info(
     session_id: str | None = None,
     embedder: Any = None,
     track: bool = True,
+    team: bool = True,
 ) -> SearchResult:
     """Search the memories ``scope`` covers from ``project_id`` (:mod:`ccmemory.scopes`: by default the
     project's and the user-wide ones); see the module docstring for how the ranking is made.
 
-    Deleted memories never appear; superseded ones only with ``include_superseded``.
+    Deleted memories never appear; superseded ones only with ``include_superseded``; teammates'
+    memories pulled from the team server (:mod:`ccmemory.team.labels`) only with ``team``.
     Each hit counts as a reference (``reference_count``, ``last_accessed``,
     and a ``recalled`` usage in the session) unless ``track`` is False.
     """
@@ -449,15 +455,19 @@ def search_with_info(
             break
         chunk = ranked[start:start + batch]
         found = memories.by_seq(db, [seq for seq, _ in chunk])
+        shared = labels.teammates(db, [memory.id for memory in found.values()])
         for seq, score in chunk:
             memory = found.get(seq)
             if memory is None or memory.is_deleted or (memory.is_superseded and not include_superseded):
                 continue
             if not scopes.visible(memory, scope, project_id):  # a neighbour or summary lent from elsewhere
                 continue
+            if memory.id in shared and not team:
+                continue
             if sector and memory.sector != sector:
                 continue
-            hits.append(SearchHit(memory=memory, score=min(1.0, score * prior(memory, names, dates))))
+            hits.append(SearchHit(memory=memory, score=min(1.0, score * prior(memory, names, dates)),
+                                  shared=shared.get(memory.id)))
         hits.sort(key=lambda hit: (-hit.score, hit.memory.seq))
         shown = spread_sessions(hits)
     hits = shown[:limit]
@@ -541,9 +551,9 @@ def _annotate(db: Database, hits: list[SearchHit], project_id: int, *, every_pro
     related = memories.related_counts(db, ids)
     found_sessions = sessions.get_sessions(db, [hit.memory.session_id for hit in hits if hit.memory.session_id
                                                 and (every_project or hit.memory.project_id == project_id)])
-    labels = scopes.project_labels(db, {hit.memory.project_id for hit in hits if hit.memory.project_id != project_id})
+    names = scopes.project_labels(db, {hit.memory.project_id for hit in hits if hit.memory.project_id != project_id})
     for hit in hits:
-        hit.origin = scopes.label(hit.memory, project_id, labels)
+        hit.origin = scopes.label(hit.memory, project_id, names)
         hit.superseded_by = replaced.get(hit.memory.id)
         hit.related_count = related.get(hit.memory.id, 0)
         hit.session = found_sessions.get(hit.memory.session_id or "")

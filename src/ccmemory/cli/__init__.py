@@ -36,6 +36,7 @@ COMMAND_MODULES = {
     "demo": "demo",
     "ui": "ui_command",
     "server": "server_commands",
+    "sync": "sync_commands",
 }
 
 

@@ -11,6 +11,7 @@ from ..knowledge import promotion
 from ..db import Database
 from ..redaction import REDACTED
 from ..memories import Memory
+from ..team import labels
 from ..vocabulary import CATEGORIES, MEMORY_SCOPES, SEARCH_SCOPES, SECTORS
 from .common import (default_project_dir, describe, echo, emit_json, fail, handles_errors, json_option, open_store,
                      preview, project_option, report_search, search_embedder)
@@ -116,10 +117,12 @@ def add(content: str | None, category: str, sector: str | None, tags: str, impor
 @click.option("--sector", type=click.Choice(SECTORS), default=None, help="Only this sector.")
 @click.option("--include-superseded", is_flag=True, help="Also show memories replaced by newer ones.")
 @scope_option
+@click.option("--team/--no-team", default=True, show_default=True,
+              help="Include memories teammates shared through the team server (docs/team.md).")
 @project_option
 @json_option
 @handles_errors
-def search(query: str, limit: int, mode: str, sector: str | None, include_superseded: bool, scope: str,
+def search(query: str, limit: int, mode: str, sector: str | None, include_superseded: bool, scope: str, team: bool,
            project_dir: str | None, as_json: bool) -> None:
     """Search this project's memories (hybrid keyword + semantic by default)."""
     if not query.strip():
@@ -127,7 +130,8 @@ def search(query: str, limit: int, mode: str, sector: str | None, include_supers
     db, project = open_store(project_dir, vectors=mode != "keyword")
     embedder = search_embedder(db, mode)
     result = searching.search_with_info(db, query, project_id=project, scope=scope, mode=mode, sector=sector,
-                                        limit=limit, include_superseded=include_superseded, embedder=embedder)
+                                        limit=limit, include_superseded=include_superseded, embedder=embedder,
+                                        team=team)
     promotion.after_search(db, project, project_dir or default_project_dir(), result.hits)
     if not report_search(result, query, as_json):
         return
@@ -136,6 +140,8 @@ def search(query: str, limit: int, mode: str, sector: str | None, include_supers
         echo(f"   {preview(hit.memory)}")
         if hit.superseded_by:
             echo(f"   superseded by {hit.superseded_by[:8]}")
+        if hit.shared:
+            echo(f"   {labels.describe(hit.shared)}")
         echo()
 
 

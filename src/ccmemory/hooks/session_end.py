@@ -16,7 +16,10 @@ The slow work runs detached and ends by itself: an opt-in model-written summary
 (:mod:`ccmemory.hooks.model_summary`), and, inside Claude Code, embedding what the
 session captured and its MCP server had no time to embed (the plugin launcher's
 ``--embed``, which does nothing until the server's runtime is installed), so the
-next session's first search finds it by meaning. Vectors are never computed here.
+next session's first search finds it by meaning. Vectors are never computed here. When a team
+server is configured (``sync.url`` or ``CCMEMORY_SYNC_URL``: read from the settings, no
+connection made), the launcher's ``--sync`` runs one bounded sync round the same detached way
+(``ccmemory sync --background``); the hook itself never touches the network.
 """
 
 from __future__ import annotations
@@ -54,11 +57,15 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     if new_summary is not None:
         start_model_summary(config, session_id, new_summary)
     if pending:
-        start_embedding()
+        start_launcher("--embed")
+    import os
+
+    if config.get("sync", "url") or os.environ.get("CCMEMORY_SYNC_URL"):
+        start_launcher("--sync")
 
 
-def start_embedding() -> None:
-    """Start the plugin launcher's ``--embed`` in its own session, when running as a Claude Code plugin."""
+def start_launcher(flag: str) -> None:
+    """Start the plugin launcher with ``flag`` (``--embed``, ``--sync``) in its own session, inside Claude Code."""
     import os
     import subprocess
     import sys
@@ -70,8 +77,8 @@ def start_embedding() -> None:
     if not launcher or not os.path.isabs(launcher) or not os.path.isfile(launcher):
         return
     try:
-        subprocess.Popen([sys.executable, "-I", launcher, "--embed"], stdin=subprocess.DEVNULL,
+        subprocess.Popen([sys.executable, "-I", launcher, flag], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
                          env=child_env())
     except OSError as exc:
-        log.error("session_end", f"could not start embedding after the session: {exc}")
+        log.error("session_end", f"could not start {flag} after the session: {exc}")

@@ -19,6 +19,7 @@ from .. import knowledge, quoting
 from ..excerpts import counted, estimate_tokens, one_line
 from ..memories import Memory
 from ..sessions import gist, preview
+from ..team import labels
 
 SNIPPET_CHARS = 160
 SESSION_SNIPPET_CHARS = 140
@@ -43,6 +44,7 @@ def index_entry(
     session: Mapping[str, Any] | None = None,
     related: int = 0,
     origin: str = "",
+    shared: Mapping[str, Any] | None = None,
 ) -> str:
     """One hit of a search or list: enough to decide whether to fetch it; ``origin`` says where it comes from
     when not from this project (``user-wide``, ``project NAME (PATH)``)."""
@@ -64,6 +66,8 @@ def index_entry(
         context.append(f"session {stamp(session.get('started_at'))}" + (f": {summary}" if summary else ""))
     if related:
         context.append(f"{related} related")
+    if shared:
+        context.append(labels.describe(dict(shared)))
     if context:
         lines.append("    " + " · ".join(context))
     lines.append("    " + preview(memory.content, memory.source, SNIPPET_CHARS))
@@ -77,7 +81,7 @@ def search_results(query: str, mode: str, hits: Sequence[Any], warnings: Iterabl
         return "\n".join([*notes, f'No memories found for "{one_line(query, 80)}".'])
     entries = [
         index_entry(i, hit.memory, score=hit.score, superseded_by=hit.superseded_by, session=hit.session,
-                    related=hit.related_count, origin=hit.origin)
+                    related=hit.related_count, origin=hit.origin, shared=hit.shared)
         for i, hit in enumerate(hits, 1)
     ]
     header = (f'{counted(len(hits), "memory")} for "{one_line(query, 80)}" ({mode}). '

@@ -63,6 +63,7 @@ def memory_search(
     mode: Annotated[str, Param(choices=search.MODES)] = search.DEFAULT_MODE,
     include_superseded: Annotated[bool, Param("Also show replaced memories")] = False,
     scope: Scope = "project",
+    team: Annotated[bool, Param("Include memories teammates shared through the team server")] = True,
 ) -> str:
     warnings: list[str] = []
     embedder = None
@@ -76,6 +77,7 @@ def memory_search(
     result = search.search_with_info(
         ctx.db, query, project_id=ctx.project_id, scope=scope, mode=mode, limit=limit,
         sector=sector, include_superseded=include_superseded, session_id=ctx.session_id, embedder=embedder,
+        team=team,
     )
     promotion.after_search(ctx.db, ctx.project_id, ctx.project_dir, result.hits)
     return format.search_results(str(query), result.mode_used, result.hits, [*warnings, *result.warnings])

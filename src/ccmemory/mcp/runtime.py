@@ -19,6 +19,7 @@ from .. import db as database, projects
 from ..background import STATE_KEY, Background
 from ..errors import CCMemoryError
 from ..redaction import storable
+from ..team.sync import Periodic
 from .registry import TOOL_MODULES, Tool, ToolContext
 
 log = logging.getLogger("ccmemory.mcp")
@@ -79,6 +80,7 @@ class Runtime:
         self.vectors = vectors
         self.start_hooks = start_hooks
         self.background = background or Background()
+        self.sync_rounds = Periodic()
         self.state: dict[str, Any] = {STATE_KEY: self.background}
         self._lock = threading.Lock()
         self._context: ToolContext | None = None
@@ -120,6 +122,7 @@ class Runtime:
 
     def start_background(self) -> None:
         self.background.start(open_db=lambda: database.connect(vectors=True), before=self.open)
+        self.sync_rounds.start()
 
     def call(self, tool: Tool, arguments: dict[str, Any]) -> tuple[str, bool]:
         """Run one tool; returns its text and whether it is an error."""
@@ -136,6 +139,7 @@ class Runtime:
     def close(self, wait: float) -> None:
         """Stop the background work and close the database (if no call holds it for ``wait`` seconds)."""
         self.background.stop()
+        self.sync_rounds.stop()
         if not self._lock.acquire(timeout=wait):
             return
         try:

@@ -177,6 +177,7 @@ def search_memories(call: Call) -> dict[str, Any]:
         sector=parameters.choice(query, "sector", SECTORS),
         limit=parameters.integer(query, "limit", 20, low=1, high=search.MAX_LIMIT),
         include_superseded=parameters.flag(query, "include_superseded"), embedder=embedder, track=False,
+        team=parameters.flag(query, "team", default=True),
     )
     return {"hits": [{**hit.to_dict(), "memory": _summary(hit.memory, hit.origin)} for hit in result.hits],
             "mode_used": result.mode_used, "warnings": [*warnings, *result.warnings]}

@@ -176,6 +176,7 @@ function memoryItem(memory, extra = {}) {
     el("span", { class: `sector s-${memory.sector}` }, memory.sector),
     el("span", {}, memory.category), el("span", {}, memory.tier),
     extra.score !== undefined ? el("span", { class: "score" }, `score ${extra.score.toFixed(2)}`) : null,
+    extra.shared ? el("span", { class: "tag shared" }, `shared by ${extra.shared.by} ${day(extra.shared.at)}`) : null,
     el("span", { class: "muted" }, day(memory.created_at)), ...marks),
   el("div", { class: "snippet" }, memory.content.length > 240 ? `${memory.content.slice(0, 240)}…` : memory.content));
   return item;
@@ -217,9 +218,10 @@ async function runSearch(freshAfter = null) {
   params.set("scope", $("#f-scope").value);
   if ($("#f-sector").value) params.set("sector", $("#f-sector").value);
   if ($("#f-superseded").value !== "exclude") params.set("include_superseded", "true");
+  if ($("#f-team").value === "exclude") params.set("team", "false");
   const data = await api(projectPath(`/search?${params}`));
   $("#memories").replaceChildren(...data.hits.map((hit) =>
-    memoryItem(hit.memory, { score: hit.score, fresh: freshAfter !== null && hit.memory.seq > freshAfter })));
+    memoryItem(hit.memory, { score: hit.score, shared: hit.shared, fresh: freshAfter !== null && hit.memory.seq > freshAfter })));
   $("#more").hidden = true;
   $("#count").textContent = `${data.hits.length} result${data.hits.length === 1 ? "" : "s"} (${data.mode_used})`
     + (data.warnings.length ? ` · ${data.warnings.join(" ")}` : "");
@@ -606,7 +608,7 @@ function bind() {
   $("#tabs").addEventListener("click", (event) => { if (event.target.dataset.tab) switchTab(event.target.dataset.tab); });
   $("#search-form").addEventListener("submit", (event) => { event.preventDefault(); guarded(() => runSearch()); });
   $("#clear-search").addEventListener("click", clearSearch);
-  for (const id of ["#f-scope", "#f-sector", "#f-tier", "#f-category", "#f-superseded", "#f-deleted"]) {
+  for (const id of ["#f-scope", "#f-sector", "#f-tier", "#f-category", "#f-superseded", "#f-deleted", "#f-team"]) {
     $(id).addEventListener("change", () => guarded(() => refreshList()));
   }
   $("#more").addEventListener("click", () => guarded(() => loadMemories({ append: true })));

@@ -1,0 +1,720 @@
+"""One sync round with the team server: push the outbox, then pull by cursor (``ccmemory sync``).
+
+Local-first: the SQLite store stays what hooks write and what search reads; this module is the
+only one that moves memories between it and the server, and only when asked (``ccmemory sync``,
+the bounded round after SessionEnd, the MCP server's periodic round). Hooks never call it.
+
+**Outbox.** Once sync is set up on a machine (meta ``sync.enabled``, set by the first round,
+which also queues every existing memory), triggers queue the id of each memory added, changed,
+deleted, superseded or embedded (migration 15). A push reads the memory as it is *now*, so ten
+edits between rounds are one push.
+
+**Pushes are idempotent.** Rows keep their global id (a uuid made where the memory was made).
+A new row is ``INSERT … ON CONFLICT (id) DO NOTHING``; a change is an ``UPDATE`` conditional on
+the server's change number this machine last saw (``sync_memories.updated_seq``). A hash of
+what a row says (:func:`ccmemory.team.sharing.digest`) is kept per memory: a push that would
+change nothing is skipped, so pulled rows are never echoed back, and a crash between the
+server's commit and ours is repaired by the next round finding the same hash on the server.
+
+**Conflicts** (the same memory changed on two of my machines between rounds): the conditional
+update finds a newer server row. The newer ``updated_at`` wins the memory's id on both machines
+(ties: the larger hash); when both sides have text and the texts differ, the losing text is kept
+as a new memory superseded by the winner, pushed like any other. So neither text is lost and both
+machines end with the same two memories. A delete against an edit: the newer wins, no copy.
+
+**Pull.** Rows of the team (mine of any scope, teammates' ``team`` rows: row-level security
+decides) with ``updated_seq`` above the cursor, in order, then tombstones of rows taken back
+from the team. A teammate's memory is stored with its id and original source; who shared it and
+when is in ``sync_memories`` (search labels it). Vectors are stored only when they were made by
+the model this machine uses; otherwise the memory waits for the background embedding pass.
+Rows of a project this machine has not seen wait in ``sync_inbox`` until it has.
+
+Only memories owned by this machine's role are pushed: a teammate's memory edited here stays
+edited here (the server lets only its owner change it) until its owner changes it again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .. import clock, memories
+from ..db import Database
+from ..errors import NotFoundError
+from . import sharing
+from .connection import ServerError, Target, connect, translated
+
+if TYPE_CHECKING:
+    import psycopg
+
+#: Rows pushed or pulled per server transaction.
+BATCH = 200
+#: How many times a conditional update is retried when the row keeps changing under it.
+CONFLICT_RETRIES = 3
+META_ENABLED = "sync.enabled"
+META_CURSOR = "sync.cursor"
+META_TOMBSTONE_CURSOR = "sync.tombstone_cursor"
+META_WHERE = "sync.where"
+META_ROLE = "sync.role"
+META_LAST = "sync.last"
+#: A background round (after SessionEnd, in the MCP server) stops pushing after this; the rest waits for the next.
+BACKGROUND_SECONDS = 30.0
+#: How often the MCP server runs a background round.
+INTERVAL_SECONDS = 600.0
+
+_COLUMNS = ("id, project, scope, owner, updated_seq, created_at, updated_at, deleted, superseded_by, sector, "
+            "category, source, content, metadata, embedding::text AS embedding, embedding_model")
+
+
+@dataclass
+class Report:
+    """What one round did (``ccmemory sync --json``)."""
+
+    server: str = ""
+    team: str = ""
+    role: str = ""
+    pushed: int = 0
+    unshared: int = 0
+    deleted: int = 0
+    pulled: int = 0
+    removed: int = 0
+    conflicts: int = 0
+    waiting: int = 0
+    pending: int = 0
+    finished: bool = True
+    problems: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def line(self) -> str:
+        parts = [f"pushed {self.pushed}", f"pulled {self.pulled}"]
+        for count, what in ((self.unshared, "taken back from the team"), (self.deleted, "deletions sent"),
+                            (self.removed, "removed here"), (self.conflicts, "conflicts kept both texts"),
+                            (self.waiting, "waiting for a project not on this machine")):
+            if count:
+                parts.append(f"{count} {what}")
+        tail = "" if self.finished else f"; stopped at the time limit, {self.pending} still to push"
+        return f"Synced with {self.server} (team {self.team}, as {self.role}): {', '.join(parts)}{tail}."
+
+
+def _meta(db: Database, key: str) -> str | None:
+    value = db.scalar("SELECT value FROM meta WHERE key = ?", (key,))
+    return None if value is None else str(value)
+
+
+def _set_meta(db: Database, key: str, value: str) -> None:
+    db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+
+def enable(db: Database, *, requeue: bool = False) -> bool:
+    """Turn the outbox on (queueing every stored memory the first time, or with ``requeue``); True if it was off."""
+    with db.transaction():
+        first = _meta(db, META_ENABLED) is None
+        if first or requeue:
+            db.execute("INSERT OR IGNORE INTO sync_outbox(memory_id, queued_at) SELECT id, updated_at FROM memories")
+            _set_meta(db, META_ENABLED, clock.now())
+    return first
+
+
+def _timestamp(value: Any) -> str:
+    """A server time as the store writes times (``2026-11-22T02:40:00.123Z``)."""
+    from datetime import timezone
+
+    moment = value.astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _server_row(record: Any) -> dict[str, Any]:
+    row = dict(record)
+    for name in ("created_at", "updated_at"):
+        row[name] = _timestamp(row[name])
+    if isinstance(row.get("metadata"), str):
+        row["metadata"] = json.loads(row["metadata"])
+    return row
+
+
+def _vector_of(db: Database, memory: memories.Memory) -> tuple[str | None, str | None]:
+    """The memory's stored vector as pgvector text and its model id, or (None, None)."""
+    row = db.one("SELECT e.vector, m.model_id FROM memory_embeddings e JOIN embedding_models m ON m.id = e.model "
+                 "WHERE e.item_seq = ?", (memory.seq,))
+    if row is None:
+        return None, None
+    values = [b - 256 if b > 127 else b for b in bytes(row["vector"])]  # int8, scaled: cosine ignores the scale
+    return "[" + ",".join(str(v / 127) for v in values) + "]", str(row["model_id"])
+
+
+class Round:
+    """One round on an open local store and an open server connection."""
+
+    def __init__(self, db: Database, conn: psycopg.Connection[Any], target: Target, settings: Any,
+                 team: str, deadline: float) -> None:
+        self.db = db
+        self.conn = conn
+        self.target = target
+        self.settings = settings
+        self.deadline = deadline
+        self.report = Report(server=target.scrub(_where(conn)), team=team)
+        self.role = str(conn.execute("SELECT current_user").fetchone()[0])  # type: ignore[index]
+        self.report.role = self.role
+        self.team_id = _team_id(conn, team)
+        self.projects_on_server: set[str] = set()
+        self.losers: list[dict[str, Any]] = []
+        self.pulled_now: list[dict[str, Any]] = []
+        from .. import embeddings
+
+        self.model = embeddings.configured_spec().model_id
+
+    # --- push -----------------------------------------------------------------------------------------------
+
+    def push(self) -> None:
+        while time.monotonic() < self.deadline:
+            queued = [row["memory_id"] for row in self.db.rows(
+                "SELECT memory_id FROM sync_outbox ORDER BY queued_at, memory_id LIMIT ?", (BATCH,))]
+            if not queued:
+                return
+            done: list[tuple[str, dict[str, Any] | None]] = []
+            with translated(self.target, "pushing memories"), self.conn.transaction():
+                for memory_id in queued:
+                    done.append((memory_id, self._push_one(memory_id)))
+            with self.db.transaction():
+                for memory_id, recorded in done:
+                    if recorded is not None:
+                        self._record(memory_id, recorded)
+                    self.db.execute("DELETE FROM sync_outbox WHERE memory_id = ?", (memory_id,))
+        self.report.finished = False
+
+    def _push_one(self, memory_id: str) -> dict[str, Any] | None:
+        """Send one queued memory if it should go; what to record about it locally, or None."""
+        known = self.db.one("SELECT * FROM sync_memories WHERE memory_id = ?", (memory_id,))
+        if known is not None and not known["mine"]:
+            return None
+        try:
+            memory: memories.Memory | None = memories.get(self.db, memory_id, project_id=None)
+        except NotFoundError:
+            memory = None
+        project = None
+        if memory is not None:
+            project, _why = sharing.project_sync_status(self.db, memory.project_id)
+        if memory is None or project is None:
+            if known is None or (memory is not None and not memory.is_deleted):
+                return None  # never shared, or its project stopped syncing: left as it is on the server
+            return self._send_delete(known)
+        choice = self.db.scalar("SELECT scope FROM sync_choices WHERE memory_id = ?", (memory_id,))
+        scope = sharing.desired_scope(memory, choice, known["scope"] if known else None, self.settings)
+        if scope is None:
+            return None
+        if memory.is_deleted and known is None:
+            return None
+        replaced = memories.superseded_by(self.db, [memory.id]) if memory.is_superseded else {}
+        row = sharing.payload(memory, project=project, scope=scope, superseded_by=replaced.get(memory.id))
+        if not row["content"].strip() and not row["deleted"]:
+            return None
+        vector, model = (None, None) if row["deleted"] else _vector_of(self.db, memory)
+        row["embedding"], row["embedding_model"] = vector, model
+        hashed = sharing.digest(row, model)
+        if known is not None and hashed == known["synced_hash"]:
+            return None
+        self._ensure_project(project, memory.project_id)
+        if known is None:
+            return self._insert(row, hashed)
+        return self._update(row, hashed, int(known["updated_seq"]), known["scope"])
+
+    def _ensure_project(self, project: str, project_id: int) -> None:
+        if project in self.projects_on_server:
+            return
+        name = self.db.scalar("SELECT name FROM projects WHERE id = ?", (project_id,)) or ""
+        self.conn.execute("INSERT INTO ccmemory.projects (team_id, project, name) VALUES (%s, %s, %s) "
+                          "ON CONFLICT DO NOTHING", (self.team_id, project, str(name)[:200]))
+        self.projects_on_server.add(project)
+
+    def _values(self, row: dict[str, Any]) -> tuple[Any, ...]:
+        return (row["scope"], row["updated_at"], row["deleted"], row["superseded_by"], row["sector"],
+                row["category"], row["source"], row["content"], json.dumps(row["metadata"]), row["embedding"],
+                row["embedding_model"])
+
+    def _insert(self, row: dict[str, Any], hashed: str) -> dict[str, Any] | None:
+        found = self.conn.execute(
+            "INSERT INTO ccmemory.memories (scope, updated_at, deleted, superseded_by, sector, category, source, "
+            "content, metadata, embedding, embedding_model, id, team_id, project, created_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::vector, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (id) DO NOTHING RETURNING updated_seq, updated_at",
+            (*self._values(row), row["id"], self.team_id, row["project"], row["created_at"])).fetchone()
+        if found is not None:
+            self.report.pushed += 1
+            return self._recorded(row, hashed, found)
+        return self._resolve(row, hashed)  # pushed before (a crash, a retry) or changed since by another machine
+
+    def _update(self, row: dict[str, Any], hashed: str, base_seq: int, old_scope: str) -> dict[str, Any] | None:
+        found = self.conn.execute(
+            "UPDATE ccmemory.memories SET scope = %s, updated_at = %s, deleted = %s, superseded_by = %s, "
+            "sector = %s, category = %s, source = %s, content = %s, metadata = %s::jsonb, embedding = %s::vector, "
+            "embedding_model = %s WHERE id = %s AND updated_seq = %s RETURNING updated_seq, updated_at",
+            (*self._values(row), row["id"], base_seq)).fetchone()
+        if found is None:
+            return self._resolve(row, hashed)
+        if row["deleted"]:
+            self.report.deleted += 1
+        elif old_scope == "team" and row["scope"] == "personal":
+            self.report.unshared += 1
+        else:
+            self.report.pushed += 1
+        return self._recorded(row, hashed, found)
+
+    def _send_delete(self, known: dict[str, Any]) -> dict[str, Any] | None:
+        found = self.conn.execute(
+            "UPDATE ccmemory.memories SET deleted = true, updated_at = now() WHERE id = %s AND NOT deleted "
+            "RETURNING updated_seq, updated_at, scope", (known["memory_id"],)).fetchone()
+        if found is None:
+            return None
+        self.report.deleted += 1
+        row = {"id": known["memory_id"], "scope": found[2], "deleted": True}
+        return {"owner": self.role, "mine": 1, "scope": found[2], "updated_seq": int(found[0]),
+                "shared_at": _timestamp(found[1]), "synced_hash": sharing.digest(row, None)}
+
+    def _recorded(self, row: dict[str, Any], hashed: str, found: Any) -> dict[str, Any]:
+        return {"owner": self.role, "mine": 1, "scope": row["scope"], "updated_seq": int(found[0]),
+                "shared_at": _timestamp(found[1]), "synced_hash": hashed, "superseded_by": row.get("superseded_by")}
+
+    def _resolve(self, row: dict[str, Any], hashed: str) -> dict[str, Any] | None:
+        """The server's row differs from the version this machine last saw: keep the newer, and both texts."""
+        for _ in range(CONFLICT_RETRIES):
+            record = self.conn.execute(f"SELECT {_COLUMNS} FROM ccmemory.memories WHERE id = %s",
+                                       (row["id"],)).fetchone()
+            if record is None:
+                raise ServerError(f"memory {row['id']} exists on the server but this role ({self.role}) cannot see "
+                                  "it: another member owns that id; nothing was changed")
+            theirs = _server_row(_as_dict(self.conn, record))
+            if theirs["owner"] != self.role:
+                return None
+            their_hash = sharing.digest(theirs, theirs["embedding_model"])
+            if their_hash == hashed:
+                return self._recorded(row, hashed, (theirs["updated_seq"], _parse_time(theirs["updated_at"])))
+            self.report.conflicts += 1
+            ours_wins = (row["updated_at"], hashed) > (theirs["updated_at"], their_hash)
+            winner, loser = (row, theirs) if ours_wins else (theirs, row)
+            if not winner["deleted"] and not loser["deleted"] and loser["content"] != winner["content"]:
+                self.losers.append(loser)
+            if not ours_wins:
+                self.pulled_now.append(theirs)
+                return None
+            found = self.conn.execute(
+                "UPDATE ccmemory.memories SET scope = %s, updated_at = %s, deleted = %s, superseded_by = %s, "
+                "sector = %s, category = %s, source = %s, content = %s, metadata = %s::jsonb, "
+                "embedding = %s::vector, embedding_model = %s WHERE id = %s AND updated_seq = %s "
+                "RETURNING updated_seq, updated_at",
+                (*self._values(row), row["id"], theirs["updated_seq"])).fetchone()
+            if found is not None:
+                self.report.pushed += 1
+                return self._recorded(row, hashed, found)
+        raise ServerError(f"memory {row['id']} kept changing on the server while this round pushed it; "
+                          "run `ccmemory sync` again")
+
+    def _record(self, memory_id: str, recorded: dict[str, Any]) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO sync_memories(memory_id, owner, mine, scope, updated_seq, shared_at, synced_hash, "
+            "superseded_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (memory_id, recorded["owner"], recorded["mine"], recorded["scope"], recorded["updated_seq"],
+             recorded["shared_at"], recorded["synced_hash"], recorded.get("superseded_by")))
+
+    def keep_losers(self) -> None:
+        """Each text that lost a conflict becomes a memory of its own, superseded by the winner (pushed next)."""
+        for loser in self.losers:
+            try:
+                winner = memories.get(self.db, loser["id"], project_id=None)
+            except Exception:  # noqa: BLE001 - the winner is not here yet: it arrives with this round's pull
+                winner = None
+            project_id = winner.project_id if winner else _local_project(self.db, loser.get("project", ""))
+            if project_id is None:
+                continue
+            meta = loser["metadata"] if isinstance(loser["metadata"], dict) else {}
+            copy = memories.add(
+                self.db, project_id=project_id, content=loser["content"], sector=loser["sector"],
+                category=loser["category"], tags=meta.get("tags"), files=meta.get("files"),
+                tier=str(meta.get("tier")) if meta.get("tier") in ("session", "project") else "project",
+                source=loser["source"], metadata={**(meta.get("meta") or {}), "conflict_copy_of": loser["id"]},
+                created_at=loser["created_at"])
+            if winner is not None:
+                memories.supersede(self.db, copy.id, winner.id, project_id=None)
+        self.losers = []
+
+    # --- pull -----------------------------------------------------------------------------------------------
+
+    def pull(self) -> None:
+        for theirs in self.pulled_now:
+            self._apply(theirs)
+        self.pulled_now = []
+        cursor = int(_meta(self.db, META_CURSOR) or 0)
+        while time.monotonic() < self.deadline:
+            with translated(self.target, "pulling memories"):
+                records = self.conn.execute(
+                    f"SELECT {_COLUMNS} FROM ccmemory.memories WHERE team_id = %s AND updated_seq > %s "
+                    "ORDER BY updated_seq LIMIT %s", (self.team_id, cursor, BATCH)).fetchall()
+                rows = [_server_row(_as_dict(self.conn, record)) for record in records]
+            if not rows:
+                break
+            with self.db.transaction():
+                for row in rows:
+                    self._apply(row)
+                cursor = int(rows[-1]["updated_seq"])
+                _set_meta(self.db, META_CURSOR, str(cursor))
+        self._pull_tombstones()
+        self._apply_inbox()
+
+    def _pull_tombstones(self) -> None:
+        cursor = int(_meta(self.db, META_TOMBSTONE_CURSOR) or 0)
+        with translated(self.target, "pulling tombstones"):
+            rows = self.conn.execute(
+                "SELECT memory_id, updated_seq FROM ccmemory.tombstones WHERE team_id = %s AND updated_seq > %s "
+                "ORDER BY updated_seq", (self.team_id, cursor)).fetchall()
+        if not rows:
+            return
+        with self.db.transaction():
+            for memory_id, seq in rows:
+                theirs = self.db.scalar("SELECT 1 FROM sync_memories WHERE memory_id = ? AND mine = 0", (memory_id,))
+                if theirs:
+                    self._forget(memory_id)
+                    self.report.removed += 1
+                cursor = max(cursor, int(seq))
+            _set_meta(self.db, META_TOMBSTONE_CURSOR, str(cursor))
+
+    def _forget(self, memory_id: str) -> None:
+        """Remove a teammate's memory that is no longer shared with this machine."""
+        self.db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+        self.db.execute("DELETE FROM sync_memories WHERE memory_id = ?", (memory_id,))
+        self.db.execute("DELETE FROM sync_outbox WHERE memory_id = ?", (memory_id,))
+
+    def _apply(self, row: dict[str, Any]) -> None:
+        """Store one server row here (inside the caller's transaction)."""
+        memory_id = row["id"]
+        mine = row["owner"] == self.role
+        hashed = sharing.digest(row, row["embedding_model"])
+        known = self.db.one("SELECT synced_hash, updated_seq FROM sync_memories WHERE memory_id = ?", (memory_id,))
+        if known is not None and (known["synced_hash"] == hashed or int(known["updated_seq"]) >= row["updated_seq"]):
+            return
+        if mine and known is not None and self.db.scalar("SELECT 1 FROM sync_outbox WHERE memory_id = ?",
+                                                         (memory_id,)):
+            return  # changed here too since: the next push meets the server's version and keeps both
+        local = self.db.one("SELECT seq, project_id FROM memories WHERE id = ?", (memory_id,))
+        if row["deleted"]:
+            if local is not None:
+                if mine:
+                    memories.delete(self.db, memory_id, project_id=None)
+                else:
+                    self._forget(memory_id)
+                    self.report.removed += 1
+                    return
+                self.report.removed += 1
+        else:
+            project_id = local["project_id"] if local else _local_project(self.db, row["project"])
+            if project_id is None:
+                self._park(row)
+                return
+            if sharing.project_sync_status(self.db, project_id)[0] is None:
+                return
+            self._write(row, project_id, exists=local is not None)
+            self.report.pulled += 1
+        self._record(memory_id, {"owner": row["owner"], "mine": int(mine), "scope": row["scope"],
+                                 "updated_seq": row["updated_seq"], "shared_at": row["updated_at"],
+                                 "synced_hash": hashed, "superseded_by": row["superseded_by"]})
+        self.db.execute("DELETE FROM sync_outbox WHERE memory_id = ?", (memory_id,))
+        self.db.execute("DELETE FROM sync_inbox WHERE memory_id = ?", (memory_id,))
+
+    def _park(self, row: dict[str, Any]) -> None:
+        self.db.execute("INSERT OR REPLACE INTO sync_inbox(memory_id, project, updated_seq, row) VALUES (?, ?, ?, ?)",
+                        (row["id"], row["project"], row["updated_seq"], json.dumps(row)))
+        self.report.waiting += 1
+
+    def _apply_inbox(self) -> None:
+        waiting = self.db.rows("SELECT DISTINCT project FROM sync_inbox")
+        ready = [entry["project"] for entry in waiting if _local_project(self.db, entry["project"]) is not None]
+        if not ready:
+            self.report.waiting = self.db.scalar("SELECT COUNT(*) FROM sync_inbox") or 0
+            return
+        with self.db.transaction():
+            for project in ready:
+                for entry in self.db.rows("SELECT row FROM sync_inbox WHERE project = ? ORDER BY updated_seq",
+                                          (project,)):
+                    self._apply(json.loads(entry["row"]))
+        self.report.waiting = self.db.scalar("SELECT COUNT(*) FROM sync_inbox") or 0
+
+    def _write(self, row: dict[str, Any], project_id: int, *, exists: bool) -> None:
+        meta = row["metadata"] if isinstance(row["metadata"], dict) else {}
+        tier = meta.get("tier") if meta.get("tier") in ("session", "project") else "project"
+        given = meta.get("importance")
+        importance = float(given) if isinstance(given, (int, float)) else 0.5
+        values = (row["content"], row["sector"], tier, memories.normalize_category(row["category"]),
+                  json.dumps(_strings(meta.get("tags"))), json.dumps(_strings(meta.get("files"))),
+                  min(max(float(importance), 0.0), 1.0), row["updated_at"], row["source"][:40] or "sync",
+                  json.dumps(meta.get("meta") if isinstance(meta.get("meta"), dict) else {}))
+        if exists:
+            self.db.execute("UPDATE memories SET content = ?, sector = ?, tier = ?, category = ?, tags = ?, files = ?, "
+                            "importance = ?, updated_at = ?, source = ?, metadata = ?, is_deleted = 0, "
+                            "deleted_at = NULL WHERE id = ?", (*values, row["id"]))
+        else:
+            self.db.execute("INSERT INTO memories(content, sector, tier, category, tags, files, importance, updated_at, "
+                            "source, metadata, salience, id, project_id, created_at) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (*values, values[6], row["id"], project_id, row["created_at"]))
+        self._supersession(row)
+        if row["embedding"] and row["embedding_model"] == self.model:
+            self._store_vector(row)
+
+    def _supersession(self, row: dict[str, Any]) -> None:
+        newer = row["superseded_by"]
+        if newer and self.db.scalar("SELECT 1 FROM memories WHERE id = ?", (newer,)):
+            self.db.execute("INSERT OR IGNORE INTO memory_relationships(source_id, target_id, relationship_type, "
+                            "created_at) VALUES (?, ?, 'SUPERSEDES', ?)", (newer, row["id"], row["updated_at"]))
+        # Memories that arrived before the one superseding them are linked now.
+        self.db.execute("INSERT OR IGNORE INTO memory_relationships(source_id, target_id, relationship_type, created_at) "
+                        "SELECT ?, s.memory_id, 'SUPERSEDES', ? FROM sync_memories s JOIN memories m ON m.id = s.memory_id "
+                        "WHERE s.superseded_by = ?", (row["id"], row["updated_at"], row["id"]))
+        if newer:
+            self.db.execute("UPDATE memories SET valid_until = COALESCE(valid_until, ?) WHERE id = ?",
+                            (row["updated_at"], row["id"]))
+        else:
+            memories.refresh_superseded(self.db, [row["id"]])
+        memories.refresh_superseded(self.db, memories.replaces(self.db, row["id"]))
+
+    def _store_vector(self, row: dict[str, Any]) -> None:
+        from .. import embeddings
+
+        values = [float(part) for part in row["embedding"].strip("[]").split(",") if part]
+        peak = max((abs(v) for v in values), default=0.0) or 1.0
+        quantized = bytes((round(v * 127 / peak)) & 0xFF for v in values)
+        seq = self.db.scalar("SELECT seq FROM memories WHERE id = ?", (row["id"],))
+        model = embeddings.model_number(self.db, self.model)
+        self.db.execute("UPDATE memories SET needs_embedding = 0 WHERE seq = ?", (seq,))
+        self.db.execute("INSERT INTO memory_embeddings(item_seq, model, vector, indexed) VALUES (?, ?, ?, 0) "
+                        "ON CONFLICT(item_seq) DO UPDATE SET model = excluded.model, vector = excluded.vector, "
+                        "indexed = 0", (seq, model, quantized))
+
+
+def _strings(value: Any) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+
+
+def _parse_time(text: str) -> Any:
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _as_dict(conn: psycopg.Connection[Any], record: Any) -> dict[str, Any]:
+    names = ("id", "project", "scope", "owner", "updated_seq", "created_at", "updated_at", "deleted", "superseded_by",
+             "sector", "category", "source", "content", "metadata", "embedding", "embedding_model")
+    return dict(zip(names, record))
+
+
+def _local_project(db: Database, identity_key: str) -> int | None:
+    """The project of this store with that portable identity (by a root commit for git), else None."""
+    if identity_key.startswith("git:"):
+        found = db.scalar("SELECT project_id FROM project_roots WHERE root = ?", (identity_key[4:],))
+        if found is not None:
+            return int(found)
+    found = db.scalar("SELECT id FROM projects WHERE identity = ?", (identity_key,))
+    return None if found is None else int(found)
+
+
+def _where(conn: psycopg.Connection[Any]) -> str:
+    info = conn.info
+    return f"{info.user}@{info.host}:{info.port}/{info.dbname}"
+
+
+def _team_id(conn: psycopg.Connection[Any], team: str) -> int:
+    row = conn.execute("SELECT id FROM ccmemory.teams WHERE name = %s", (team,)).fetchone()
+    if row is None:
+        raise ServerError(f"this role is not a member of a team named {team!r} on the server (or it does not exist); "
+                          "ask the server's admin to run `ccmemory server add-member`, or fix sync.team")
+    return int(row[0])
+
+
+def choose_team(conn: psycopg.Connection[Any], configured: str | None) -> str:
+    """``sync.team``, else the only team this role is a member of."""
+    if configured:
+        return configured
+    names = [row[0] for row in conn.execute("SELECT name FROM ccmemory.teams ORDER BY name").fetchall()]
+    if len(names) == 1:
+        return str(names[0])
+    if not names:
+        raise ServerError("this role is not a member of any team on the server; ask the server's admin to run "
+                          "`ccmemory server add-member TEAM ROLE`")
+    raise ServerError(f"this role is a member of several teams ({', '.join(names)}): choose one with "
+                      "`ccmemory config set sync.team NAME`")
+
+
+def open_server(target: Target, *, timeout: float) -> psycopg.Connection[Any]:
+    """A connection for a sync round: ``ccmemory`` first on the search path (the ``vector`` type), bounded statements."""
+    conn = connect(target, autocommit=True)  # each batch is its own transaction (conn.transaction())
+    with translated(target, "preparing the connection"):
+        conn.execute("SELECT set_config('search_path', 'ccmemory, public', false), "
+                     "set_config('statement_timeout', %s, false)", (f"{max(1, int(timeout * 1000))}ms",))
+    return conn
+
+
+def run(db: Database, target: Target, settings: Any, *, timeout: float, requeue: bool = False) -> Report:
+    """One round: the outbox pushed, then what changed on the server pulled, within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    enable(db, requeue=requeue)
+    conn = open_server(target, timeout=timeout)
+    try:
+        with translated(target, "finding the team"):
+            team = choose_team(conn, settings.get("sync", "team"))
+            sync_round = Round(db, conn, target, settings, team, deadline)
+        where = f"{sync_round.report.server} team {team}"
+        with db.transaction():
+            if _meta(db, META_WHERE) != where:  # another server or team: pull everything again (idempotent)
+                for key in (META_CURSOR, META_TOMBSTONE_CURSOR):
+                    db.execute("DELETE FROM meta WHERE key = ?", (key,))
+                db.execute("DELETE FROM sync_memories")
+                db.execute("INSERT OR IGNORE INTO sync_outbox(memory_id, queued_at) SELECT id, updated_at FROM memories")
+                _set_meta(db, META_WHERE, where)
+            _set_meta(db, META_ROLE, sync_round.role)
+        sync_round.push()
+        with db.transaction():
+            sync_round.keep_losers()
+        if sync_round.report.finished:
+            sync_round.pull()
+        sync_round.push()  # the texts kept from conflicts, and nothing else in a quiet round
+        report = sync_round.report
+    finally:
+        conn.close()
+    report.pending = db.scalar("SELECT COUNT(*) FROM sync_outbox") or 0
+    with db.transaction():
+        _set_meta(db, META_LAST, json.dumps({"at": clock.now(), "ok": True, "line": report.line()}))
+    return report
+
+
+def record_failure(db: Database, message: str) -> None:
+    """Note a failed round for ``ccmemory sync status``."""
+    with db.transaction():
+        _set_meta(db, META_LAST, json.dumps({"at": clock.now(), "ok": False, "line": message}))
+
+
+def configured(settings: Any, environ: dict[str, str] | None = None) -> bool:
+    """Whether this machine names a team server (``sync.url`` or ``CCMEMORY_SYNC_URL``): background rounds need one.
+
+    Cheap and offline (the hooks ask it): libpq's own defaults alone do not start background rounds;
+    ``ccmemory sync`` still uses them.
+    """
+    import os
+
+    from .connection import ENV_URL
+
+    env = os.environ if environ is None else environ
+    return bool(env.get(ENV_URL) or settings.get("sync", "url"))
+
+
+def status(db: Database, settings: Any, target: Target) -> dict[str, Any]:
+    """What ``ccmemory sync status`` shows; read from this store alone (no server, no credential)."""
+    from .connection import masked
+
+    last = _meta(db, META_LAST)
+    counts = {(row["mine"], row["scope"]): row["n"] for row in db.rows(
+        "SELECT s.mine, s.scope, COUNT(*) AS n FROM sync_memories s JOIN memories m ON m.id = s.memory_id "
+        "WHERE m.is_deleted = 0 GROUP BY s.mine, s.scope")}
+    listed = []
+    for project in db.rows("SELECT id, name, identity FROM projects ORDER BY id"):
+        key, why = sharing.project_sync_status(db, project["id"])
+        listed.append({"name": project["name"], "identity": project["identity"], "synced": key is not None,
+                       "why": why})
+    return {
+        "server": masked(target.conninfo) or "libpq defaults (PG* variables, PGSERVICE, ~/.pgpass)",
+        "server_from": target.source,
+        "configured": configured(settings),
+        "team": settings.get("sync", "team") or (_meta(db, META_WHERE) or "").rpartition(" team ")[2] or None,
+        "role": _meta(db, META_ROLE),
+        "enabled": _meta(db, META_ENABLED) is not None,
+        "last_sync": json.loads(last) if last else None,
+        "pending": db.scalar("SELECT COUNT(*) FROM sync_outbox") or 0,
+        "shared": {"personal": counts.get((1, "personal"), 0), "team": counts.get((1, "team"), 0),
+                   "from_teammates": counts.get((0, "team"), 0)},
+        "waiting_for_projects": db.scalar("SELECT COUNT(*) FROM sync_inbox") or 0,
+        "rules": {"personal": settings.get("sync", "personal"), "team_sources": settings.get("sync", "team_sources")},
+        "projects": listed,
+    }
+
+
+def share(db: Database, memory_id: str, scope: str, *, project_id: int | None) -> memories.Memory:
+    """Set one memory's scope (``personal`` takes a team memory back from the team); queued for the next round."""
+    if scope not in sharing.SCOPES:
+        from ..errors import ValidationError
+
+        raise ValidationError(f"Unknown scope {scope!r}; use one of: {', '.join(sharing.SCOPES)}")
+    memory = memories.get(db, memory_id, project_id=project_id)
+    with db.transaction():
+        db.execute("INSERT OR REPLACE INTO sync_choices(memory_id, scope) VALUES (?, ?)", (memory.id, scope))
+        db.execute("INSERT OR REPLACE INTO sync_outbox(memory_id, queued_at) VALUES (?, ?)", (memory.id, clock.now()))
+    return memory
+
+
+def background_round(timeout: float) -> Report | None:
+    """A round for the background (after SessionEnd, the MCP server): one at a time, never raising.
+
+    None when no server is configured or another round holds the lock; failures are recorded for
+    ``ccmemory sync status`` and logged, never shown to a session.
+    """
+    import logging
+    import os
+
+    from .. import config, db as database, locks, paths
+    from ..errors import CCMemoryError
+    from .connection import resolve
+
+    settings = config.load()
+    if not configured(settings):
+        return None
+    try:
+        with locks.held(os.path.join(paths.data_dir(), "sync.lock"), stale_after=timeout + 60):
+            store = database.connect(vectors=False)
+            try:
+                try:
+                    return run(store, resolve(settings=settings), settings, timeout=timeout)
+                except CCMemoryError as error:
+                    record_failure(store, str(error))
+                    logging.getLogger(__name__).warning("Background sync failed: %s", error)
+                    return None
+            finally:
+                store.close()
+    except locks.Busy:
+        return None
+
+
+class Periodic:
+    """The MCP server's sync rounds: one every :data:`INTERVAL_SECONDS` on a daemon thread, each bounded.
+
+    Never on a tool call's path: a round holds its own connections, and a search meanwhile reads the
+    local store as always. Nothing starts without a configured server.
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> bool:
+        """Start the thread when sync is configured; False when there is nothing to do."""
+        import threading
+
+        from .. import config
+
+        if self._thread is not None or not configured(config.load()):
+            return False
+        self._thread = threading.Thread(target=self._run, args=(INTERVAL_SECONDS,), name="ccmemory-sync", daemon=True)
+        self._thread.start()
+        return True
+
+    def _run(self, interval: float) -> None:
+        import logging
+
+        while not self._stop.wait(interval):
+            try:
+                background_round(BACKGROUND_SECONDS)
+            except Exception:  # noqa: BLE001 - a failed round must not end the server's thread
+                logging.getLogger(__name__).exception("Background sync failed; the next round tries again")
+
+    def stop(self) -> None:
+        self._stop.set()
