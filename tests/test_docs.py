@@ -51,10 +51,10 @@ def test_the_check_fails_when_a_table_is_stale(tmp_path):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text((ROOT / name).read_text(encoding="utf-8"), encoding="utf-8")
     assert gen_docs.stale_files(tmp_path) == []
-    readme = tmp_path / "README.md"
-    readme.write_text(readme.read_text(encoding="utf-8").replace("| `capture.enabled` | `true` |",
-                                                                 "| `capture.enabled` | `false` |"), encoding="utf-8")
-    assert gen_docs.stale_files(tmp_path) == ["README.md"]
+    settings = tmp_path / "docs" / "settings.md"
+    settings.write_text(settings.read_text(encoding="utf-8").replace("| `capture.enabled` | `true` |",
+                                                                     "| `capture.enabled` | `false` |"), encoding="utf-8")
+    assert gen_docs.stale_files(tmp_path) == ["docs/settings.md"]
 
 
 def test_every_file_with_a_generated_block_is_rendered_by_the_script():
