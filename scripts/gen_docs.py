@@ -139,13 +139,20 @@ def default_text(spec: dict[str, Any]) -> str:
     return "none" if value is None else json.dumps(value)
 
 
-def settings_table() -> str:
+def settings_table(*, everything: bool = True) -> str:
+    """Every setting (docs/settings.md), or the README's: those a section of :data:`README_LEAVES_OUT` does not hold."""
     from ccmemory.config import SCHEMA
     rows = ["| setting | default | what it does |", "|---|---|---|"]
     for section, keys in SCHEMA.items():
+        if not everything and section in README_LEAVES_OUT:
+            continue
         for key, spec in keys.items():
             rows.append(f"| `{section}.{key}` | `{cell(default_text(spec))}` | {cell(spec['help'])} |")
     return "\n".join(rows)
+
+
+#: Sections the README's table leaves to docs/settings.md (the README stays under 200 lines).
+README_LEAVES_OUT = ("consolidation", "storage")
 
 
 #: Marker name -> the function rendering its table.
@@ -155,6 +162,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "tools": tools_table,
     "tool-parameters": tool_parameters,
     "settings": settings_table,
+    "readme-settings": lambda: settings_table(everything=False),
 }
 
 #: The files holding generated tables.

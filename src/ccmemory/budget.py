@@ -61,8 +61,6 @@ def _stored(db: Database) -> dict[int, dict[str, int]]:
 
 def usage(db: Database, loaded: settings.Config | None = None) -> dict[str, Any]:
     """The budget and what fills it: the file, the undo log of the latest consolidation, each project by kind."""
-    from . import consolidation
-
     loaded = loaded or settings.load()
     total_budget, project_budget = limits(loaded)
     size = storage.database_bytes(db.path)
@@ -75,7 +73,7 @@ def usage(db: Database, loaded: settings.Config | None = None) -> dict[str, Any]
                         "by_kind": {kind: round(amount * scale) for kind, amount in kinds.items()}}
                        for project, kinds in stored.items()), key=lambda p: -p["bytes"])
     return {"database_bytes": size, "budget_bytes": total_budget, "project_budget_bytes": project_budget,
-            "undo_log_bytes": consolidation.undo_log_bytes(db),
+            "undo_log_bytes": int(db.scalar("SELECT COALESCE(SUM(length(data)), 0) FROM consolidation_undo") or 0),
             "over": size > total_budget or any(p["bytes"] > project_budget for p in projects),
             "projects": projects}
 

@@ -457,11 +457,6 @@ def _restore(db: Database, entry: dict[str, Any], columns: list[str]) -> int:
     return len(entry["deleted"]) + len(entry["updated"]) + len(entry["salience"])
 
 
-def undo_log_bytes(db: Database) -> int:
-    """Bytes the latest pass's undo log holds in the database."""
-    return int(db.scalar("SELECT COALESCE(SUM(length(data)), 0) FROM consolidation_undo") or 0)
-
-
 # ---------------------------------------------------------------------------------------------- background
 
 def lock_path() -> str:
