@@ -140,6 +140,7 @@ def default_text(spec: dict[str, Any]) -> str:
 
 
 def settings_table() -> str:
+    """Every setting with its default and help (docs/settings.md)."""
     from ccmemory.config import SCHEMA
     rows = ["| setting | default | what it does |", "|---|---|---|"]
     for section, keys in SCHEMA.items():

@@ -6,6 +6,10 @@ server (and the viewer) runs one background thread that loads the embedder and t
 embedding pending memories and document chunks, on its own connection, while
 the process lives. The server keeps it in ``ToolContext.state`` under :data:`STATE_KEY`.
 
+When there is nothing to embed, the same loop runs a consolidation pass when one is due
+(:func:`ccmemory.consolidation.run_if_due`: bounded, one process at a time, looked at every
+:data:`CONSOLIDATION_CHECK_SECONDS`), so no hook ever waits for one.
+
 A search never waits for that backlog: it embeds only its query, with a model
 instance of its own (the loop embeds with a second instance on one thread, so
 a batch of long observations holds neither the query's model lock nor both
@@ -20,14 +24,16 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Callable, Protocol
 
-from . import embeddings
+from . import consolidation, embeddings
 
 STATE_KEY = "background"
 MODEL_WAIT_SECONDS = 1.5
 IDLE_SECONDS = 10.0
 ITEMS_PER_ROUND = 16
+CONSOLIDATION_CHECK_SECONDS = 600.0
 BATCH_THREADS = 1
 
 log = logging.getLogger(__name__)
@@ -112,6 +118,7 @@ class Background:
                 reported.add((kind, row["seq"]))
                 log.warning("The model failed on %s %s (left to keyword search): %s", kind, row["seq"], exc)
 
+        checked = 0.0
         try:
             while not self._stop.is_set():
                 self._wake.clear()
@@ -120,10 +127,26 @@ class Background:
                 except Exception:
                     log.exception("Background embedding failed; retrying in %s s", IDLE_SECONDS)
                     done = 0
+                if done == 0 and time.monotonic() - checked >= CONSOLIDATION_CHECK_SECONDS:
+                    checked = time.monotonic()
+                    self._consolidate(db)
                 if done == 0:
                     self._wake.wait(IDLE_SECONDS)
         finally:
             db.close()
+
+
+    @staticmethod
+    def _consolidate(db: Any) -> None:
+        """A consolidation pass when one is due; a failure is logged and tried again at the next check."""
+        try:
+            report = consolidation.run_if_due(db)
+        except Exception:
+            log.exception("Background consolidation failed; `ccmemory consolidate` runs one by hand")
+            return
+        if report is not None:
+            log.info("Consolidated: merged %s, folded %s, decayed %s in %.1f s", report.merged_rows,
+                     report.folded_rows, report.decayed, report.seconds)
 
 
 class _WithState(Protocol):

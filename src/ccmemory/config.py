@@ -83,6 +83,26 @@ SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
                                         "they are not public (intranet pages); nothing else that is loopback, private "
                                         "or link-local is ever fetched."},
     },
+    "consolidation": {
+        "enabled": {"type": "bool", "default": True,
+                    "help": "Consolidate in the background (the MCP server, when a pass is due): merge repeated "
+                            "observations, fold old routine ones into their session's summary, decay unused ones."},
+        "interval_hours": {"type": "int", "default": 24, "min": 1, "max": 8760,
+                           "help": "Hours between background consolidation passes."},
+        "fold_after_days": {"type": "int", "default": 30, "min": 1, "max": 3650,
+                            "help": "Fold routine observations older than this into their session's summary "
+                                    "(never failures, edits the summary names, or anything recalled or reinforced)."},
+        "decay_half_life_days": {"type": "int", "default": 90, "min": 1, "max": 3650,
+                                 "help": "An observation never retrieved loses half its salience over this many days "
+                                         "(down to a quarter of its importance)."},
+    },
+    "storage": {
+        "budget_mb": {"type": "int", "default": 200, "min": 10,
+                      "help": "The database's size budget in MB, every project together: over it, consolidation, "
+                              "then the oldest least salient observations go."},
+        "project_budget_mb": {"type": "int", "default": 50, "min": 1,
+                              "help": "The share of the database one project may fill, in MB."},
+    },
     "embedding": {
         "model": {"type": "text", "default": "sentence-transformers/all-MiniLM-L6-v2",
                   "help": "fastembed model name (the built-in one needs no download)."},

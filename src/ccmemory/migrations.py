@@ -734,6 +734,32 @@ def _m015_sync_outbox(db: Database) -> None:
     _run_script(db, _M015)
 
 
+_M016 = """
+-- Consolidation passes (ccmemory.consolidation): when each ran, what it did (JSON), whether it was undone.
+CREATE TABLE consolidation_passes (
+    id          INTEGER PRIMARY KEY,
+    started_at  TEXT NOT NULL,
+    finished_at TEXT,
+    trigger     TEXT NOT NULL,
+    report      TEXT NOT NULL DEFAULT '{}',
+    undone_at   TEXT
+);
+-- What a pass changed, as it was before (zlib-compressed JSON, one row per batch), so
+-- `ccmemory consolidate --undo` restores it exactly; only the latest pass keeps its log.
+CREATE TABLE consolidation_undo (
+    step    INTEGER PRIMARY KEY,
+    pass_id INTEGER NOT NULL REFERENCES consolidation_passes(id) ON DELETE CASCADE,
+    data    BLOB NOT NULL
+);
+CREATE INDEX consolidation_undo_pass ON consolidation_undo(pass_id);
+"""
+
+
+@migration
+def _m016_consolidation(db: Database) -> None:
+    """The log of consolidation passes and the undo log of the latest one (``ccmemory consolidate``)."""
+    _run_script(db, _M016)
+
 _BACKUPS_KEPT = 3
 #: How long a process waits for another that is upgrading the same file (a large store takes seconds).
 UPGRADE_WAIT_SECONDS = 60

@@ -46,7 +46,7 @@ class GcReport:
         return dict(self.__dict__)
 
 
-def _cutoff(days: float) -> str:
+def cutoff(days: float) -> str:
     """The ISO timestamp ``days`` ago, in the store's format (sortable as text)."""
     moment = time.time() - days * 86400
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(moment)) + ".%03dZ" % (int(moment * 1000) % 1000)
@@ -68,12 +68,12 @@ def _doomed(db: Database, *, project_id: int | None, older_than_days: float, tie
     expired = db.rows(
         f"SELECT seq, id, sector FROM memories WHERE is_deleted = 0 AND created_at < ? AND tier IN ({tier_marks}) "
         f"{sector_clause} {scope} ORDER BY seq",
-        (_cutoff(older_than_days), *tiers, *sector_params, *params),
+        (cutoff(older_than_days), *tiers, *sector_params, *params),
     )
     purged = db.rows(
         f"SELECT seq, id, sector FROM memories WHERE is_deleted = 1 AND COALESCE(deleted_at, updated_at) < ? "
         f"{scope} ORDER BY seq",
-        (_cutoff(deleted_after_days), *params),
+        (cutoff(deleted_after_days), *params),
     )
     return expired + purged, len(expired)
 
@@ -108,8 +108,17 @@ def collect(
     if dry_run:
         report.bytes_after = report.bytes_before
         return report
-    for start in range(0, len(doomed), _BATCH):
-        batch = [row["id"] for row in doomed[start:start + _BATCH]]
+    drop(db, [row["id"] for row in doomed])
+    if vacuum:
+        compact(db)
+    report.bytes_after = _file_bytes(db.path)
+    return report
+
+
+def drop(db: Database, memory_ids: Sequence[str]) -> None:
+    """Delete memories for good, in short transactions; what one of them superseded is shown again."""
+    for start in range(0, len(memory_ids), _BATCH):
+        batch = list(memory_ids[start:start + _BATCH])
         marks = ",".join("?" * len(batch))
         with db.transaction():
             replaced = [r["target_id"] for r in db.rows(
@@ -117,9 +126,13 @@ def collect(
                 f"AND source_id IN ({marks})", tuple(batch))]
             db.execute(f"DELETE FROM memories WHERE id IN ({marks})", tuple(batch))
             memories.refresh_superseded(db, replaced)
-    if vacuum:
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        db.execute("VACUUM")
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    report.bytes_after = _file_bytes(db.path)
-    return report
+
+
+def compact(db: Database) -> None:
+    """Merge the keyword index's segments (deletions stay there as markers until then), then VACUUM: give freed
+    pages back to the file system, so removed text leaves the file too."""
+    with db.transaction():
+        db.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.execute("VACUUM")
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

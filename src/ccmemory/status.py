@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import config as settings, embeddings, memories, quoting, scopes, storage
+from . import budget, config as settings, consolidation, embeddings, memories, quoting, scopes, storage
 from .db import Database
 
 #: The settings a status shows (the ones people change), with a label each.
@@ -17,12 +17,35 @@ def status(db: Database, project_id: int | None, loaded: settings.Config) -> dic
     result = memories.stats(db, project_id)
     result["pending_embeddings"] = embeddings.pending_count(db, embeddings.configured_spec().model_id)
     result["database"] = str(db.path)
+    result["project_id"] = project_id
     result.update(storage.size_report(db))
     result["settings"] = {f"{section}.{key}": {"value": loaded.get(section, key), "source": loaded.source(section, key)}
                           for section, key, _ in SHOWN_SETTINGS}
     result["config_problems"] = list(loaded.problems)
     result["user_scope_proposals"] = scopes.proposals(db, project_id) if project_id is not None else []
+    result["budget"] = budget.usage(db, loaded)
+    last = consolidation.latest_pass(db)
+    result["last_consolidation"] = None if last is None else {
+        "at": last["finished_at"] or last["started_at"], "undone": bool(last["undone_at"]),
+        "merged": last["report"].get("merged_rows", 0), "folded": last["report"].get("folded_rows", 0)}
     return result
+
+
+def budget_lines(result: dict[str, Any], project_id: int | None) -> list[str]:
+    """The storage budget, what fills it (this project's share by kind) and the latest consolidation."""
+    usage = result["budget"]
+    lines = [f"Budget: {usage['database_bytes'] / 1e6:.1f} MB of {usage['budget_bytes'] / 1e6:.0f} MB"
+             + (" (over: `ccmemory consolidate` brings it back)" if usage["over"] else "") + "."]
+    for project in usage["projects"]:
+        if project_id is None or project["id"] == project_id:
+            kinds = ", ".join(f"{kind} {amount / 1e6:.1f}" for kind, amount in project["by_kind"].items() if amount)
+            lines.append(f"  {quoting.escape(project['path'])}: {project['bytes'] / 1e6:.1f} MB of "
+                         f"{usage['project_budget_bytes'] / 1e6:.0f} MB ({kinds or 'empty'}; MB, estimated)")
+    last = result["last_consolidation"]
+    lines.append("Consolidation: never run." if last is None else
+                 f"Consolidation: last pass {last['at'][:16]} merged {last['merged']}, folded {last['folded']}"
+                 + (" (undone)" if last["undone"] else "") + f"; its undo log {usage['undo_log_bytes'] / 1e6:.1f} MB.")
+    return lines
 
 
 def render(result: dict[str, Any], project_dir: str) -> str:
@@ -37,6 +60,7 @@ def render(result: dict[str, Any], project_dir: str) -> str:
         f"({result['database_bytes'] / 1e6:.1f} MB, {result['projects']} projects).",
     ]
     lines.append(f"User-wide memories (every project sees them): {result['user_wide']}.")
+    lines += budget_lines(result, result.get("project_id"))
     lines += proposal_lines(result["user_scope_proposals"])
     lines.append(settings_line(result))
     lines += [f"Config problem: {problem}" for problem in result["config_problems"]]

@@ -27,6 +27,7 @@ COMMAND_MODULES = {
     "backfill": "backfill_command",
     "projects": "project_commands",
     **dict.fromkeys(("stats", "embed", "doctor", "vacuum", "gc"), "maintenance"),
+    "consolidate": "consolidate_command",
     "analyze": "analysis_commands",
     **dict.fromkeys(("discover", "promote"), "discovery_commands"),
     "init": "init_command",

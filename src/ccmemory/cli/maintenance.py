@@ -39,6 +39,8 @@ def stats(all_projects: bool, project_dir: str | None, as_json: bool) -> None:
     echo(f"Sessions: {result['sessions']}  Documents: {result['documents']}  Projects: {result['projects']}")
     echo(f"Pending embeddings: {pending_text(result['pending_embeddings'])}")
     echo(f"User-wide memories: {result['user_wide']}")
+    for line in status.budget_lines(result, result["project_id"]):
+        echo(line)
     for line in status.proposal_lines(result["user_scope_proposals"]):
         echo(line)
     echo(status.settings_line(result))

@@ -527,7 +527,18 @@ function renderStorage(data) {
       ["by tier", Object.entries(st.by_tier).map(([k, v]) => `${k} ${v}`).join(", ") || "–"]]),
     el("h3", {}, "All projects"), table([["projects", data.all_projects.projects], ["memories", data.all_projects.memories],
       ["deleted", data.all_projects.deleted]]),
+    budgetTable(data.budget),
     gcForm());
+}
+
+// The storage budget and what fills it: each project's estimated share of the database, by kind.
+function budgetTable(b) {
+  const rows = [["database", `${bytes(b.database_bytes)} of ${bytes(b.budget_bytes)}${b.over ? " (over budget)" : ""}`],
+    ["consolidation undo log", bytes(b.undo_log_bytes)],
+    ...b.projects.map((p) => [p.path, `${bytes(p.bytes)} of ${bytes(b.project_budget_bytes)}: ` +
+      Object.entries(p.by_kind).filter(([, v]) => v).map(([k, v]) => `${k} ${bytes(v)}`).join(", ")])];
+  return el("div", {}, el("h3", {}, "Storage budget (estimated shares; `ccmemory consolidate`)"),
+    el("table", { class: "facts" }, ...rows.map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v)))));
 }
 
 // `ccmemory gc` for this project: a preview (dry run) first, then the real collection on a second click.

@@ -1,0 +1,175 @@
+"""``ccmemory consolidate``: dry run, merge, fold, decay, undo, and the storage budget, through the real CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from ccmemory import db as database, memories, session_summary
+from testing.cli import spawn
+
+OLD = "2024-01-%02dT10:00:00.000Z"
+TEST_OUTPUT = "Ran: pytest -x (Run the tests)\n======== 212 passed in 3.41s ========\n" + "collected\n" * 40
+
+
+def _observation(db: database.Database, project: int, session: str, content: str, metadata: dict[str, Any],
+                 created_at: str, **extra: Any) -> memories.Memory:
+    return memories.add(db, project_id=project, content=content, sector="episodic", tier="session",
+                        tags=[metadata["tool"]], importance=extra.pop("salience", 0.45), session_id=session,
+                        source="capture", metadata=metadata, created_at=created_at, **extra)
+
+
+def _vector(db: database.Database, memory: memories.Memory) -> None:
+    """A stored vector (any bytes do: the pass and its undo only move them)."""
+    with db.transaction():
+        db.execute("INSERT OR IGNORE INTO embedding_models(model_id) VALUES ('test-model')")
+        db.execute("INSERT INTO memory_embeddings(item_seq, model, vector, indexed) VALUES (?, 1, ?, 1)",
+                   (memory.seq, hashlib.sha384(memory.id.encode()).digest() * 8))
+        db.execute("UPDATE memories SET needs_embedding = 0 WHERE seq = ?", (memory.seq,))
+
+
+def _year_of_test_runs(db: database.Database, project: int) -> dict[str, Any]:
+    """Forty sessions each running the same tests, reading files, editing one; some things that must stay."""
+    made: dict[str, Any] = {"runs": [], "reads": [], "kept": []}
+    for day in range(1, 41):
+        session = f"session-{day:02d}"
+        at = OLD % min(day, 28)
+        run = _observation(db, project, session, TEST_OUTPUT.replace("3.41", f"{day}.0"),
+                           {"tool": "Bash", "command": "pytest -x", "description": "Run the tests",
+                            "tool_use_id": f"run-{day}"}, at)
+        _vector(db, run)
+        made["runs"].append(run.id)
+        read = _observation(db, project, session, f"Read docs/notes_{day}.md (120 of 120 lines)\n# Notes {day}",
+                            {"tool": "Read", "tool_use_id": f"read-{day}"}, at, files=[f"/p/docs/notes_{day}.md"],
+                            salience=0.3)
+        _vector(db, read)
+        made["reads"].append(read.id)
+        edit = _observation(db, project, session, f"Edited src/module_{day}.py in f{day}\n- old\n+ new",
+                            {"tool": "Edit", "tool_use_id": f"edit-{day}", "scope": f"f{day}"}, at,
+                            files=[f"/p/src/module_{day}.py"], salience=0.6)
+        made["kept"].append(edit.id)
+        session_summary.store_summary(db, project_id=project, session_id=session, method="extractive",
+                                      text=f"Session summary ({at[:10]}; 3 tool calls)\nFiles changed: "
+                                           f"src/module_{day}.py", files=[f"/p/src/module_{day}.py"])
+    failure = _observation(db, project, "session-01", "Ran: make deploy (failed)\nerror: no target",
+                           {"tool": "Bash", "command": "make deploy", "outcome": "failed", "tool_use_id": "f1"},
+                           OLD % 1, category="gotcha", salience=0.75)
+    recalled = _observation(db, project, "session-02", "Read docs/ARCH.md (10 of 10 lines)",
+                            {"tool": "Read", "tool_use_id": "r2"}, OLD % 2, files=["/p/docs/ARCH.md"])
+    memories.touch_references(db, [recalled.id], session_id="session-03")
+    curated = memories.add(db, project_id=project, content="The deploy needs VPN access", created_at=OLD % 3)
+    user_wide = memories.add(db, project_id=project, content="I prefer pytest -x", scope="user")
+    made["kept"] += [failure.id, recalled.id, curated.id, user_wide.id]
+    return made
+
+
+def _snapshot(db: database.Database) -> dict[str, list[Any]]:
+    """Every row a pass may touch, as stored (vectors as bytes)."""
+    tables = {"memories": "seq", "memory_relationships": "id", "session_memories": "session_id, memory_id, usage_type",
+              "sessions": "id", "memory_embeddings": "item_seq"}
+    found = {}
+    for table, order in tables.items():
+        rows = db.rows(f"SELECT * FROM {table} ORDER BY {order}")
+        if table == "memory_embeddings":
+            rows = [{k: v for k, v in row.items() if k != "indexed"} for row in rows]
+        found[table] = [json.dumps({k: v.hex() if isinstance(v, bytes) else v for k, v in row.items()}, sort_keys=True)
+                        for row in rows]
+    fts = db.rows("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'notes_7' ORDER BY rowid")
+    found["fts"] = [row["rowid"] for row in fts]
+    return found
+
+
+def _file_digest(path: str) -> str:
+    """The database file's and its WAL's sha256, read by another process: closing a descriptor of the file in
+    this one would drop the POSIX locks this process's SQLite holds on it."""
+    code = ("import hashlib, os, sys; p = sys.argv[1]; print(hashlib.sha256(b''.join(open(f, 'rb').read() "
+            "for f in (p, p + '-wal') if os.path.exists(f))).hexdigest())")
+    return subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, check=True).stdout
+
+
+def _cli(home: Path, project_dir: Path, *args: str) -> Any:
+    result = spawn(home, project_dir, "consolidate", *args, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_dry_run_pass_and_undo(db: database.Database, project: int, project_dir: Path, home: Path) -> None:
+    made = _year_of_test_runs(db, project)
+    db.scalar("PRAGMA wal_checkpoint(TRUNCATE)")
+    before, raw = _snapshot(db), _file_digest(db.path)
+
+    dry = _cli(home, project_dir, "--dry-run")
+    assert _file_digest(db.path) == raw, "a dry run leaves the file byte for byte as it was"
+    assert dry["merged_groups"] == 1 and dry["merged_rows"] == 39
+    assert dry["folded_rows"] == 40 and dry["folded_sessions"] == 40
+    assert dry["examples"]["merged"] == ["40× Ran: pytest -x (Run the tests)"]
+
+    done = _cli(home, project_dir)
+    assert (done["merged_rows"], done["folded_rows"]) == (39, 40) and done["pass_id"] == 1
+    survivor = db.one("SELECT id, metadata FROM memories WHERE id = ?", (made["runs"][-1],))
+    evidence = json.loads(survivor["metadata"])["evidence"]
+    assert evidence["count"] == 40 and evidence["sessions"] == 40
+    assert evidence["first_seen"] == OLD % 1 and evidence["last_seen"] == OLD % 28
+    replaced = memories.replaces(db, survivor["id"])
+    assert sorted(replaced) == sorted(made["runs"][:-1]), "a link to each run it replaced"
+    stub = memories.get(db, made["runs"][0], project_id=project)
+    assert stub.is_superseded and stub.content == "Ran: pytest -x (Run the tests)"
+    assert db.scalar("SELECT COUNT(*) FROM memory_embeddings WHERE item_seq = ?", (stub.seq,)) == 0
+    assert not db.scalar(f"SELECT COUNT(*) FROM memories WHERE id IN ({','.join('?' * 40)})", made["reads"])
+    for kept in made["kept"]:
+        assert not memories.get(db, kept, project_id=project).is_deleted
+    found = spawn(home, project_dir, "search", "notes_7", "--limit", "5", "--mode", "keyword", "--json")
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)
+    assert [(hit["memory"]["session_id"], hit["memory"]["source"]) for hit in hits] == [("session-07", "summary")], \
+        "the folded read is still found through its session's summary"
+    assert "Folded" in db.scalar("SELECT summary FROM sessions WHERE id = 'session-07'")
+
+    undone = spawn(home, project_dir, "consolidate", "--undo")
+    assert undone.returncode == 0 and "Undid consolidation pass 1" in undone.stdout, undone.stderr
+    assert _snapshot(db) == before, "every row back as it was, vectors included"
+    again = spawn(home, project_dir, "consolidate", "--undo")
+    assert again.returncode != 0 and "No consolidation pass to undo" in again.stderr
+
+
+def test_decay_lowers_only_what_was_never_retrieved(db: database.Database, project: int, project_dir: Path,
+                                                    home: Path) -> None:
+    made = _year_of_test_runs(db, project)
+    _cli(home, project_dir)
+    survivor = memories.get(db, made["runs"][-1], project_id=project)
+    assert survivor.salience == 0.45, "merged survivors keep their salience"
+    curated = memories.get(db, made["kept"][-2], project_id=project)
+    assert curated.salience == 0.5, "only captured observations decay"
+    failure = memories.get(db, made["kept"][40], project_id=project)
+    assert failure.salience < 0.75 and failure.salience >= 0.75 * 0.25 - 1e-9
+    recalled = memories.get(db, made["kept"][41], project_id=project)
+    assert recalled.salience == 0.45, "a recalled observation does not decay"
+
+
+def test_budget_drops_oldest_least_salient_never_protected(db: database.Database, project: int, project_dir: Path,
+                                                          home: Path) -> None:
+    made = _year_of_test_runs(db, project)
+    reinforced = _observation(db, project, "session-05", "Ran: ls\n" + "x" * 3000, {"tool": "Bash", "command": "ls",
+                              "tool_use_id": "ls-1"}, OLD % 5)
+    memories.reinforce(db, reinforced.id, project_id=project, session_id="session-06")
+    for number in range(1500):  # about 2 MB of distinct recent observations
+        _observation(db, project, f"bulk-{number // 100}", f"Ran: echo {number}\n" + f"line {number} " * 200,
+                     {"tool": "Bash", "command": f"echo {number}", "tool_use_id": f"bulk-{number}"},
+                     f"2030-01-01T00:{number // 60 % 60:02d}:{number % 60:02d}.000Z")
+    (home / "config.json").write_text(json.dumps({"storage": {"budget_mb": 10, "project_budget_mb": 1}}))
+    assert db.scalar("SELECT COUNT(*) FROM memories") > 1500
+    done = _cli(home, project_dir)
+    assert done["budget"]["dropped"] > 0
+    assert done["usage"]["projects"][0]["bytes"] <= 1_050_000, "within its budget, give or take the estimate"
+    for kept in [*made["kept"][-2:], reinforced.id]:  # curated, user-wide, reinforced
+        assert not memories.get(db, kept, project_id=project).is_deleted, kept
+    assert db.scalar("SELECT COUNT(*) FROM memories WHERE source = 'summary'") == 40
+    newest = db.scalar("SELECT COUNT(*) FROM memories WHERE content LIKE 'Ran: echo 1499%'")
+    oldest = db.scalar("SELECT COUNT(*) FROM memories WHERE content LIKE 'Ran: echo 0\n%'")
+    assert (newest, oldest) == (1, 0), "the oldest go first"
+    stats = spawn(home, project_dir, "stats")
+    assert "Budget:" in stats.stdout, stats.stdout
