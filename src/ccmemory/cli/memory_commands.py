@@ -111,7 +111,7 @@ def search(query: str, limit: int, mode: str, sector: str | None, include_supers
     if not report_search(result, query, as_json):
         return
     for number, hit in enumerate(result.hits, 1):
-        echo(f"{number}. [{hit.score:.2f}] {describe(hit.memory)}")
+        echo(f"{number}. [{hit.score:.2f}{' weak match' if hit.weak else ''}] {describe(hit.memory)}")
         echo(f"   {preview(hit.memory)}")
         if hit.superseded_by:
             echo(f"   superseded by {hit.superseded_by[:8]}")
