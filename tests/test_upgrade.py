@@ -199,12 +199,12 @@ def test_embedding_model_migration_keeps_every_vector_under_a_model_number(tmp_p
         assert rows == [{"item_seq": memory.seq, "model_id": model if n else "another-model",
                          "vector": bytes([n]) * 4, "indexed": n % 2} for n, memory in enumerate(made)]
         columns = [row["name"] for row in db.rows("PRAGMA table_info(memory_embeddings)")]
-        assert columns == ["item_seq", "model", "vector", "indexed"]
+        assert columns == ["id", "item_seq", "part", "model", "vector", "indexed"]  # parts since migration 13
         # the triggers that named the rebuilt tables still work: a changed text drops its vector, queued for the index
         with db.transaction():
             db.execute("UPDATE memories SET content = 'memory 1, reworded' WHERE seq = ?", (made[1].seq,))
         assert db.scalar("SELECT COUNT(*) FROM memory_embeddings WHERE item_seq = ?", (made[1].seq,)) == 0
-        assert db.scalar("SELECT COUNT(*) FROM vector_tombstones WHERE kind = 'memory' AND item_seq = ?",
+        assert db.scalar("SELECT COUNT(*) FROM vector_tombstones WHERE kind = 'memory' AND vector_id = ?",
                          (made[1].seq,)) == 1
         memories.delete(db, made[2].id, project_id=project, hard=True)
         assert db.scalar("SELECT COUNT(*) FROM memory_embeddings") == 1
