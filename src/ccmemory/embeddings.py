@@ -506,3 +506,29 @@ def embed_pending(
         if db.vectors_loaded:
             vectors.ensure_index(db, kind, embedder.model_id, embedder.dims)
     return done
+
+
+def embed_memories(db: Database, embedder: Embedder, seqs: Sequence[int]) -> int:
+    """Embed the given memories now (those still flagged), whatever else waits; returns how many.
+
+    For a memory added by hand, so the next search finds it by meaning; the backlog is left to
+    :func:`embed_pending`. The vector index is brought up to date when sqlite-vec is loaded.
+    """
+    _claim_model(db, "memory", embedder.model_id)
+    model = model_number(db, embedder.model_id)
+    marks = ",".join("?" * len(seqs))
+    batch = db.rows(
+        "SELECT m.seq, m.content, m.source, m.metadata, s.transcript_path FROM memories m "
+        f"LEFT JOIN sessions s ON s.id = m.session_id WHERE m.seq IN ({marks}) AND m.needs_embedding = 1 "
+        "AND m.is_deleted = 0", tuple(seqs)) if seqs else []
+    if not batch:
+        return 0
+    parts = _parts_to_embed(db, "memory", batch, texts_to_embed(batch, {}), model)
+    flat = iter(embedder.embed([text for row in batch for _, text in parts[row["seq"]]]))
+    made = [[(part, next(flat)) for part, _ in parts[row["seq"]]] for row in batch]
+    with db.transaction():
+        for row, item_parts in zip(batch, made):
+            _store(db, "memory", row, item_parts, model)
+    if db.vectors_loaded:
+        vectors.ensure_index(db, "memory", embedder.model_id, embedder.dims)
+    return len(batch)

@@ -74,6 +74,7 @@ def add(content: str | None, category: str, sector: str | None, tags: str, impor
     db, project = open_store(project_dir)
     memory = memories.add(db, project_id=project, content=content or "", sector=sector, category=category,
                           tags=tags, importance=importance, created_at=created_at)
+    _embed_now(db, memory.seq)
     hidden = memory.content.count(REDACTED) - (content or "").count(REDACTED)
     notes = [f"{hidden} secret-looking value{'s' if hidden > 1 else ''} replaced by {REDACTED}"] if hidden > 0 else []
     if "<private>" in (content or "").lower():
@@ -85,6 +86,24 @@ def add(content: str | None, category: str, sector: str | None, tags: str, impor
         emit_json(memory.to_dict())
     else:
         echo(f"Memory created: {memory.id} (sector: {memory.sector}, category: {memory.category})")
+
+
+def _embed_now(db: Database, seq: int) -> None:
+    """Embed a memory just added, so the next search finds it by meaning (a warning, not a failure, if it cannot).
+
+    The vector is written beside the memory; the next search that loads sqlite-vec indexes it (as it does
+    every vector written by a connection without the extension).
+    """
+    from .. import embeddings, vectors
+
+    if vectors.extension_path() is None:
+        return
+
+    try:
+        embeddings.embed_memories(db, embeddings.get_embedder(), [seq])
+    except Exception as exc:  # the memory is stored: a model that cannot run leaves it to keyword search
+        echo(f"Note: the memory is stored but not embedded yet ({exc}); it is found by keywords until "
+             "`ccmemory embed` runs.", err=True)
 
 
 @click.command()
