@@ -40,7 +40,7 @@ def _store(db, found: dict[int, numpy.ndarray]) -> None:
 def _nearest(db, project, query, *, in_memory: bool, monkeypatch) -> list[int]:
     monkeypatch.setattr(vectors, "keep_in_memory", in_memory)
     return [seq for seq, _ in vectors.nearest(db, "memory", query.tobytes(), project_id=project, model_id=MODEL,
-                                               limit=25)]
+                                               limit=10)]
 
 
 def test_memory_scan_finds_what_the_vec0_index_finds(store, monkeypatch):
@@ -50,7 +50,7 @@ def test_memory_scan_finds_what_the_vec0_index_finds(store, monkeypatch):
         from_index = _nearest(db, mine, query, in_memory=False, monkeypatch=monkeypatch)
         from_memory = _nearest(db, mine, query, in_memory=True, monkeypatch=monkeypatch)
         assert from_memory[:10] == from_index[:10]
-        assert len(from_memory) == 25 and set(from_memory) <= set(seqs)
+        assert len(from_memory) == 100 and set(from_memory) <= set(seqs)
 
 
 def test_only_the_project_is_scanned(store, monkeypatch):

@@ -10,7 +10,8 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
 2. **Fusion on one scale.** Each list's scores are made comparable before
    they are mixed, per query, with no absolute threshold: BM25 relative to
    the list's best hit (1 = best keyword match), and cosine similarity
-   rescaled between the list's last candidate (0) and its best (1). The
+   rescaled between the lowest of the rescored vector candidates (0) and
+   the best (1). The
    fused score is the convex combination
    ``KEYWORD_WEIGHT * keyword + (1 - KEYWORD_WEIGHT) * vector``; a memory
    missing from a list scores 0 there. Cosines are never cut at a fixed
@@ -246,11 +247,12 @@ def fuse(by_keyword: list[tuple[int, float]], by_vector: list[tuple[int, float]]
 
 
 def vector_scale(ranking: list[tuple[int, float]]) -> list[tuple[int, float]]:
-    """Cosine similarities mapped to 0..1 within the list: its last candidate -> 0, its best -> 1.
+    """Cosine similarities mapped to 0..1 within the list: its lowest -> 0, its best -> 1.
 
-    The list is the :data:`CANDIDATES` nearest memories (or all of a smaller
-    store), so 0 is what an unremarkable memory of this store scores for this
-    query, whatever the texts' lengths. When every cosine is equal, all score 1.
+    The list is every candidate the vector search rescored (four per place of
+    its :data:`CANDIDATES`, or all of a smaller store), so 0 is what an
+    unremarkable memory of this store scores for this query, whatever the
+    texts' lengths. When every cosine is equal, all score 1.
     """
     if not ranking:
         return []

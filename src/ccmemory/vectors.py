@@ -259,9 +259,10 @@ def quantize(vector: bytes) -> bytes:
 def nearest(
     db: Database, kind: str, query: bytes, *, project_id: int, model_id: str, limit: int
 ) -> list[tuple[int, float]]:
-    """The ``limit`` items nearest to ``query`` (float32) in the project, with cosine distance, closest first.
+    """Items near ``query`` (float32) in the project, with cosine distance, closest first.
 
-    An item with several vectors (windows of a long memory) counts by its nearest one.
+    The sign bits give ``max(MIN_CANDIDATES, 4 * limit)`` candidate vectors; each is rescored, and an
+    item with several (windows of a long memory) counts by its nearest one.
     """
     import numpy
 
@@ -289,6 +290,4 @@ def nearest(
     best: dict[int, float] = {}
     for index in numpy.argsort(-similarity):
         best.setdefault(rows[index]["seq"], float(similarity[index]))
-        if len(best) == limit:
-            break
     return [(seq, 1.0 - value) for seq, value in best.items()]
