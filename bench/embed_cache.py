@@ -2,8 +2,9 @@
 
 Embedding thousands of memories takes minutes on a small machine; the
 benchmarks re-run often. Vectors are keyed by the model id, a digest of
-``embeddings.py`` (a change in how texts are embedded invalidates them) and
-the text. Queries are never cached here, so search latency includes the query
+the encoder's code and the limit it reads texts to (a change in how a text
+becomes a vector invalidates them; one in what is embedded, such as windows,
+does not, since those are other texts) and the text. Queries are never cached here, so search latency includes the query
 embedding as in production.
 """
 
@@ -22,10 +23,14 @@ class CachedEmbedder:
     """Wraps a real :class:`ccmemory.embeddings.Embedder`; ``embed`` reads and fills the cache."""
 
     def __init__(self, inner: Any, folder: Path = CACHE_DIR) -> None:
-        from ccmemory import embeddings
+        import inspect
+
+        from ccmemory import embeddings, tokens
 
         self.inner = inner
-        code = hashlib.sha256(Path(embeddings.__file__).read_bytes()).hexdigest()[:12]
+        encoder = f"{inspect.getsource(embeddings._OnnxEncoder)}|{inspect.getsource(embeddings.length_batches)}|" \
+                  f"{tokens.MODEL_MAX_TOKENS}"
+        code = hashlib.sha256(encoder.encode()).hexdigest()[:12]
         self._namespace = f"{inner.model_id}|{code}"
         folder.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(folder / "vectors.sqlite"))

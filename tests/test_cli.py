@@ -17,6 +17,17 @@ def test_add_takes_the_time_it_happened(home, project_dir):
     assert wrong.returncode == 2 and "ISO-8601" in wrong.stderr
 
 
+def test_a_memory_added_is_found_by_a_paraphrase_in_the_next_command(home, project_dir):
+    added = json.loads(run(home, project_dir, "add", "We moved to PostgreSQL 17", "--json").stdout)
+    run(home, project_dir, "add", "The deploy script runs on Fridays")
+    found = run(home, project_dir, "search", "which database server do we run", "--mode", "semantic", "--json")
+    assert found.returncode == 0 and "not embedded yet" not in found.stderr
+    hits = json.loads(found.stdout)
+    assert hits[0]["memory"]["id"] == added["id"] and not hits[0]["weak"]
+    assert json.loads(run(home, project_dir, "search", "postgres version", "--json").stdout)[0]["memory"]["id"] \
+        == added["id"]
+
+
 def test_add_search_get_delete_round_trip(home, project_dir):
     added = run(home, project_dir, "add", "The API uses JWT tokens for auth", "--category", "architecture", "--json")
     assert added.returncode == 0, added.stderr
@@ -80,16 +91,18 @@ def test_stats_docs_and_embed(home, project_dir, tmp_path):
     guide.write_text("# Guide\n\n## Release\nTag the commit and push the tag.\n")  # one chunk: "Guide" has no text
     assert "Document ingested" in run(home, project_dir, "docs", "ingest", str(guide)).stdout
     assert "Document unchanged" in run(home, project_dir, "docs", "ingest", str(guide)).stdout
-    run(home, project_dir, "add", "Releases are cut on Thursdays")
+    run(home, project_dir, "add", "Releases are cut on Thursdays")  # embedded as it is added
     stats = json.loads(run(home, project_dir, "stats", "--json").stdout)
-    assert stats["memories"] == 1 and stats["documents"] == 1 and stats["pending_embeddings"] == 2
+    assert stats["memories"] == 1 and stats["documents"] == 1 and stats["pending_embeddings"] == 1
     assert stats["database_bytes"] >= os.path.getsize(home / "ccmemory.db")  # file + WAL
     assert stats["bytes_per_memory"] == round(stats["database_bytes"] / 1) and stats["memories_added"] == 1
     shown = run(home, project_dir, "stats").stdout
     assert "KB per memory" in shown and "Growth: 1 memories in the last 7 days" in shown
     embedded = run(home, project_dir, "embed")
-    assert embedded.returncode == 0 and "Embedded 2 item(s)" in embedded.stdout
-    assert json.loads(run(home, project_dir, "stats", "--json").stdout)["pending_embeddings"] == 0
+    assert embedded.returncode == 0 and "Embedded 1 item(s)" in embedded.stdout
+    after = run(home, project_dir, "stats", "--json")
+    assert after.returncode == 0, after.stderr
+    assert json.loads(after.stdout)["pending_embeddings"] == 0
     found = run(home, project_dir, "docs", "search", "how do I publish a release")
     assert found.returncode == 0 and "Guide#Guide > Release" in found.stdout
 

@@ -79,8 +79,11 @@ def test_the_mcp_tools_take_prefixes_and_name_ambiguity(home: Path, project_dir:
         assert again.is_error and "already deleted" in again.text
 
 
-def test_stats_and_doctor_hint_at_embed_only_when_something_waits(home: Path, project_dir: Path) -> None:
-    added(home, project_dir, "A memory to embed")
+def test_stats_and_doctor_hint_at_embed_only_when_something_waits(home: Path, project_dir: Path,
+                                                                  tmp_path: Path) -> None:
+    guide = tmp_path / "guide.md"  # `ccmemory add` embeds what it adds; a document section waits for `embed`
+    guide.write_text("# Guide\n\n## Release\nTag the commit and push the tag.\n")
+    assert run(home, project_dir, "docs", "ingest", str(guide)).returncode == 0
     waiting = run(home, project_dir, "stats")
     assert "Pending embeddings: 1 (run `ccmemory embed`)" in waiting.stdout
     assert run(home, project_dir, "embed").returncode == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy
 import pytest
 
 from ccmemory import db as database
@@ -305,3 +306,32 @@ def test_a_session_whose_actions_match_is_shown_by_its_summary_first(home, proje
     assert ids[-1] == looked.id
     db.close()
 
+
+
+def test_a_long_memory_is_found_by_its_last_paragraph(vdb, project_dir, embedder):
+    """Every window of a long memory is embedded: a question about its end finds it by meaning alone."""
+    project = projects.project_id(vdb, project_dir)
+    filler = " ".join(f"Step {n}: the build copies module {n} into the staging folder and checks its size."
+                      for n in range(60))
+    long = memories.add(vdb, project_id=project, content=filler + "\nFinally, the release is announced to "
+                        "customers in a newsletter written by the marketing team.")
+    for text in CORPUS:
+        memories.add(vdb, project_id=project, content=text)
+    embeddings.embed_pending(vdb, embedder)
+    assert vdb.scalar("SELECT COUNT(*) FROM memory_embeddings WHERE item_seq = ?", (long.seq,)) > 3
+    hits = search.search(vdb, "who tells clients about a new version", project_id=project, mode="semantic",
+                         embedder=embedder, limit=3)
+    assert hits[0].memory.id == long.id
+
+
+def test_semantic_results_are_ranked_by_similarity_when_every_cosine_is_low(corpus, embedder):
+    """No absolute cut-off: far-fetched queries still rank every candidate by cosine, best first, marked weak."""
+    db, project, _ = corpus
+    query = "quantum chromodynamics of gluon fields"
+    vector = numpy.frombuffer(embedder.embed_query(query), dtype=numpy.float32)
+    cosines = {text: float(numpy.frombuffer(embedder.embed([text])[0], dtype=numpy.float32) @ vector)
+               for text in CORPUS}
+    assert max(cosines.values()) < search.WEAK_COSINE
+    hits = search.search(db, query, project_id=project, mode="semantic", embedder=embedder, limit=len(CORPUS))
+    assert _contents(hits) == sorted(CORPUS, key=lambda text: -cosines[text])
+    assert all(hit.weak for hit in hits)

@@ -199,12 +199,12 @@ def test_embedding_model_migration_keeps_every_vector_under_a_model_number(tmp_p
         assert rows == [{"item_seq": memory.seq, "model_id": model if n else "another-model",
                          "vector": bytes([n]) * 4, "indexed": n % 2} for n, memory in enumerate(made)]
         columns = [row["name"] for row in db.rows("PRAGMA table_info(memory_embeddings)")]
-        assert columns == ["item_seq", "model", "vector", "indexed"]
+        assert columns == ["id", "item_seq", "part", "model", "vector", "indexed"]  # parts since migration 13
         # the triggers that named the rebuilt tables still work: a changed text drops its vector, queued for the index
         with db.transaction():
             db.execute("UPDATE memories SET content = 'memory 1, reworded' WHERE seq = ?", (made[1].seq,))
         assert db.scalar("SELECT COUNT(*) FROM memory_embeddings WHERE item_seq = ?", (made[1].seq,)) == 0
-        assert db.scalar("SELECT COUNT(*) FROM vector_tombstones WHERE kind = 'memory' AND item_seq = ?",
+        assert db.scalar("SELECT COUNT(*) FROM vector_tombstones WHERE kind = 'memory' AND vector_id = ?",
                          (made[1].seq,)) == 1
         memories.delete(db, made[2].id, project_id=project, hard=True)
         assert db.scalar("SELECT COUNT(*) FROM memory_embeddings") == 1
@@ -281,3 +281,40 @@ def test_processes_upgrading_an_old_store_together_back_it_up_once_and_keep_ever
     backups = [p for p in path.parent.iterdir() if p.name.endswith(".bak")]
     assert len(backups) == 1 and _dump(backups[0]) == _dump(original)
     assert _dump_v1_columns(path, original) == _without_derived_links(_dump(original))
+
+
+def test_windows_migration_keeps_first_vectors_and_the_pass_adds_the_rest(home: Path, embedder) -> None:
+    """A store from before windows keeps each vector (now part 0, id = seq, still indexed); its long
+    memories are flagged, and the embedding pass adds their further windows without redoing the first."""
+    from ccmemory import embeddings, memories, projects, vectors
+
+    path = home / "ccmemory.db"
+    old = store_before(migrations._m013_embedding_windows, path)
+    long_text = " ".join(f"Paragraph {n}: the deploy copies bundle {n} to the edge cache." for n in range(80))
+    with old.transaction():
+        project = projects.project_id(old, str(home))
+        short = memories.add(old, project_id=project, content="A short note")
+        long = memories.add(old, project_id=project, content=long_text)
+        model = embeddings.model_number(old, embedder.model_id)
+        for memory in (short, long):
+            old.execute("INSERT INTO memory_embeddings(item_seq, model, vector, indexed) VALUES (?, ?, ?, 0)",
+                        (memory.seq, model, vectors.quantize(embedder.embed([memory.content])[0])))
+            old.execute("UPDATE memories SET needs_embedding = 0 WHERE seq = ?", (memory.seq,))
+        old.execute("INSERT INTO meta(key, value) VALUES ('embeddings_model:memory', ?)", (embedder.model_id,))
+    old.close()
+
+    db = database.connect(path, vectors=True)
+    try:
+        first = {row["item_seq"]: row for row in db.rows("SELECT id, item_seq, part, vector FROM memory_embeddings")}
+        assert {seq: (row["id"], row["part"]) for seq, row in first.items()} == {short.seq: (short.seq, 0),
+                                                                                long.seq: (long.seq, 0)}
+        assert [row["seq"] for row in db.rows("SELECT seq FROM memories WHERE needs_embedding = 1")] == [long.seq]
+        assert embeddings.embed_pending(db, embedder) == 1
+        parts = db.rows("SELECT id, part, vector FROM memory_embeddings WHERE item_seq = ? ORDER BY part", (long.seq,))
+        assert len(parts) > 3 and (parts[0]["id"], parts[0]["vector"]) == (long.seq, first[long.seq]["vector"])
+        assert db.scalar("SELECT COUNT(*) FROM memory_vec") == len(parts) + 1
+        memories.delete(db, long.id, project_id=project, hard=True)
+        vectors.sync(db, "memory", embedder.model_id)
+        assert db.scalar("SELECT COUNT(*) FROM memory_vec") == 1
+    finally:
+        db.close()

@@ -33,7 +33,7 @@ def _store(db, found: dict[int, numpy.ndarray]) -> None:
     with db.transaction():
         for seq, vector in found.items():
             db.execute("INSERT INTO memory_embeddings(item_seq, model, vector, indexed) "
-                       "VALUES (?, ?, ?, 0) ON CONFLICT(item_seq) DO UPDATE SET vector = excluded.vector, "
+                       "VALUES (?, ?, ?, 0) ON CONFLICT(item_seq, part) DO UPDATE SET vector = excluded.vector, "
                        "indexed = 0", (seq, model, vectors.quantize(vector.tobytes())))
 
 

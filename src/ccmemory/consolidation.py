@@ -281,7 +281,7 @@ class _Log:
         if row is None:
             return None
         self.entry[kind].append(row)
-        for vector in self.db.rows("SELECT item_seq, model, vector FROM memory_embeddings WHERE item_seq = ?", (seq,)):
+        for vector in self.db.rows("SELECT id, item_seq, part, model, vector FROM memory_embeddings WHERE item_seq = ?", (seq,)):
             self.entry["embeddings"].append({**vector, "vector": bytes(vector["vector"]).hex()})
         if kind == "deleted":
             self.entry["links"] += self.db.rows(
@@ -442,8 +442,9 @@ def _restore(db: Database, entry: dict[str, Any], columns: list[str]) -> int:
         db.execute(f"UPDATE memories SET {', '.join(f'{c} = ?' for c in others)} WHERE seq = ?",
                    (*(row[c] for c in others), row["seq"]))
     for vector in entry["embeddings"]:  # indexed = 0: the vector index takes it back in at its next sync
-        db.execute("INSERT OR REPLACE INTO memory_embeddings(item_seq, model, vector, indexed) VALUES (?, ?, ?, 0)",
-                   (vector["item_seq"], vector["model"], bytes.fromhex(vector["vector"])))
+        db.execute("INSERT OR REPLACE INTO memory_embeddings(id, item_seq, part, model, vector, indexed) "
+                   "VALUES (?, ?, ?, ?, ?, 0)", (vector["id"], vector["item_seq"], vector["part"], vector["model"],
+                                                bytes.fromhex(vector["vector"])))
     for link in entry["links"]:
         db.execute("INSERT OR IGNORE INTO memory_relationships(id, source_id, target_id, relationship_type, "
                    "created_at) VALUES (?, ?, ?, ?, ?)",

@@ -286,7 +286,7 @@ def search_with_info(
     def semantic() -> Callable[[], list[tuple[int, float]] | None]:
         return vector_ranking(db, "chunk", query, project_id=project_id, embedder=embedder, warnings=warnings)
 
-    ranked, mode_used = rank(mode, keyword, semantic, warnings)
+    ranked, mode_used, _ = rank(mode, keyword, semantic, warnings)
     ranked = ranked[:limit]
     hits: list[DocumentHit] = []
     documents: dict[str, Document] = {}

@@ -13,6 +13,10 @@ fastembed model (``embedding.model`` and optional local ``embedding.path`` in
 config.json); vectors carry the id of their model, and those of another model
 are re-embedded, never mixed.
 
+A memory longer than the model reads is represented whole: one vector per
+window of its embedded text (:func:`ccmemory.tokens.windows`), and search scores
+it by its best window. Document chunks are sized to one window and get one.
+
 Capture never embeds: :func:`embed_pending` catches up later (MCP server in
 the background, on CLI search, or ``ccmemory embed``).
 """
@@ -401,6 +405,45 @@ def texts_to_embed(rows: Sequence[dict[str, Any]], transcripts: dict[str, dict[s
     return texts
 
 
+def _parts_to_embed(db: Database, kind: str, batch: Sequence[dict[str, Any]], texts: Sequence[str],
+                    model: int) -> dict[int, list[tuple[int, str]]]:
+    """For each row's seq, the (part, text) pairs to embed: every window of a memory, one text for a chunk.
+
+    A memory that still has its first vector of this model (its content did not change since, or the
+    vector would be gone) was flagged only for the windows after it, and gets only those.
+    """
+    if kind != "memory":
+        return {row["seq"]: [(0, text)] for row, text in zip(batch, texts)}
+    seqs = [row["seq"] for row in batch]
+    have_first = {found["item_seq"] for found in db.rows(
+        f"SELECT item_seq FROM memory_embeddings WHERE part = 0 AND model = ? "
+        f"AND item_seq IN ({','.join('?' * len(seqs))})", (model, *seqs))}
+    parts = {}
+    for row, text in zip(batch, texts):
+        windows = list(enumerate(tokens.windows(text)))
+        parts[row["seq"]] = windows[1:] if row["seq"] in have_first else windows
+    return parts
+
+
+def _store(db: Database, kind: str, row: dict[str, Any], made: list[tuple[int, bytes]], model: int) -> None:
+    """Write an item's new vectors, unless its content changed while they were made (it stays flagged)."""
+    table, _ = _PENDING[kind]
+    _, emb_table, _ = vectors.KINDS[kind]
+    db.execute(f"UPDATE {table} SET needs_embedding = 0 WHERE seq = ? AND content = ?", (row["seq"], row["content"]))
+    if db.changes() == 0:
+        return
+    if kind == "chunk":
+        db.execute(f"INSERT INTO {emb_table}(item_seq, model, vector, indexed) VALUES (?, ?, ?, 0) "
+                   f"ON CONFLICT(item_seq) DO UPDATE SET model = excluded.model, vector = excluded.vector, indexed = 0",
+                   (row["seq"], model, vectors.quantize(made[0][1])))
+        return
+    first = min((part for part, _ in made), default=1)
+    db.execute(f"DELETE FROM {emb_table} WHERE item_seq = ? AND part >= ?", (row["seq"], first))
+    for part, vector in made:
+        db.execute(f"INSERT INTO {emb_table}(item_seq, part, model, vector, indexed) VALUES (?, ?, ?, ?, 0)",
+                   (row["seq"], part, model, vectors.quantize(vector)))
+
+
 def embed_pending(
     db: Database,
     embedder: Embedder,
@@ -426,8 +469,7 @@ def embed_pending(
     """
     done = 0
     transcripts: dict[str, dict[str, str]] = {}
-    for kind, (table, sql) in _PENDING.items():
-        _, emb_table, _ = vectors.KINDS[kind]
+    for kind, (_, sql) in _PENDING.items():
         _claim_model(db, kind, embedder.model_id)
         model = model_number(db, embedder.model_id)
         passed_over: list[int] = []
@@ -436,37 +478,57 @@ def embed_pending(
             batch = db.rows(sql, (json.dumps(passed_over), size))
             if not batch:
                 break
-            texts = texts_to_embed(batch, transcripts) if kind == "memory" else [row["text"] for row in batch]
+            parts = _parts_to_embed(db, kind, batch, texts_to_embed(batch, transcripts) if kind == "memory"
+                                    else [row["text"] for row in batch], model)
+            made: list[list[tuple[int, bytes]] | None]
             try:
-                vecs: list[bytes | None] = list(embedder.embed(texts))
+                flat = iter(embedder.embed([text for texts in parts.values() for _, text in texts]))
+                made = [[(part, next(flat)) for part, _ in parts[row["seq"]]] for row in batch]
             except Exception:
                 if on_error is None:
                     raise
-                vecs = []
-                for row, text in zip(batch, texts):
+                made = []
+                for row in batch:
                     try:
-                        vecs.append(embedder.embed([text])[0])
+                        vecs = embedder.embed([text for _, text in parts[row["seq"]]])
+                        made.append([(part, vector) for (part, _), vector in zip(parts[row["seq"]], vecs)])
                     except Exception as exc:
                         passed_over.append(row["seq"])
                         on_error(kind, row, exc)
-                        vecs.append(None)
+                        made.append(None)
             with db.transaction():
-                for row, vector in zip(batch, vecs):
-                    if vector is None:
-                        continue
-                    db.execute(f"UPDATE {table} SET needs_embedding = 0 WHERE seq = ? AND content = ?",
-                               (row["seq"], row["content"]))
-                    if db.changes() == 0:
-                        continue
-                    db.execute(
-                        f"INSERT INTO {emb_table}(item_seq, model, vector, indexed) VALUES (?, ?, ?, 0) "
-                        f"ON CONFLICT(item_seq) DO UPDATE SET model = excluded.model, vector = excluded.vector, "
-                        f"indexed = 0",
-                        (row["seq"], model, vectors.quantize(vector)),
-                    )
-            done += sum(vector is not None for vector in vecs)
+                for row, item_parts in zip(batch, made):
+                    if item_parts is not None:
+                        _store(db, kind, row, item_parts, model)
+            done += sum(item_parts is not None for item_parts in made)
             if progress:
                 progress(len(batch))
         if db.vectors_loaded:
             vectors.ensure_index(db, kind, embedder.model_id, embedder.dims)
     return done
+
+
+def embed_memories(db: Database, embedder: Embedder, seqs: Sequence[int]) -> int:
+    """Embed the given memories now (those still flagged), whatever else waits; returns how many.
+
+    For a memory added by hand, so the next search finds it by meaning; the backlog is left to
+    :func:`embed_pending`. The vector index is brought up to date when sqlite-vec is loaded.
+    """
+    _claim_model(db, "memory", embedder.model_id)
+    model = model_number(db, embedder.model_id)
+    marks = ",".join("?" * len(seqs))
+    batch = db.rows(
+        "SELECT m.seq, m.content, m.source, m.metadata, s.transcript_path FROM memories m "
+        f"LEFT JOIN sessions s ON s.id = m.session_id WHERE m.seq IN ({marks}) AND m.needs_embedding = 1 "
+        "AND m.is_deleted = 0", tuple(seqs)) if seqs else []
+    if not batch:
+        return 0
+    parts = _parts_to_embed(db, "memory", batch, texts_to_embed(batch, {}), model)
+    flat = iter(embedder.embed([text for row in batch for _, text in parts[row["seq"]]]))
+    made = [[(part, next(flat)) for part, _ in parts[row["seq"]]] for row in batch]
+    with db.transaction():
+        for row, item_parts in zip(batch, made):
+            _store(db, "memory", row, item_parts, model)
+    if db.vectors_loaded:
+        vectors.ensure_index(db, "memory", embedder.model_id, embedder.dims)
+    return len(batch)

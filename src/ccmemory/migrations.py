@@ -760,6 +760,60 @@ def _m016_consolidation(db: Database) -> None:
     """The log of consolidation passes and the undo log of the latest one (``ccmemory consolidate``)."""
     _run_script(db, _M016)
 
+
+#: Characters above which a memory may hold more word pieces than one window of the model (254 then;
+#: a word piece covers at least one character). Frozen with migration 17.
+_M017_ONE_WINDOW_CHARS = 254
+_M017 = """
+CREATE TABLE memory_embeddings_new (
+    id       INTEGER PRIMARY KEY,
+    item_seq INTEGER NOT NULL REFERENCES memories(seq) ON DELETE CASCADE,
+    part     INTEGER NOT NULL DEFAULT 0,
+    model    INTEGER NOT NULL REFERENCES embedding_models(id),
+    vector   BLOB NOT NULL,
+    indexed  INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (item_seq, part)
+);
+INSERT INTO memory_embeddings_new(id, item_seq, part, model, vector, indexed)
+    SELECT item_seq, item_seq, 0, model, vector, indexed FROM memory_embeddings;
+DROP TABLE memory_embeddings;
+ALTER TABLE memory_embeddings_new RENAME TO memory_embeddings;
+CREATE INDEX memory_embeddings_unindexed ON memory_embeddings(model) WHERE indexed = 0;
+ALTER TABLE vector_tombstones RENAME COLUMN item_seq TO vector_id;
+CREATE TRIGGER memory_embeddings_gone AFTER DELETE ON memory_embeddings BEGIN
+    INSERT OR IGNORE INTO vector_tombstones(kind, vector_id) VALUES ('memory', old.id);
+END;
+CREATE TRIGGER memories_content_changed AFTER UPDATE OF content ON memories BEGIN
+    DELETE FROM memory_embeddings WHERE item_seq = new.seq;
+    UPDATE memories SET needs_embedding = 1 WHERE seq = new.seq;
+END;
+"""
+
+
+@migration
+def _m017_embedding_windows(db: Database) -> None:
+    """A memory may have several vectors, one per window of its text (``part`` 0, 1, …), each its own row.
+
+    The vector index is keyed by the row's ``id`` (a chunk's row is still its item's seq); existing rows
+    keep ``id = item_seq``, so the index needs no rebuild, and the queued removals name that id. Memories
+    that may be longer than one window are flagged for embedding: the background pass keeps their first
+    vector (the content is unchanged) and adds the windows after it.
+    """
+    remade = ("memory_embeddings_gone", "memories_content_changed")
+    others = db.execute(  # e.g. the sync outbox's (migration 15): dropped with the table, made again after
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%memory\\_embeddings%' ESCAPE '\\' "
+        f"AND name NOT IN ({','.join('?' * len(remade))})", remade).fetchall()
+    for name, _sql in others:
+        db.execute(f'DROP TRIGGER "{name}"')
+    for name in remade:
+        db.execute(f'DROP TRIGGER IF EXISTS "{name}"')
+    _run_script(db, _M017)
+    for _name, sql in others:
+        db.execute(sql)
+    db.execute("UPDATE memories SET needs_embedding = 1 WHERE is_deleted = 0 AND length(content) > ? "
+               "AND seq IN (SELECT item_seq FROM memory_embeddings)", (_M017_ONE_WINDOW_CHARS,))
+
+
 _BACKUPS_KEPT = 3
 #: How long a process waits for another that is upgrading the same file (a large store takes seconds).
 UPGRADE_WAIT_SECONDS = 60

@@ -8,13 +8,18 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
    neighbours of the query embedding) each give their best
    :data:`CANDIDATES`, a fixed depth.
 2. **Fusion on one scale.** Each list's scores are made comparable before
-   they are mixed: BM25 relative to the list's best hit (1 = best keyword
-   match) and cosine similarity rescaled so the best vector hit is 1 and
-   :data:`VECTOR_FLOOR` is 0. The fused score is the convex combination
+   they are mixed, per query, with no absolute threshold: BM25 relative to
+   the list's best hit (1 = best keyword match), and cosine similarity
+   rescaled between the lowest of the rescored vector candidates (0) and
+   the best (1). The
+   fused score is the convex combination
    ``KEYWORD_WEIGHT * keyword + (1 - KEYWORD_WEIGHT) * vector``; a memory
-   missing from a list scores 0 there. (The earlier rank fusion weighted
-   vector hits ~0.7–1.0 and keyword hits ~0.2–0.6, so any vector candidate
-   outranked a keyword-only hit.)
+   missing from a list scores 0 there. Cosines are never cut at a fixed
+   value: a long memory (a whole session) has a low cosine to a short
+   question however well it answers it, and what counts is how it compares
+   with the other memories. (The earlier rank fusion weighted vector hits
+   ~0.7–1.0 and keyword hits ~0.2–0.6, so any vector candidate outranked a
+   keyword-only hit.)
 3. **Neighbouring context.** A memory right before or after a strong hit in
    the same session (an episode: a Claude Code session, a conversation's
    session), within the hour, gains
@@ -36,6 +41,10 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
    session already in the results keeps a decaying share of its score
    (:func:`spread_sessions`), so the other sessions that touched the same code
    show too.
+
+A hit that shares fewer than half of the query's words with it and whose
+cosine is under :data:`WEAK_COSINE` is marked ``weak``: it is shown (it may
+still be the best there is), but as a weak match, never as a real hit.
 
 If sqlite-vec or the model is unavailable, search keeps working on keywords
 alone and says so in ``warnings``.
@@ -68,10 +77,13 @@ CANDIDATES = 100
 KEYWORD_WEIGHT = 0.6
 #: Share of a keyword score that is term coverage rather than BM25.
 COVERAGE_WEIGHT = 0.5
-#: Cosine similarity under which a vector neighbour is noise, not a match (MiniLM puts unrelated texts near 0-0.1).
-MIN_SIMILARITY = 0.15
-#: Cosine similarity that counts as 0 on the fused scale.
-VECTOR_FLOOR = 0.2
+#: A hit is marked weak when it has fewer than this share of the query's words and its cosine is below
+#: :data:`WEAK_COSINE`. Only a label: it never drops or reorders a hit. The level is the built-in model's
+#: (all-MiniLM-L6-v2): on LoCoMo, half of the unrelated question-turn pairs of one conversation score
+#: above 0.25, three quarters of the true ones above 0.39 ("postgres version" to "We moved to PostgreSQL 17":
+#: 0.62). A model whose unrelated texts score higher marks fewer hits weak, never more.
+WEAK_COVERAGE = 0.5
+WEAK_COSINE = 0.3
 NEIGHBOUR_WEIGHT = 0.4
 #: What a captured tool call lends its neighbours: consecutive tool calls are separate actions, each
 #: naming its own file, command or function, while a conversation turn often means little without the
@@ -121,11 +133,13 @@ class SearchHit:
     origin: str = ""
     #: Who shared it and when, for a teammate's memory pulled from the team server (``{"by", "at"}``).
     shared: dict[str, Any] | None = None
+    #: A weak match (see :func:`is_weak`): shown as such, because nothing better was found.
+    weak: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"score": round(self.score, 4), "superseded_by": self.superseded_by, "session": self.session,
-                "related_count": self.related_count, "origin": self.origin, "shared": self.shared,
-                "memory": self.memory.to_dict()}
+        return {"score": round(self.score, 4), "weak": self.weak, "superseded_by": self.superseded_by,
+                "session": self.session, "related_count": self.related_count, "origin": self.origin,
+                "shared": self.shared, "memory": self.memory.to_dict()}
 
 
 @dataclass
@@ -211,14 +225,23 @@ def keyword_ranking(db: Database, sql: str, params: Sequence[Any], terms: Sequen
     if not rows:
         return []
     best = rows[0]["rank"] or -1e-9
-    wanted = set(terms)
     scored = []
     for row in rows:
         relative = max(0.0, min(1.0, (row["rank"] or 0.0) / best))
-        present = wanted & set(re.findall(r"\w+", (row["text"] or "").lower())) if wanted else set()
-        coverage = len(present) / len(wanted) if wanted else 0.0
-        scored.append((row["seq"], COVERAGE_WEIGHT * coverage + (1.0 - COVERAGE_WEIGHT) * relative))
+        scored.append((row["seq"], COVERAGE_WEIGHT * coverage(row["text"] or "", terms)
+                       + (1.0 - COVERAGE_WEIGHT) * relative))
     return sorted(scored, key=lambda item: (-item[1], item[0]))
+
+
+def coverage(text: str, terms: Sequence[str]) -> float:
+    """The share of ``terms`` (lower-case query words) that occur as words of ``text``."""
+    wanted = set(terms)
+    return len(wanted & set(re.findall(r"\w+", text.lower()))) / len(wanted) if wanted else 0.0
+
+
+def is_weak(text: str, terms: Sequence[str], cosine: float | None) -> bool:
+    """Whether a hit is a weak match: few of the query's words (:data:`WEAK_COVERAGE`) and a low cosine."""
+    return coverage(text, terms) < WEAK_COVERAGE and (cosine is None or cosine < WEAK_COSINE)
 
 
 def fuse(by_keyword: list[tuple[int, float]], by_vector: list[tuple[int, float]]) -> list[tuple[int, float]]:
@@ -230,12 +253,20 @@ def fuse(by_keyword: list[tuple[int, float]], by_vector: list[tuple[int, float]]
 
 
 def vector_scale(ranking: list[tuple[int, float]]) -> list[tuple[int, float]]:
-    """Cosine similarities mapped to 0..1: :data:`VECTOR_FLOOR` -> 0, the best hit -> 1."""
+    """Cosine similarities mapped to 0..1 within the list: its lowest -> 0, its best -> 1.
+
+    The list is every candidate the vector search rescored (four per place of
+    its :data:`CANDIDATES`, or all of a smaller store), so 0 is what an
+    unremarkable memory of this store scores for this query, whatever the
+    texts' lengths. When every cosine is equal, all score 1.
+    """
     if not ranking:
         return []
     top = max(score for _, score in ranking)
-    span = max(top - VECTOR_FLOOR, 1e-9)
-    return [(seq, max(0.0, min(1.0, (score - VECTOR_FLOOR) / span))) for seq, score in ranking]
+    bottom = min(score for _, score in ranking)
+    if top <= bottom:
+        return [(seq, 1.0) for seq, _ in ranking]
+    return [(seq, (score - bottom) / (top - bottom)) for seq, score in ranking]
 
 
 def ordered(scores: dict[int, float]) -> list[tuple[int, float]]:
@@ -292,7 +323,7 @@ def vector_ranking(
             found += [(seq, distance) for seq, distance in vectors.nearest_user_memories(
                 db, outcome["vector"], model_id=embedder.model_id) if seq not in seen]
             found = sorted(found, key=lambda item: item[1])[:max(vectors.MIN_CANDIDATES, CANDIDATES * 4)]
-        return [(seq, 1.0 - distance) for seq, distance in found if 1.0 - distance >= MIN_SIMILARITY]
+        return [(seq, 1.0 - distance) for seq, distance in found]
 
     return finish
 
@@ -302,18 +333,21 @@ def rank(
     keyword: Callable[[], list[tuple[int, float]]],
     semantic: Callable[[], Callable[[], list[tuple[int, float]] | None]],
     warnings: list[str],
-) -> tuple[list[tuple[int, float]], str]:
-    """Run the rankings the mode needs and put them on the 0..1 scale; falls back to keywords without vectors."""
+) -> tuple[list[tuple[int, float]], str, dict[int, float]]:
+    """Run the rankings the mode needs and put them on the 0..1 scale; falls back to keywords without vectors.
+
+    Also returns the cosine similarity of each vector candidate (empty without vectors), for :func:`is_weak`.
+    """
     if mode == "keyword":
-        return keyword(), "keyword"
+        return keyword(), "keyword", {}
     finish_vector = semantic()
     by_keyword = keyword() if mode == "hybrid" else None
     by_vector = finish_vector()
     if by_vector is None:
-        return (keyword() if by_keyword is None else by_keyword), "keyword"
+        return (keyword() if by_keyword is None else by_keyword), "keyword", {}
     if by_keyword is None:
-        return ordered(dict(vector_scale(by_vector))), "semantic"
-    return fuse(by_keyword, by_vector), "hybrid"
+        return ordered(dict(vector_scale(by_vector))), "semantic", dict(by_vector)
+    return fuse(by_keyword, by_vector), "hybrid", dict(by_vector)
 
 
 def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_superseded: bool,
@@ -440,7 +474,7 @@ def search_with_info(
         return vector_ranking(db, "memory", query, project_id=project_id, embedder=embedder, warnings=warnings,
                               scope=scope)
 
-    ranked, mode_used = rank(mode, keyword, semantic, warnings)
+    ranked, mode_used, cosines = rank(mode, keyword, semantic, warnings)
     ranked = with_neighbours(db, ranked, include_superseded=include_superseded, sector=sector)
     ranked = with_session_summaries(db, ranked)
     names, dates = query_names(query), date_range(query)
@@ -471,6 +505,10 @@ def search_with_info(
         hits.sort(key=lambda hit: (-hit.score, hit.memory.seq))
         shown = spread_sessions(hits)
     hits = shown[:limit]
+    terms = query_terms(query)
+    for hit in hits:
+        hit.weak = is_weak(f"{hit.memory.content} {' '.join(hit.memory.tags)} {' '.join(hit.memory.files)}", terms,
+                           cosines.get(hit.memory.seq) if mode_used != "keyword" else None)
     _annotate(db, hits, project_id, every_project=scope == "all")
     if track and hits:
         memories.touch_references(db, [hit.memory.id for hit in hits], session_id=session_id)

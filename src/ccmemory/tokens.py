@@ -173,3 +173,32 @@ def _split_estimated(text: str, limit: int) -> tuple[list[str], str]:
         pieces.append(cut)
         base += len(cut)
     return pieces, text[base:]
+
+
+#: Word pieces consecutive windows of a long text share (:func:`windows`), so that a sentence cut at one
+#: window's end is whole at the next one's start (an English sentence is ~20-30 word pieces).
+WINDOW_OVERLAP = 32
+
+
+def windows(text: str) -> list[str]:
+    """What the encoder reads to represent all of ``text``: the text itself, then windows after its first.
+
+    The first item is ``text`` whole (the encoder reads its first :data:`CONTENT_TOKENS`, so its vector is
+    the one a text always had); each further window starts :data:`WINDOW_OVERLAP` word pieces before the
+    previous one ends and holds at most :data:`CONTENT_TOKENS`, until the end of the text is covered. A text
+    that fits, or any text when ``tokenizers`` is missing, gives ``[text]``.
+    """
+    loaded = tokenizer()
+    if loaded is None:
+        return [text]
+    offsets = loaded.encode(text, add_special_tokens=False).offsets
+    if len(offsets) <= CONTENT_TOKENS:
+        return [text]
+    stride = CONTENT_TOKENS - WINDOW_OVERLAP
+    found = [text]
+    start = stride
+    while start + WINDOW_OVERLAP < len(offsets):
+        end = min(start + CONTENT_TOKENS, len(offsets))
+        found.append(text[offsets[start][0]:offsets[end - 1][1]])
+        start += stride
+    return found

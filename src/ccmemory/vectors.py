@@ -6,7 +6,10 @@ from the float one by about 0.001, far below the gaps that decide a ranking.
 Float brute force over 100k 384-d vectors costs ~70 ms here; a ``bit[dims]``
 vec0 column scanned for a few hundred candidates costs ~10 ms, and rescoring
 those with the float query against their int8 vectors recovers the ranking of
-the float model. A long-lived process (the MCP server, the viewer) keeps the
+the float model. A memory may have several vectors, one per window of its text
+(``part``; :func:`ccmemory.tokens.windows`): each is a row of its own, the index is
+keyed by the row's id (``rowid``; a chunk's row id is its seq), and a memory scores
+by its best window. A long-lived process (the MCP server, the viewer) keeps the
 sign bits of the projects it searches in memory instead (:data:`keep_in_memory`),
 because sqlite-vec's KNN costs grow with the number of candidates. The index is derived data: it is rebuilt from the embeddings
 rows whenever the model (or its dimension) changes, and rows removed by
@@ -34,11 +37,11 @@ KINDS = {
 }
 #: The number an embeddings row stores for the model whose id is the parameter (``embedding_models``).
 MODEL_NUMBER = "SELECT id FROM embedding_models WHERE model_id = ?"
-#: kind -> SQL giving (seq, vector) of every stored vector of a model in a project.
+#: kind -> SQL giving (id, vector) of every stored vector of a model in a project.
 PROJECT_VECTORS = {
-    "memory": "SELECT e.item_seq AS seq, e.vector AS vector FROM memory_embeddings e "
+    "memory": "SELECT e.rowid AS id, e.vector AS vector FROM memory_embeddings e "
               f"JOIN memories m ON m.seq = e.item_seq WHERE e.model = ({MODEL_NUMBER}) AND m.project_id = ?",
-    "chunk": "SELECT e.item_seq AS seq, e.vector AS vector FROM chunk_embeddings e JOIN chunks c ON c.seq = e.item_seq "
+    "chunk": "SELECT e.rowid AS id, e.vector AS vector FROM chunk_embeddings e JOIN chunks c ON c.seq = e.item_seq "
              f"JOIN documents d ON d.id = c.document_id WHERE e.model = ({MODEL_NUMBER}) AND d.project_id = ?",
 }
 #: (seq, vector) of every stored vector of a model of a user-wide memory (few: ranked exactly, from their index).
@@ -142,30 +145,30 @@ def sync(db: Database, kind: str, model_id: str) -> int:
     """
     vec_table, emb_table, project_sql = KINDS[kind]
     with db.transaction():
-        removed = [row["item_seq"] for row in db.rows("SELECT item_seq FROM vector_tombstones WHERE kind = ?", (kind,))]
-        for seq in removed:
-            db.execute(f"DELETE FROM {vec_table} WHERE rowid = ?", (seq,))
+        removed = [row["vector_id"] for row in db.rows("SELECT vector_id FROM vector_tombstones WHERE kind = ?",
+                                                       (kind,))]
+        for vector_id in removed:
+            db.execute(f"DELETE FROM {vec_table} WHERE rowid = ?", (vector_id,))
         db.execute("DELETE FROM vector_tombstones WHERE kind = ?", (kind,))
-        pending = db.rows(
-            f"SELECT item_seq, vector FROM {emb_table} WHERE indexed = 0 AND model = ({MODEL_NUMBER})", (model_id,)
-        )
+        pending = db.rows(f"SELECT rowid AS id, item_seq, vector FROM {emb_table} "
+                          f"WHERE indexed = 0 AND model = ({MODEL_NUMBER})", (model_id,))
         added: list[tuple[int, int, bytes]] = []
         for row in pending:
             project = db.scalar(project_sql, (row["item_seq"],))
-            db.execute(f"DELETE FROM {vec_table} WHERE rowid = ?", (row["item_seq"],))
+            db.execute(f"DELETE FROM {vec_table} WHERE rowid = ?", (row["id"],))
             if project is not None:
                 db.execute(
                     f"INSERT INTO {vec_table}(rowid, project_id, embedding) "
                     f"VALUES (?, ?, vec_quantize_binary(vec_int8(?)))",
-                    (row["item_seq"], project, row["vector"]),
+                    (row["id"], project, row["vector"]),
                 )
-                added.append((row["item_seq"], project, row["vector"]))
-            db.execute(f"UPDATE {emb_table} SET indexed = 1 WHERE item_seq = ?", (row["item_seq"],))
+                added.append((row["id"], project, row["vector"]))
+            db.execute(f"UPDATE {emb_table} SET indexed = 1 WHERE rowid = ?", (row["id"],))
         if removed or pending:
             before = _generation(db, kind)
             db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
                        (_GENERATION_KEY.format(kind), str(before + 1)))
-            _SignIndex.apply(db, kind, model_id, before, removed + [row["item_seq"] for row in pending], added)
+            _SignIndex.apply(db, kind, model_id, before, removed + [row["id"] for row in pending], added)
     return len(pending)
 
 
@@ -186,19 +189,19 @@ def sign_bits(vectors: Any) -> Any:
 
 
 class _SignIndex:
-    """The sign bits of one project's vectors of one model, held by a long-lived process.
+    """The sign bits of one project's vectors of one model, held by a long-lived process, by vector id.
 
     Built from the stored int8 vectors on first use; kept current by :func:`sync` in this
     process, and rebuilt when the generation shows another process changed the vectors.
-    ``table`` (seqs, codes) is replaced as one value, so a search in another thread (the
+    ``table`` (ids, codes) is replaced as one value, so a search in another thread (the
     server embeds in the background) always reads a matching pair.
     """
 
     held: dict[tuple[str, str, int, str], _SignIndex] = {}
 
-    def __init__(self, generation: int, seqs: Any, codes: Any) -> None:
+    def __init__(self, generation: int, ids: Any, codes: Any) -> None:
         self.generation = generation
-        self.table = (seqs, codes)
+        self.table = (ids, codes)
 
     @classmethod
     def get(cls, db: Database, kind: str, project_id: int, model_id: str) -> _SignIndex:
@@ -209,10 +212,10 @@ class _SignIndex:
         held = cls.held.get(key)
         if held is None or held.generation != generation:
             rows = db.rows(PROJECT_VECTORS[kind], (model_id, project_id))
-            seqs = numpy.array([row["seq"] for row in rows], dtype=numpy.int64)
+            ids = numpy.array([row["id"] for row in rows], dtype=numpy.int64)
             stored = numpy.frombuffer(b"".join(row["vector"] for row in rows), dtype=numpy.int8)
             codes = sign_bits(stored.reshape(len(rows), -1)) if rows else numpy.zeros((0, 1), numpy.uint64)
-            held = cls.held[key] = cls(generation, seqs, codes)
+            held = cls.held[key] = cls(generation, ids, codes)
         return held
 
     @classmethod
@@ -224,28 +227,28 @@ class _SignIndex:
         for (path, held_kind, project_id, held_model), held in cls.held.items():
             if (path, held_kind, held_model) != (db.path, kind, model_id) or held.generation != before:
                 continue
-            seqs, codes = held.table
-            keep = ~numpy.isin(seqs, numpy.array(changed, dtype=numpy.int64))
-            mine = [(seq, vector) for seq, project, vector in added if project == project_id]
-            seqs, codes = seqs[keep], codes[keep]
+            ids, codes = held.table
+            keep = ~numpy.isin(ids, numpy.array(changed, dtype=numpy.int64))
+            mine = [(vector_id, vector) for vector_id, project, vector in added if project == project_id]
+            ids, codes = ids[keep], codes[keep]
             if mine:
                 stored = numpy.frombuffer(b"".join(vector for _, vector in mine), dtype=numpy.int8)
-                seqs = numpy.concatenate([seqs, numpy.array([seq for seq, _ in mine], dtype=numpy.int64)])
+                ids = numpy.concatenate([ids, numpy.array([vector_id for vector_id, _ in mine], dtype=numpy.int64)])
                 new_codes = sign_bits(stored.reshape(len(mine), -1))
                 codes = numpy.vstack([codes, new_codes]) if len(codes) else new_codes
-            held.table, held.generation = (seqs, codes), before + 1
+            held.table, held.generation = (ids, codes), before + 1
 
     def nearest(self, query: bytes, count: int) -> list[int]:
-        """The seqs of the ``count`` vectors whose sign bits differ least from the query's."""
+        """The ids of the ``count`` vectors whose sign bits differ least from the query's."""
         import numpy
 
-        seqs, codes = self.table
-        if not len(seqs):
+        ids, codes = self.table
+        if not len(ids):
             return []
         wanted = sign_bits(numpy.frombuffer(query, dtype=numpy.float32))[0]
         distance = numpy.bitwise_count(codes ^ wanted).sum(axis=1, dtype=numpy.int32)
         best = numpy.argpartition(distance, count)[:count] if count < len(distance) else numpy.arange(len(distance))
-        return seqs[best].tolist()
+        return ids[best].tolist()
 
 
 def quantize(vector: bytes) -> bytes:
@@ -260,25 +263,28 @@ def quantize(vector: bytes) -> bytes:
 def nearest(
     db: Database, kind: str, query: bytes, *, project_id: int | None, model_id: str, limit: int
 ) -> list[tuple[int, float]]:
-    """Item seqs nearest to ``query`` (float32) in the project (None: every project), with cosine distance,
-    closest first."""
+    """Items nearest to ``query`` (float32) in the project (None: every project), with cosine distance, closest first.
+
+    The sign bits give ``max(MIN_CANDIDATES, 4 * limit)`` candidate vectors (per project); each is rescored,
+    and an item with several (windows of a long memory) counts by its nearest one.
+    """
     vec_table, emb_table, _ = KINDS[kind]
     candidates = max(MIN_CANDIDATES, limit * 4)
     if keep_in_memory:
         if project_id is None:
-            seqs = [seq for row in db.rows("SELECT id FROM projects ORDER BY id")
-                    for seq in _SignIndex.get(db, kind, row["id"], model_id).nearest(query, candidates)]
+            ids = [found for row in db.rows("SELECT id FROM projects ORDER BY id")
+                   for found in _SignIndex.get(db, kind, row["id"], model_id).nearest(query, candidates)]
         else:
-            seqs = _SignIndex.get(db, kind, project_id, model_id).nearest(query, candidates)
+            ids = _SignIndex.get(db, kind, project_id, model_id).nearest(query, candidates)
         rows = db.rows(f"SELECT item_seq AS seq, vector FROM {emb_table} WHERE model = ({MODEL_NUMBER}) "
-                       f"AND item_seq IN ({','.join('?' * len(seqs))})", (model_id, *seqs)) if seqs else []
+                       f"AND rowid IN ({','.join('?' * len(ids))})", (model_id, *ids)) if ids else []
     else:
         in_project = "" if project_id is None else " AND project_id = ?"
         rows = db.rows(
             f"WITH candidates AS (SELECT rowid FROM {vec_table} WHERE embedding MATCH vec_quantize_binary(?) "
             f"AND k = ?{in_project}) "
             f"SELECT e.item_seq AS seq, e.vector AS vector FROM candidates c "
-            f"JOIN {emb_table} e ON e.item_seq = c.rowid AND e.model = ({MODEL_NUMBER})",
+            f"JOIN {emb_table} e ON e.rowid = c.rowid AND e.model = ({MODEL_NUMBER})",
             (query, candidates, *(() if project_id is None else (project_id,)), model_id),
         )
     return _rescored(query, rows)[:candidates]
@@ -303,5 +309,7 @@ def _rescored(query: bytes, rows: list[dict[str, Any]]) -> list[tuple[int, float
     stored = stored.reshape(len(rows), -1).astype(numpy.float32)
     norms = numpy.linalg.norm(stored, axis=1) * max(float(numpy.linalg.norm(wanted)), 1e-12)
     similarity = stored @ wanted / numpy.maximum(norms, 1e-12)
-    order = numpy.argsort(-similarity)
-    return [(rows[index]["seq"], 1.0 - float(similarity[index])) for index in order]
+    best: dict[int, float] = {}
+    for index in numpy.argsort(-similarity):
+        best.setdefault(rows[index]["seq"], float(similarity[index]))
+    return [(seq, 1.0 - value) for seq, value in best.items()]

@@ -79,7 +79,7 @@ def demo(home: str | None) -> None:
         result = search.search_with_info(db, query, project_id=project_id, embedder=embedder, limit=3)
         echo(f"\nSearch ({result.mode_used}): {query}")
         for number, hit in enumerate(result.hits, 1):
-            echo(f"{number}. [{hit.score:.2f}] {describe(hit.memory)}")
+            echo(f"{number}. [{hit.score:.2f}{' weak match' if hit.weak else ''}] {describe(hit.memory)}")
             echo(f"   {preview(hit.memory)}")
     db.close()
 

@@ -94,6 +94,7 @@ def add(content: str | None, category: str, sector: str | None, tags: str, impor
     db, project = open_store(project_dir)
     memory = memories.add(db, project_id=project, content=content or "", sector=sector, category=category,
                           tags=tags, importance=importance, created_at=created_at, scope=scope)
+    _embed_now(db, memory.seq)
     hidden = memory.content.count(REDACTED) - (content or "").count(REDACTED)
     notes = [f"{hidden} secret-looking value{'s' if hidden > 1 else ''} replaced by {REDACTED}"] if hidden > 0 else []
     if "<private>" in (content or "").lower():
@@ -106,6 +107,24 @@ def add(content: str | None, category: str, sector: str | None, tags: str, impor
     else:
         where = ", user-wide: every project sees it" if memory.scope == "user" else ""
         echo(f"Memory created: {memory.id} (sector: {memory.sector}, category: {memory.category}{where})")
+
+
+def _embed_now(db: Database, seq: int) -> None:
+    """Embed a memory just added, so the next search finds it by meaning (a warning, not a failure, if it cannot).
+
+    The vector is written beside the memory; the next search that loads sqlite-vec indexes it (as it does
+    every vector written by a connection without the extension).
+    """
+    from .. import embeddings, vectors
+
+    if vectors.extension_path() is None:
+        return
+
+    try:
+        embeddings.embed_memories(db, embeddings.get_embedder(), [seq])
+    except Exception as exc:  # the memory is stored: a model that cannot run leaves it to keyword search
+        echo(f"Note: the memory is stored but not embedded yet ({exc}); it is found by keywords until "
+             "`ccmemory embed` runs.", err=True)
 
 
 @click.command()
@@ -136,7 +155,8 @@ def search(query: str, limit: int, mode: str, sector: str | None, include_supers
     if not report_search(result, query, as_json):
         return
     for number, hit in enumerate(result.hits, 1):
-        echo(f"{number}. [{hit.score:.2f}] {_labelled(hit.memory, {hit.memory.id: hit.origin})}")
+        echo(f"{number}. [{hit.score:.2f}{' weak match' if hit.weak else ''}] "
+             f"{_labelled(hit.memory, {hit.memory.id: hit.origin})}")
         echo(f"   {preview(hit.memory)}")
         if hit.superseded_by:
             echo(f"   superseded by {hit.superseded_by[:8]}")

@@ -40,6 +40,7 @@ def index_entry(
     memory: Memory,
     *,
     score: float | None = None,
+    weak: bool = False,
     superseded_by: str | None = None,
     session: Mapping[str, Any] | None = None,
     related: int = 0,
@@ -55,7 +56,7 @@ def index_entry(
     if where:
         head.insert(1, where)
     if score is not None:
-        head.append(f"score {score:.2f}")
+        head.append(f"score {score:.2f}" + (" (weak match)" if weak else ""))
     head += [f"salience {memory.salience:.2f}", f"~{estimate_tokens(memory.content)} tok"]
     lines = ["  ".join(head)]
     if memory.is_superseded:
@@ -80,8 +81,8 @@ def search_results(query: str, mode: str, hits: Sequence[Any], warnings: Iterabl
     if not hits:
         return "\n".join([*notes, f'No memories found for "{one_line(query, 80)}".'])
     entries = [
-        index_entry(i, hit.memory, score=hit.score, superseded_by=hit.superseded_by, session=hit.session,
-                    related=hit.related_count, origin=hit.origin, shared=hit.shared)
+        index_entry(i, hit.memory, score=hit.score, weak=hit.weak, superseded_by=hit.superseded_by,
+                    session=hit.session, related=hit.related_count, origin=hit.origin, shared=hit.shared)
         for i, hit in enumerate(hits, 1)
     ]
     header = (f'{counted(len(hits), "memory")} for "{one_line(query, 80)}" ({mode}). '

@@ -139,7 +139,7 @@ def _server_row(record: Any) -> dict[str, Any]:
 def _vector_of(db: Database, memory: memories.Memory) -> tuple[str | None, str | None]:
     """The memory's stored vector as pgvector text and its model id, or (None, None)."""
     row = db.one("SELECT e.vector, m.model_id FROM memory_embeddings e JOIN embedding_models m ON m.id = e.model "
-                 "WHERE e.item_seq = ?", (memory.seq,))
+                 "WHERE e.item_seq = ? AND e.part = 0", (memory.seq,))
     if row is None:
         return None, None
     values = [b - 256 if b > 127 else b for b in bytes(row["vector"])]  # int8, scaled: cosine ignores the scale
@@ -479,16 +479,19 @@ class Round:
         memories.refresh_superseded(self.db, memories.replaces(self.db, row["id"]))
 
     def _store_vector(self, row: dict[str, Any]) -> None:
-        from .. import embeddings
+        from .. import embeddings, tokens
 
         values = [float(part) for part in row["embedding"].strip("[]").split(",") if part]
         peak = max((abs(v) for v in values), default=0.0) or 1.0
         quantized = bytes((round(v * 127 / peak)) & 0xFF for v in values)
         seq = self.db.scalar("SELECT seq FROM memories WHERE id = ?", (row["id"],))
         model = embeddings.model_number(self.db, self.model)
-        self.db.execute("UPDATE memories SET needs_embedding = 0 WHERE seq = ?", (seq,))
-        self.db.execute("INSERT INTO memory_embeddings(item_seq, model, vector, indexed) VALUES (?, ?, ?, 0) "
-                        "ON CONFLICT(item_seq) DO UPDATE SET model = excluded.model, vector = excluded.vector, "
+        # The server holds a memory's first window; a longer memory's other windows are made here by the
+        # background pass, which keeps the first (embeddings._parts_to_embed).
+        self.db.execute("UPDATE memories SET needs_embedding = (length(content) > ?) WHERE seq = ?",
+                        (tokens.CONTENT_TOKENS, seq))
+        self.db.execute("INSERT INTO memory_embeddings(item_seq, part, model, vector, indexed) VALUES (?, 0, ?, ?, 0) "
+                        "ON CONFLICT(item_seq, part) DO UPDATE SET model = excluded.model, vector = excluded.vector, "
                         "indexed = 0", (seq, model, quantized))
 
 

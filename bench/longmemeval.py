@@ -1,0 +1,158 @@
+"""LongMemEval_S as a session-level retrieval benchmark, through the product's own store and search.
+
+Run: python bench/longmemeval.py --data ../shared/bench-data/longmemeval-s-dev.json.gz
+     [--mode keyword,semantic,hybrid] [--limit 10] [--json OUT]
+
+Protocol (``../shared/README.md``, after LongMemEval's own code and MemPalace's widely quoted run): one
+fresh store per question holding its haystack, one memory per session made of the session's user turns
+joined by newlines (cut at the store's 10,000-character limit: 21 of the 4,830 dev sessions are longer),
+carrying the session's date as ``created_at`` and its id as the memory's session; embedded with
+``embed_pending``; the question, verbatim, through ``search.search_with_info`` (the function the MCP
+tool and CLI call). Abstention questions (ids ending in ``_abs``) have no evidence and are skipped; the
+gold is the question's ``answer_session_ids``. Per mode and per question type: **any-gold** Hit@5/@10
+(MemPalace's "R@5": a gold session in the top k), **all-gold** All@5/@10 (every gold session in the top
+k; LongMemEval's recall_all@k) and NDCG@10, beside plain FTS5 BM25 over the same session texts in the
+same run (the question's distinct lowercase words, quoted, ORed; no stemming, no stopwords).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import sqlite3
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ccmemory import db as database  # noqa: E402
+from ccmemory import embeddings, memories, projects, search  # noqa: E402
+import retrieval_cli  # noqa: E402
+from metrics import latency_summary, mean_scores, question_scores, table  # noqa: E402
+
+KS = (5, 10)
+COLUMNS = ["Hit@5", "All@5", "Hit@10", "All@10", "NDCG@10"]
+BM25 = "FTS5 BM25"
+
+
+def session_text(session: list[dict[str, Any]]) -> str:
+    """The user turns of a session, joined by newlines, cut to what one memory holds."""
+    text = "\n".join(turn["content"] for turn in session if turn.get("role") == "user" and turn.get("content"))
+    return text[:memories.MAX_CONTENT_CHARS]
+
+
+def session_time(text: str) -> str:
+    """``2023/05/20 (Sat) 10:44`` as ISO 8601."""
+    return datetime.strptime(re.sub(r"\s*\(\w+\)\s*", " ", text).strip(), "%Y/%m/%d %H:%M").isoformat()
+
+
+def plain_bm25(texts: dict[str, str], question: str, limit: int) -> list[str]:
+    """The reference ranking: default FTS5 over the session texts, the question's words ORed."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(sid UNINDEXED, content, tokenize='unicode61 remove_diacritics 2')")
+    conn.executemany("INSERT INTO t(sid, content) VALUES (?, ?)", list(texts.items()))
+    words = list(dict.fromkeys(re.findall(r"\w+", question.lower())))
+    if not words:
+        return []
+    expression = " OR ".join(f'"{word}"' for word in words)
+    return [sid for (sid,) in conn.execute("SELECT sid FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT ?",
+                                           (expression, limit))]
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    with gzip.open(args.data, "rt", encoding="utf-8") as handle:
+        questions = json.load(handle)
+    modes = args.mode.split(",")
+    systems = [BM25, *modes]
+    folder = Path(tempfile.mkdtemp(prefix="ccmemory-longmemeval-"))
+    os.environ["CCMEMORY_HOME"] = str(folder / "home")
+    embedder = retrieval_cli.embedder(args.no_cache) if modes != ["keyword"] else None
+    rows: dict[str, list[dict[str, Any]]] = {system: [] for system in systems}
+    latencies: dict[str, list[float]] = {system: [] for system in systems}
+    skipped = 0
+    embed_seconds = 0.0
+    for number, item in enumerate(questions):
+        texts = {sid: session_text(session) for sid, session in zip(item["haystack_session_ids"],
+                                                                   item["haystack_sessions"])}
+        texts = {sid: text for sid, text in texts.items() if text.strip()}
+        gold = [sid for sid in item["answer_session_ids"] if sid in texts]
+        if item["question_id"].endswith("_abs") or not gold:
+            skipped += 1
+            continue
+        workdir = folder / f"q{number:03d}"
+        (workdir / "project").mkdir(parents=True)
+        db = database.connect(workdir / "memory.db", vectors=True)
+        project = projects.project_id(db, workdir / "project")
+        for sid, date in zip(item["haystack_session_ids"], item["haystack_dates"]):
+            if sid in texts:
+                memories.add(db, project_id=project, content=texts[sid], created_at=session_time(date),
+                             source="longmemeval", session_id=sid, metadata={"session": sid})
+        if embedder is not None:
+            started = time.perf_counter()
+            embeddings.embed_pending(db, embedder)
+            embed_seconds += time.perf_counter() - started
+        for system in systems:
+            started = time.perf_counter()
+            if system == BM25:
+                ranking = plain_bm25(texts, item["question"], args.limit)
+            else:
+                result = search.search_with_info(db, item["question"], project_id=project, mode=system,
+                                                 limit=args.limit, embedder=embedder, track=False)
+                ranking = [hit.memory.metadata.get("session") for hit in result.hits]
+            latencies[system].append((time.perf_counter() - started) * 1000)
+            rows[system].append({"question_id": item["question_id"], "type": item["question_type"], "gold": gold,
+                                 "ranking": ranking,
+                                 "scores": question_scores(ranking, gold, ks=KS, recall=True, ndcg_k=10)})
+        db.close()
+        if (number + 1) % 20 == 0:
+            print(f"{number + 1}/{len(questions)} questions", file=sys.stderr)
+    types = sorted({row["type"] for row in rows[systems[0]]})
+    summary: dict[str, Any] = {"data": str(args.data), "limit": args.limit, "overrides": args.set,
+                               "skipped_questions": skipped, "embed_seconds": round(embed_seconds, 1), "systems": {}}
+    for system in systems:
+        groups = {"all": [row["scores"] for row in rows[system]]}
+        groups.update({kind: [row["scores"] for row in rows[system] if row["type"] == kind] for kind in types})
+        summary["systems"][system] = {
+            "by_type": {name: {"n": len(group), **mean_scores(group)} for name, group in groups.items()},
+            "latency": latency_summary(latencies[system]),
+        }
+    if args.json:
+        Path(args.json).write_text(json.dumps({"summary": summary, "questions": rows}, indent=1))
+    return summary
+
+
+def report(summary: dict[str, Any]) -> str:
+    overall = [(f"{system} (p50 {result['latency'].get('p50_ms')} ms)",
+                {k: v for k, v in result["by_type"]["all"].items() if k != "n"}, result["by_type"]["all"]["n"])
+               for system, result in summary["systems"].items()]
+    parts = [f"session level, limit {summary['limit']}; {summary['skipped_questions']} questions skipped "
+             f"(abstention or no gold); embedding {summary['embed_seconds']} s\n"
+             + table(overall, COLUMNS, percent=True, label="system")]
+    for system, result in summary["systems"].items():
+        by_type = [(name, {k: v for k, v in means.items() if k != "n"}, means["n"])
+                   for name, means in result["by_type"].items() if name != "all"]
+        parts.append(f"{system} by question type\n" + table(by_type, COLUMNS, percent=True, label="type"))
+    return "\n\n".join(parts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, help="longmemeval-s-dev.json.gz (or the official longmemeval_s.json)")
+    parser.add_argument("--limit", type=int, default=10, help="search limit (metrics go up to 10)")
+    retrieval_cli.add_shared_options(parser, default_modes="keyword,semantic,hybrid")
+    args = retrieval_cli.parse(parser)
+    if args.limit < max(KS):
+        parser.error(f"--limit must be at least {max(KS)}")
+    print(report(run(args)))
+
+
+if __name__ == "__main__":
+    main()
