@@ -289,16 +289,16 @@ def test_windows_migration_keeps_first_vectors_and_the_pass_adds_the_rest(home: 
     from ccmemory import embeddings, memories, projects, vectors
 
     path = home / "ccmemory.db"
-    old = store_before(migrations._m013_embedding_windows, path)
+    old = store_before(migrations._m017_embedding_windows, path)
     long_text = " ".join(f"Paragraph {n}: the deploy copies bundle {n} to the edge cache." for n in range(80))
     with old.transaction():
         project = projects.project_id(old, str(home))
-        short = memories.add(old, project_id=project, content="A short note")
-        long = memories.add(old, project_id=project, content=long_text)
+        short = add_memory(old, project_id=project, content="A short note")
+        long = add_memory(old, project_id=project, content=long_text)
         model = embeddings.model_number(old, embedder.model_id)
-        for memory in (short, long):
+        for memory, text in ((short, "A short note"), (long, long_text)):
             old.execute("INSERT INTO memory_embeddings(item_seq, model, vector, indexed) VALUES (?, ?, ?, 0)",
-                        (memory.seq, model, vectors.quantize(embedder.embed([memory.content])[0])))
+                        (memory.seq, model, vectors.quantize(embedder.embed([text])[0])))
             old.execute("UPDATE memories SET needs_embedding = 0 WHERE seq = ?", (memory.seq,))
         old.execute("INSERT INTO meta(key, value) VALUES ('embeddings_model:memory', ?)", (embedder.model_id,))
     old.close()
@@ -318,3 +318,14 @@ def test_windows_migration_keeps_first_vectors_and_the_pass_adds_the_rest(home: 
         assert db.scalar("SELECT COUNT(*) FROM memory_vec") == 1
     finally:
         db.close()
+
+
+def test_the_windows_rebuild_keeps_every_trigger_on_the_vectors(tmp_path: Path) -> None:
+    """Migration 17 rebuilds memory_embeddings: triggers made on it earlier (the sync outbox's) are made again."""
+    db = database.connect(tmp_path / "fresh.db")
+    try:
+        on_vectors = {row["name"] for row in db.rows(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'memory_embeddings'")}
+    finally:
+        db.close()
+    assert {"memory_embeddings_gone", "sync_memory_embedded", "sync_memory_reembedded"} <= on_vectors
