@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,42 +21,12 @@ import pytest
 from ccmemory import identity, memories, projects
 from ccmemory.db import Database
 from testing.cli import spawn
-from testing.env import isolated_env
+from testing.git_repos import GIT, commit, git, new_repo, root_commit
 from testing.hooks import assert_quiet_success, bash_call, rows, run_hook
 from testing.mcp import running_server
 
-GIT = shutil.which("git")
 pytestmark = pytest.mark.skipif(GIT is None, reason="needs git")
 REMOTE = "https://example.com/Org/App.git"
-
-
-def git(cwd: Path, *args: str) -> str:
-    """Run git in ``cwd`` as a user would (the test run's throwaway HOME, a commit author)."""
-    done = subprocess.run([GIT or "git", *args], cwd=cwd, env=isolated_env(None), capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
-    return done.stdout.strip()
-
-
-def commit(repo: Path, name: str, text: str = "") -> str:
-    """Commit one file; returns the commit id."""
-    (repo / name).parent.mkdir(parents=True, exist_ok=True)
-    (repo / name).write_text(text or f"{name} of {repo.name}\n")  # two repositories never share a commit
-    git(repo, "add", name)
-    git(repo, "commit", "-q", "-m", f"add {name}")
-    return git(repo, "rev-parse", "HEAD")
-
-
-def new_repo(path: Path, commits: int = 2) -> Path:
-    path.mkdir(parents=True)
-    git(path, "init", "-q", "-b", "main")
-    for number in range(commits):
-        commit(path, f"file{number}.txt")
-    return path
-
-
-def root_commit(repo: Path) -> str:
-    return git(repo, "rev-list", "--max-parents=0", "HEAD")
 
 
 def kinds(db: Database, project: int) -> dict[str, str]:
