@@ -170,14 +170,6 @@ def test_a_location_whose_repository_is_replaced_is_a_new_project(db, tmp_path):
     assert projects.get(db, first)["path"] != str(place)  # gave up the path, kept its rows
 
 
-def test_a_repository_that_becomes_shallow_then_deep_again_stays_one_project(db, tmp_path):
-    """A deepened clone whose project is the repository already: no merge, no new project."""
-    origin = new_repo(tmp_path / "origin", commits=2)
-    project = projects.project_id(db, origin)
-    assert projects.project_id(db, origin, create=False) == project
-    assert db.scalar("SELECT COUNT(*) FROM project_merges") == 0
-
-
 # -- the three entry points agree --------------------------------------------------------------------------------
 
 @pytest.fixture
