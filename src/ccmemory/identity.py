@@ -136,6 +136,8 @@ def has_commit(top: str) -> bool:
     if found is None:
         return False
     git_dir, common_dir = found
+    if os.path.isdir(os.path.join(common_dir, "reftable")):  # refs in binary tables (git 2.45+): git tells
+        return True
     head = (_read_small(os.path.join(git_dir, "HEAD")) or "").strip()
     if not head.startswith("ref:"):
         return len(head) >= 40
