@@ -94,9 +94,15 @@ def git_dirs(top: str) -> tuple[str, str] | None:
     return (git_dir, common_dir) if _plain(git_dir, common_dir) else None
 
 
+#: Files of a git dir that grow with the repository (refs, shallow boundaries, the commit graph): no size limit.
+_UNBOUNDED = ("packed-refs", "shallow", "commit-graph")
+
+
 def _plain(git_dir: str, common_dir: str) -> bool:
-    """Whether what git reads to resolve ``HEAD`` is made of regular files and folders, none a symbolic link."""
-    wanted = [(os.path.join(git_dir, "HEAD"), stat.S_ISREG, True), (os.path.join(git_dir, "config.worktree"), stat.S_ISREG, False)]
+    """Whether what git reads to resolve ``HEAD`` are regular files and folders, none a symbolic link, the
+    small files within :data:`MAX_GIT_FILE_BYTES`."""
+    wanted = [(os.path.join(git_dir, "HEAD"), stat.S_ISREG, True),
+              (os.path.join(git_dir, "config.worktree"), stat.S_ISREG, False)]
     wanted += [(os.path.join(common_dir, name), check, required) for name, check, required in (
         ("config", stat.S_ISREG, False), ("packed-refs", stat.S_ISREG, False), ("shallow", stat.S_ISREG, False),
         ("refs", stat.S_ISDIR, True), ("objects", stat.S_ISDIR, True), ("info/grafts", stat.S_ISREG, False),
@@ -109,7 +115,7 @@ def _plain(git_dir: str, common_dir: str) -> bool:
                 return False
             continue
         if not check(mode) or (stat.S_ISREG(mode) and os.path.getsize(path) > MAX_GIT_FILE_BYTES
-                               and not path.endswith(("packed-refs", "commit-graph"))):
+                               and not path.endswith(_UNBOUNDED)):
             return False
     return True
 
