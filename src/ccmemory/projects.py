@@ -79,7 +79,7 @@ def _may_have_changed(root: str, alias: dict[str, Any]) -> bool:
         return current != "none" or os.path.isdir(root)  # a location gone keeps its project
     if alias["kind"] == "path" and current != "none":
         if unread_at:
-            return time.time() - float(unread_at or 0) > RETRY_UNREAD_SECONDS
+            return time.time() - float(unread_at) > RETRY_UNREAD_SECONDS
         return identity.has_commit(root)
     if alias["kind"] == "remote":
         return not identity.is_shallow(root)
@@ -120,12 +120,12 @@ def _settle(db: Database, root: str, seen: dict[str, Any], alias: dict[str, Any]
     if project is None:
         project = _create(db, root, seen)
     _record(db, project, seen)
+    marker = identity.marker(root) + (f"{_UNREAD}{time.time():.0f}" if seen.get("unread") else "")
     db.execute(
         "INSERT INTO project_aliases(path, project_id, kind, marker, first_seen) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT(path) DO UPDATE SET project_id = excluded.project_id, kind = excluded.kind, "
         "marker = excluded.marker",
-        (root, project, seen["kind"], identity.marker(root) + (f"{_UNREAD}{time.time():.0f}" if seen.get("unread")
-                                                               else ""), clock.now()),
+        (root, project, seen["kind"], marker, clock.now()),
     )
     return project
 
