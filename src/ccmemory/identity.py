@@ -16,22 +16,35 @@ where a project has been seen are its aliases (``project_aliases``); an alias, o
 answers the hook path's question with one indexed read, so git runs only on the first sight
 of a checkout (and when a path-identified or shallow checkout may have changed).
 
-Git runs from the absolute ``PATH`` only, with the repository's config unable to start a
-program (``core.fsmonitor``, a pager) and every ``GIT_*`` variable dropped, bounded in time.
-Standard library only; ``subprocess`` is imported on first use.
+The repository is untrusted (docs/security.md, "Identity from git"): git runs from the absolute
+``PATH`` only, on a ``.git`` that belongs to the checkout and holds no FIFO, device or symbolic
+link where git looks for ``HEAD`` (:func:`git_dirs`), with settings no config file can override
+(:data:`SAFE_CONFIG`: no transport, no file-system monitor, pager or hook), every ``GIT_*``
+variable of the environment dropped, and a time limit; when it fails the identity is the path,
+marked ``unread`` so the caller does not ask again at once. Standard library only; ``subprocess``
+is imported on first use.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 GIT_TIMEOUT_SECONDS = 10
-#: Largest ``.git`` file, ``HEAD``, ``commondir`` or ``config`` read.
+#: Largest ``.git`` file, ``HEAD``, ``commondir``, ``config`` (and the other small files of a git dir) read.
 MAX_GIT_FILE_BYTES = 256 * 1024
+#: Largest ``packed-refs`` read (a repository with many tags has a large one).
+MAX_PACKED_REFS_BYTES = 16 * 1024 * 1024
+#: Settings given on git's command line, which outrank every config file (the repository's, its includes, the
+#: user's): no program of the repository's choosing runs. No transport at all (a partial clone missing a commit
+#: would fetch it lazily from its promisor remote, through the repository's ``core.sshCommand`` or a remote
+#: helper), no file-system monitor, no pager, no hooks.
+SAFE_CONFIG = ("-c", "protocol.allow=never", "-c", "core.fsmonitor=false", "-c", "core.pager=cat",
+               "-c", "core.hooksPath=/dev/null")
 #: Identity kinds and how portable each is: a checkout's identity is upgraded along this line, never down.
 PORTABILITY = {"path": 0, "remote": 1, "git": 2}
 
@@ -42,24 +55,85 @@ def portability(key: str | None) -> int:
 
 
 def git_dirs(top: str) -> tuple[str, str] | None:
-    """(git dir, common dir) of the checkout at ``top``, or None when it has no readable ``.git``.
+    """(git dir, common dir) of the checkout at ``top``, or None when it has no ``.git`` that is its own.
 
     A worktree's or submodule's ``.git`` is a file naming its git dir; a worktree's git dir names
-    the repository's common dir in ``commondir``.
+    the repository's common dir in ``commondir``. A directory that is not a clone (an unpacked
+    archive) can hold a ``.git`` file, a symbolic link or a ``commondir`` naming another
+    repository of the disk, so a ``.git`` outside ``top`` counts only when git's own link back
+    says it belongs to ``top``: a worktree's ``gitdir`` file, a submodule's ``core.worktree``.
+    Everything git reads to resolve ``HEAD`` must be a plain file or folder (no FIFO, device or
+    symbolic link), so git is never started on a repository that would hang it or borrow another's refs.
     """
     dot_git = os.path.join(top, ".git")
     if os.path.isdir(dot_git):
-        git_dir = dot_git
+        if os.path.islink(dot_git) and not _inside(os.path.realpath(dot_git), top):
+            return None
+        git_dir = common_dir = dot_git
+        if os.path.lexists(os.path.join(git_dir, "commondir")):  # only a worktree's git dir names another
+            return None
     else:
         text = _read_small(dot_git)
         if text is None or not text.startswith("gitdir:"):
             return None
-        git_dir = os.path.normpath(os.path.join(top, text[len("gitdir:"):].strip()))
+        git_dir = os.path.realpath(os.path.join(top, text[len("gitdir:"):].strip()))
         if not os.path.isdir(git_dir):
             return None
-    common = _read_small(os.path.join(git_dir, "commondir"))
-    common_dir = os.path.normpath(os.path.join(git_dir, common.strip())) if common else git_dir
-    return git_dir, common_dir
+        common = _read_small(os.path.join(git_dir, "commondir"))
+        if common is not None:
+            common_dir = os.path.realpath(os.path.join(git_dir, common.strip()))
+            back = _read_small(os.path.join(git_dir, "gitdir")) or ""
+            if os.path.dirname(git_dir) != os.path.join(common_dir, "worktrees") or \
+                    os.path.realpath(os.path.join(git_dir, back.strip())) != os.path.realpath(dot_git):
+                return None
+        else:
+            common_dir = git_dir
+            worktree = _config_value(_read_small(os.path.join(git_dir, "config")) or "", "core", "worktree")
+            if worktree is None or os.path.realpath(os.path.join(git_dir, worktree)) != os.path.realpath(top):
+                return None
+    return (git_dir, common_dir) if _plain(git_dir, common_dir) else None
+
+
+#: Files of a git dir that grow with the repository (refs, shallow boundaries, the commit graph): no size limit.
+_UNBOUNDED = ("packed-refs", "shallow", "commit-graph")
+
+
+def _plain(git_dir: str, common_dir: str) -> bool:
+    """Whether what git reads to resolve ``HEAD`` are regular files and folders, none a symbolic link, the
+    small files within :data:`MAX_GIT_FILE_BYTES`."""
+    wanted = [(os.path.join(git_dir, "HEAD"), stat.S_ISREG, True),
+              (os.path.join(git_dir, "config.worktree"), stat.S_ISREG, False)]
+    wanted += [(os.path.join(common_dir, name), check, required) for name, check, required in (
+        ("config", stat.S_ISREG, False), ("packed-refs", stat.S_ISREG, False), ("shallow", stat.S_ISREG, False),
+        ("refs", stat.S_ISDIR, True), ("objects", stat.S_ISDIR, True), ("info/grafts", stat.S_ISREG, False),
+        ("objects/info/alternates", stat.S_ISREG, False), ("objects/info/commit-graph", stat.S_ISREG, False))]
+    for path, check, required in wanted:
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            if required:
+                return False
+            continue
+        if not check(mode) or (stat.S_ISREG(mode) and os.path.getsize(path) > MAX_GIT_FILE_BYTES
+                               and not path.endswith(_UNBOUNDED)):
+            return False
+    return True
+
+
+def _inside(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def _config_value(text: str, section: str, name: str) -> str | None:
+    """The value of ``name`` in ``[section]`` of git config text (plain values only, the last one wins)."""
+    current, found = "", None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            current = line[1:].split("]", 1)[0].strip().lower()
+        elif current == section and "=" in line and line.split("=", 1)[0].strip().lower() == name:
+            found = line.split("=", 1)[1].strip().strip('"')
+    return found
 
 
 def has_commit(top: str) -> bool:
@@ -68,15 +142,19 @@ def has_commit(top: str) -> bool:
     if found is None:
         return False
     git_dir, common_dir = found
+    if os.path.isdir(os.path.join(common_dir, "reftable")):  # refs in binary tables (git 2.45+): git tells
+        return True
     head = (_read_small(os.path.join(git_dir, "HEAD")) or "").strip()
     if not head.startswith("ref:"):
         return len(head) >= 40
     ref = head[len("ref:"):].strip()
     if not ref.startswith("refs/") or ".." in ref.split("/"):
         return False
-    if os.path.isfile(os.path.join(common_dir, ref)) or os.path.isfile(os.path.join(git_dir, ref)):
-        return True
-    packed = _read_small(os.path.join(common_dir, "packed-refs")) or ""
+    for folder in (common_dir, git_dir):
+        path = os.path.join(folder, ref)
+        if os.path.lexists(path):
+            return os.path.isfile(path) and not os.path.islink(path)
+    packed = _read_small(os.path.join(common_dir, "packed-refs"), MAX_PACKED_REFS_BYTES) or ""
     return any(line.endswith(" " + ref) for line in packed.splitlines())
 
 
@@ -149,7 +227,8 @@ def identify(top: str) -> dict[str, Any]:
 
     ``key`` is ``<kind>:<value>``; ``roots`` (git only) are every root commit reachable from
     ``HEAD``; ``remote`` is the normalised origin URL, a hint shown to the user and the identity
-    of a shallow clone.
+    of a shallow clone. ``unread`` is set when the repository has a commit but git could not
+    read its history (another user's repository git refuses, a damaged one, the time limit).
     """
     path_identity: dict[str, Any] = {"kind": "path", "key": f"path:{top}", "roots": [], "remote": None}
     if git_dirs(top) is None:
@@ -161,9 +240,9 @@ def identify(top: str) -> dict[str, Any]:
     if not has_commit(top):
         return path_identity
     first = _git(top, "rev-list", "--first-parent", "--max-parents=0", "HEAD")
+    if not first:  # git refused the repository (another user's, damaged) or ran out of time
+        return {**path_identity, "unread": True}
     every = _git(top, "rev-list", "--max-parents=0", "HEAD")
-    if not first:
-        return path_identity
     canonical = first[-1]
     roots = sorted(set(every or []) | {canonical})
     return {"kind": "git", "key": f"git:{canonical}", "roots": roots, "remote": remote}
@@ -179,8 +258,9 @@ def _git(top: str, *args: str) -> list[str] | None:
     if git is None:
         return None
     env = {name: value for name, value in isolation.child_env().items() if not name.startswith("GIT_")}
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
-    command = [git, "-c", "core.fsmonitor=false", "-c", "core.pager=cat", "--no-pager", "-C", top, *args]
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", GIT_NO_LAZY_FETCH="1",
+               GIT_CEILING_DIRECTORIES=os.path.dirname(top))
+    command = [git, *SAFE_CONFIG, "--no-pager", "-C", top, *args]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS, env=env,
                               stdin=subprocess.DEVNULL)
@@ -192,12 +272,12 @@ def _git(top: str, *args: str) -> list[str] | None:
     return [line for line in lines if len(line) in (40, 64) and all(c in "0123456789abcdef" for c in line)]
 
 
-def _read_small(path: str) -> str | None:
-    """The text of a small regular file (None when missing, not a regular file, or too large)."""
+def _read_small(path: str, limit: int = MAX_GIT_FILE_BYTES) -> str | None:
+    """The text of a small regular file (None when missing, not a regular file, or larger than ``limit``)."""
     try:
-        if not os.path.isfile(path) or os.path.getsize(path) > MAX_GIT_FILE_BYTES:
+        if not os.path.isfile(path) or os.path.getsize(path) > limit:
             return None
         with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read(MAX_GIT_FILE_BYTES)
+            return handle.read(limit)
     except OSError:
         return None

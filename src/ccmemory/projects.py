@@ -12,9 +12,16 @@ location is new, or when its ``.git`` changed in a way that can change the answe
 from __future__ import annotations
 
 import os
+import time
 
 from . import clock, identity
 from .errors import NotFoundError
+
+#: How long a checkout whose history git could not read keeps its path identity before git is asked again
+#: (a repository of another user that git refuses would otherwise start git at every hook).
+RETRY_UNREAD_SECONDS = 3600
+#: Between the ``.git`` marker and the time git could not read the checkout, in ``project_aliases.marker``.
+_UNREAD = " unread "
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,9 +74,12 @@ def project_id(db: Database, cwd: str | os.PathLike[str], *, create: bool = True
 def _may_have_changed(root: str, alias: dict[str, Any]) -> bool:
     """Whether the identity stored for the alias at ``root`` may no longer hold (cheap: a stat or a few small reads)."""
     current = identity.marker(root)
-    if current != alias["marker"]:
+    stored, _, unread_at = str(alias["marker"]).partition(_UNREAD)
+    if current != stored:
         return current != "none" or os.path.isdir(root)  # a location gone keeps its project
     if alias["kind"] == "path" and current != "none":
+        if unread_at:
+            return time.time() - float(unread_at) > RETRY_UNREAD_SECONDS
         return identity.has_commit(root)
     if alias["kind"] == "remote":
         return not identity.is_shallow(root)
@@ -110,11 +120,12 @@ def _settle(db: Database, root: str, seen: dict[str, Any], alias: dict[str, Any]
     if project is None:
         project = _create(db, root, seen)
     _record(db, project, seen)
+    marker = identity.marker(root) + (f"{_UNREAD}{time.time():.0f}" if seen.get("unread") else "")
     db.execute(
         "INSERT INTO project_aliases(path, project_id, kind, marker, first_seen) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT(path) DO UPDATE SET project_id = excluded.project_id, kind = excluded.kind, "
         "marker = excluded.marker",
-        (root, project, seen["kind"], identity.marker(root), clock.now()),
+        (root, project, seen["kind"], marker, clock.now()),
     )
     return project
 
