@@ -9,10 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ccmemory import db as database, memories, session_summary
+from ccmemory import clock, db as database, memories, session_summary
 from testing.cli import spawn
 
 OLD = "2024-01-%02dT10:00:00.000Z"
+#: Recent enough not to be folded (consolidation.fold_after_days is 30).
+RECENT = clock.now()
 TEST_OUTPUT = "Ran: pytest -x (Run the tests)\n======== 212 passed in 3.41s ========\n" + "collected\n" * 40
 
 
@@ -32,15 +34,16 @@ def _vector(db: database.Database, memory: memories.Memory) -> None:
         db.execute("UPDATE memories SET needs_embedding = 0 WHERE seq = ?", (memory.seq,))
 
 
-def _year_of_test_runs(db: database.Database, project: int) -> dict[str, Any]:
-    """Forty sessions each running the same tests, reading files, editing one; some things that must stay."""
+def _year_of_test_runs(db: database.Database, project: int, *, last_run: str = RECENT) -> dict[str, Any]:
+    """Forty sessions each running the same tests (the last one at ``last_run``), reading files, editing one;
+    some things that must stay."""
     made: dict[str, Any] = {"runs": [], "reads": [], "kept": []}
     for day in range(1, 41):
         session = f"session-{day:02d}"
         at = OLD % min(day, 28)
         run = _observation(db, project, session, TEST_OUTPUT.replace("3.41", f"{day}.0"),
                            {"tool": "Bash", "command": "pytest -x", "description": "Run the tests",
-                            "tool_use_id": f"run-{day}"}, at)
+                            "tool_use_id": f"run-{day}"}, last_run if day == 40 else at)
         _vector(db, run)
         made["runs"].append(run.id)
         read = _observation(db, project, session, f"Read docs/notes_{day}.md (120 of 120 lines)\n# Notes {day}",
@@ -113,12 +116,12 @@ def test_dry_run_pass_and_undo(db: database.Database, project: int, project_dir:
     survivor = db.one("SELECT id, metadata FROM memories WHERE id = ?", (made["runs"][-1],))
     evidence = json.loads(survivor["metadata"])["evidence"]
     assert evidence["count"] == 40 and evidence["sessions"] == 40
-    assert evidence["first_seen"] == OLD % 1 and evidence["last_seen"] == OLD % 28
-    replaced = memories.replaces(db, survivor["id"])
-    assert sorted(replaced) == sorted(made["runs"][:-1]), "a link to each run it replaced"
-    stub = memories.get(db, made["runs"][0], project_id=project)
-    assert stub.is_superseded and stub.content == "Ran: pytest -x (Run the tests)"
-    assert db.scalar("SELECT COUNT(*) FROM memory_embeddings WHERE item_seq = ?", (stub.seq,)) == 0
+    assert evidence["first_seen"] == OLD % 1 and evidence["last_seen"] == RECENT
+    assert [entry[0] for entry in evidence["replaced"]] == made["runs"][19:39], "the newest twenty it replaced"
+    assert evidence["replaced"][-1][2] == "session-39"
+    assert not db.scalar(f"SELECT COUNT(*) FROM memories WHERE id IN ({','.join('?' * 39)})", made["runs"][:-1]), \
+        "merged-away runs are deleted"
+    assert db.scalar("SELECT COUNT(*) FROM memory_embeddings") == 1, "only the survivor keeps a vector"
     assert not db.scalar(f"SELECT COUNT(*) FROM memories WHERE id IN ({','.join('?' * 40)})", made["reads"])
     for kept in made["kept"]:
         assert not memories.get(db, kept, project_id=project).is_deleted
