@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+import zlib
 from pathlib import Path
 from typing import Any
 
 from ccmemory import clock, db as database, memories, session_summary
-from testing.cli import spawn
+from testing.cli import MODULE, spawn
+from testing.env import isolated_env
+from testing.hooks import assert_quiet_success, bash_call, rows, run_hook
 
 OLD = "2024-01-%02dT10:00:00.000Z"
 #: Recent enough not to be folded (consolidation.fold_after_days is 30).
@@ -176,3 +183,110 @@ def test_budget_drops_oldest_least_salient_never_protected(db: database.Database
     assert (newest, oldest) == (1, 0), "the oldest go first"
     stats = spawn(home, project_dir, "stats")
     assert "Budget:" in stats.stdout, stats.stdout
+
+
+def test_an_old_merged_group_folds_into_its_session(db: database.Database, project: int, project_dir: Path,
+                                                    home: Path) -> None:
+    made = _year_of_test_runs(db, project, last_run=OLD % 28)
+    done = _cli(home, project_dir)
+    assert (done["merged_rows"], done["folded_rows"]) == (39, 41), "the survivor is old too: folded with the reads"
+    assert not db.scalar(f"SELECT COUNT(*) FROM memories WHERE id IN ({','.join('?' * 40)})", made["runs"])
+    assert "40× Ran: pytest -x (Run the tests)" in db.scalar("SELECT summary FROM sessions WHERE id = 'session-40'")
+    assert db.scalar("SELECT COUNT(*) FROM memory_embeddings") == 0
+    before = _snapshot(db)
+    again = _cli(home, project_dir, "--dry-run")
+    assert (again["merged_rows"], again["folded_rows"]) == (0, 0), "nothing left to do"
+    assert _snapshot(db) == before
+
+
+def _repeats(db: database.Database, project: int, groups: int) -> None:
+    """``groups`` commands each run twice: enough merge batches for a pass to be stopped half way."""
+    with db.transaction():
+        for group in range(groups):
+            for run in range(2):
+                _observation(db, project, f"bulk-{group % 50}", f"Ran: make step{group}\nok",
+                             {"tool": "Bash", "command": f"make step{group}", "tool_use_id": f"b{group}-{run}"},
+                             OLD % (run + 1))
+
+
+def _start_pass(home: Path, project_dir: Path, db: database.Database) -> subprocess.Popen[bytes]:
+    """A real ``ccmemory consolidate`` process, returned once it has written its first batch."""
+    process = subprocess.Popen([*MODULE, "consolidate", "--json"], cwd=project_dir, env=isolated_env(home),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not db.scalar("SELECT COUNT(*) FROM consolidation_undo"):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the pass wrote no batch"
+        time.sleep(0.002)
+    return process
+
+
+def _logged(db: database.Database) -> dict[str, dict[str, Any]]:
+    """Each memory the undo log holds, as it was before the pass first changed it."""
+    found: dict[str, dict[str, Any]] = {}
+    for step in db.rows("SELECT data FROM consolidation_undo ORDER BY step"):
+        entry = json.loads(zlib.decompress(step["data"]))
+        for row in entry["updated"] + entry["deleted"]:
+            found.setdefault(row["id"], row)
+    return found
+
+
+def test_kill_9_half_way_loses_nothing_and_the_next_pass_finishes(db: database.Database, project: int,
+                                                                  project_dir: Path, home: Path) -> None:
+    _year_of_test_runs(db, project)
+    _repeats(db, project, 1500)
+    db.scalar("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = _snapshot(db)
+    rows_before = {row["id"]: row for row in db.rows("SELECT * FROM memories")}
+
+    process = _start_pass(home, project_dir, db)
+    with db.transaction():  # its next batch waits for this write lock: it is killed in the middle of the pass
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    assert process.returncode == -signal.SIGKILL
+    assert db.scalar("PRAGMA integrity_check") == "ok"
+    assert db.scalar("SELECT finished_at FROM consolidation_passes") is None, "killed before it finished"
+    now = {row["id"]: row for row in db.rows("SELECT * FROM memories")}
+    logged = _logged(db)
+    assert 0 < len(set(rows_before) - set(now)) < 1500, "some groups merged, not all"
+    for memory_id, row in rows_before.items():
+        if now.get(memory_id) != row:
+            assert logged.get(memory_id) == row, f"{memory_id} changed without its undo recorded"
+
+    done = _cli(home, project_dir)
+    assert done["resumed"] and done["pass_id"] == 1 and done["complete"]
+    assert db.scalar("SELECT finished_at FROM consolidation_passes WHERE id = 1") is not None
+    assert db.scalar("SELECT COUNT(*) FROM memories WHERE content LIKE 'Ran: make step%'") == 1500
+    assert db.scalar("PRAGMA integrity_check") == "ok"
+    assert _cli(home, project_dir, "--dry-run")["merged_rows"] == 0
+
+    undone = spawn(home, project_dir, "consolidate", "--undo")
+    assert undone.returncode == 0, undone.stderr
+    assert _snapshot(db) == before, "one undo puts back both halves of the pass"
+
+
+def test_hooks_capturing_during_a_pass_lose_nothing(db: database.Database, project: int, project_dir: Path,
+                                                    home: Path) -> None:
+    _repeats(db, project, 1500)
+    process = _start_pass(home, project_dir, db)
+    results: list[subprocess.CompletedProcess[bytes]] = []
+    calls = [bash_call("s-live", project_dir, f"echo live-{n}", f"live-{n}", f"toolu_live{n}") for n in range(6)]
+    threads = [threading.Thread(target=lambda call=call: results.append(run_hook("post_tool_use", call, home)))
+               for call in calls]
+    with db.transaction():  # the pass waits for this lock while the hooks start: they run during the pass
+        for thread in threads:
+            thread.start()
+        time.sleep(0.3)
+        assert process.poll() is None
+    for thread in threads:
+        thread.join(120)
+    out, err = process.communicate(timeout=180)
+    assert process.returncode == 0, err
+    assert json.loads(out)["merged_rows"] == 1500
+    assert len(results) == 6
+    for result in results:
+        assert_quiet_success(result)
+    captured = rows(home, "SELECT content FROM memories WHERE session_id = 's-live' AND source = 'capture'")
+    assert sorted(row["content"].split("\n")[0] for row in captured) == [f"Ran: echo live-{n} (Run it)"
+                                                                          for n in range(6)]
+    assert db.scalar("PRAGMA integrity_check") == "ok"
