@@ -264,8 +264,8 @@ def retrieval_text(found: dict[str, Any] | None) -> list[str]:
             drop = f"{values[0] - min(values[1:]):.3f}" if metric != "p50 ms" else ""
             table.append(f"| {mode} {metric} | " + " | ".join(str(v) for v in values) + f" | {drop} |")
     return [f"Retrieval: the 200 coderecall-dev sessions spread over the same twelve months, backfilled, copied, "
-            f"one copy consolidated in {found['pass seconds']} s ({json.dumps(found['pass'])}; gold calls moved: "
-            f"{json.dumps(found['moved'])}); memories {found['without']['memories']} -> "
+            f"one copy consolidated in {found['pass seconds']} s ({json.dumps(found['pass'])}; calls merged into a "
+            f"survivor or folded into a summary: {json.dumps(found['moved'])}); memories {found['without']['memories']} -> "
             f"{found['strict']['memories']}. Goal: within 0.02.", "", *table, ""]
 
 
