@@ -313,9 +313,9 @@ class _Log:
             return None
         self.entry[kind].append(row)
         if kind == "deleted" or vector:
-            for vector in self.db.rows("SELECT item_seq, model, vector FROM memory_embeddings WHERE item_seq = ?",
-                                       (seq,)):
-                self.entry["embeddings"].append({**vector, "vector": base64.b64encode(vector["vector"]).decode()})
+            for saved in self.db.rows("SELECT item_seq, model, vector FROM memory_embeddings WHERE item_seq = ?",
+                                      (seq,)):
+                self.entry["embeddings"].append({**saved, "vector": base64.b64encode(saved["vector"]).decode()})
         if kind == "deleted":
             self.entry["links"] += self.db.rows(
                 "SELECT * FROM memory_relationships WHERE source_id = ? OR target_id = ?", (row["id"], row["id"]))
