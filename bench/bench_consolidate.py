@@ -170,7 +170,7 @@ def retrieval(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     moved = where_it_went(consolidated)
     seconds, pass_report = consolidate(args.ccmemory, consolidated, folder)
     result: dict[str, Any] = {"pass seconds": round(seconds, 1), "pass": {k: pass_report[k] for k in (
-        "merged_rows", "folded_rows", "decayed")}, "moved": {k: len(v) for k, v in moved.items()}}
+        "merged_rows", "folded_rows", "thinned", "decayed")}, "moved": {k: len(v) for k, v in moved.items()}}
     for name, home, questions in (("without", plain, data), ("strict", consolidated, data),
                                   ("following the pass", consolidated, followed(data, moved))):
         summary = coderecall.evaluate(questions, project, home, RETRIEVAL_MODES)
@@ -196,7 +196,7 @@ def run(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     result: dict[str, Any] = {"sessions": len(plan.sessions), "tool calls": calls,
                               "backfill seconds": round(backfill_seconds, 1), "pass seconds": round(pass_seconds, 1),
                               "pass": {k: report[k] for k in ("merged_groups", "merged_rows", "folded_rows",
-                                                              "folded_sessions", "decayed", "compacted")}}
+                                                              "folded_sessions", "thinned", "decayed", "compacted")}}
     for name, home in (("without", plain), ("with", consolidated)):
         size = compact(home / "ccmemory.db")
         memories = live_memories(home / "ccmemory.db")

@@ -71,6 +71,10 @@ def _year_of_test_runs(db: database.Database, project: int, *, last_run: str = R
     recalled = _observation(db, project, "session-02", "Read docs/ARCH.md (10 of 10 lines)",
                             {"tool": "Read", "tool_use_id": "r2"}, OLD % 2, files=["/p/docs/ARCH.md"])
     memories.touch_references(db, [recalled.id], session_id="session-03")
+    written = _observation(db, project, "session-04", "Wrote src/big.py (400 lines)\n" + "value = 1\n" * 400,
+                           {"tool": "Write", "tool_use_id": "w4"}, OLD % 4, files=["/p/src/big.py"])
+    _vector(db, written)
+    made["written"] = written.id
     curated = memories.add(db, project_id=project, content="The deploy needs VPN access", created_at=OLD % 3)
     user_wide = memories.add(db, project_id=project, content="I prefer pytest -x", scope="user")
     made["kept"] += [failure.id, recalled.id, curated.id, user_wide.id]
@@ -115,7 +119,7 @@ def test_dry_run_pass_and_undo(db: database.Database, project: int, project_dir:
     dry = _cli(home, project_dir, "--dry-run")
     assert _file_digest(db.path) == raw, "a dry run leaves the file byte for byte as it was"
     assert dry["merged_groups"] == 1 and dry["merged_rows"] == 39
-    assert dry["folded_rows"] == 40 and dry["folded_sessions"] == 40
+    assert dry["folded_rows"] == 40 and dry["folded_sessions"] == 40 and dry["thinned"] == 1
     assert dry["examples"]["merged"] == ["40× Ran: pytest -x (Run the tests)"]
 
     done = _cli(home, project_dir)
@@ -124,11 +128,14 @@ def test_dry_run_pass_and_undo(db: database.Database, project: int, project_dir:
     evidence = json.loads(survivor["metadata"])["evidence"]
     assert evidence["count"] == 40 and evidence["sessions"] == 40
     assert evidence["first_seen"] == OLD % 1 and evidence["last_seen"] == RECENT
-    assert [entry[0] for entry in evidence["replaced"]] == made["runs"][19:39], "the newest twenty it replaced"
+    assert [entry[0] for entry in evidence["replaced"]] == made["runs"][29:39], "the newest ten it replaced"
     assert evidence["replaced"][-1][2] == "session-39"
     assert not db.scalar(f"SELECT COUNT(*) FROM memories WHERE id IN ({','.join('?' * 39)})", made["runs"][:-1]), \
         "merged-away runs are deleted"
     assert db.scalar("SELECT COUNT(*) FROM memory_embeddings") == 1, "only the survivor keeps a vector"
+    thin = memories.get(db, made["written"], project_id=project)
+    assert thin.content.startswith("Wrote src/big.py (400 lines)\nvalue = 1\n") and len(thin.content) < 400
+    assert thin.content.endswith("characters of the file dropped by consolidation]")
     assert not db.scalar(f"SELECT COUNT(*) FROM memories WHERE id IN ({','.join('?' * 40)})", made["reads"])
     for kept in made["kept"]:
         assert not memories.get(db, kept, project_id=project).is_deleted

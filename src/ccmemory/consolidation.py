@@ -13,6 +13,9 @@ A pass works on captured observations (source ``capture``) only, without a model
   search still finds the session; a merge survivor as "N× head") and the rows go, text and
   vector. Never folded: failures (and calls that fixed one), edits, a command the summary names,
   project-tier (promoted) ones, user-wide ones, and anything recalled by a search or reinforced.
+* **thin**: a file written (``Write``) longer ago than ``consolidation.fold_after_days`` keeps its
+  first lines (what was written where, :data:`THIN_CHARS`) and loses the copy of the file's text
+  it carried, which the file itself holds (or has long replaced). Same exceptions as folding.
 * **decay**: an observation never retrieved loses salience with age, ``importance × 0.5^(age /
   half-life)``, down to a quarter of its importance (idempotent: computed from the importance).
 
@@ -61,7 +64,11 @@ DECAY_FLOOR = 0.25
 DECAY_STEP = 0.01
 MAX_DIGEST_CHARS = 1200
 #: Members a survivor's ``evidence.replaced`` names (the newest); ``count`` counts them all.
-MAX_EVIDENCE = 20
+MAX_EVIDENCE = 10
+#: What an old file write keeps of its text (whole lines, the first one always).
+THIN_CHARS = 300
+#: Tools whose old observations are thinned.
+THINNED_TOOLS = ("Write",)
 #: A pass ends with :func:`ccmemory.retention.compact` when its free pages are at least this share of the file
 COMPACT_SHARE = 0.2
 #: ... and at least this many bytes.
@@ -100,11 +107,14 @@ class Plan:
     folds: list[Fold] = field(default_factory=list)
     #: (seq, salience now, salience after)
     decays: list[tuple[int, float, float]] = field(default_factory=list)
-    examples: dict[str, list[str]] = field(default_factory=lambda: {"merged": [], "folded": [], "decayed": []})
+    #: (seq, the text it keeps)
+    thins: list[tuple[int, str]] = field(default_factory=list)
+    examples: dict[str, list[str]] = field(default_factory=lambda: {"merged": [], "folded": [], "thinned": [],
+                                                                    "decayed": []})
 
     def changes(self) -> int:
         return (sum(len(m.replaced) + 1 for m in self.merges) + sum(len(f.folded) + 1 for f in self.folds)
-                + len(self.decays))
+                + len(self.decays) + len(self.thins))
 
 
 @dataclass
@@ -117,6 +127,7 @@ class Report:
     merged_rows: int = 0
     folded_rows: int = 0
     folded_sessions: int = 0
+    thinned: int = 0
     decayed: int = 0
     complete: bool = True
     examples: dict[str, list[str]] = field(default_factory=dict)
@@ -232,11 +243,29 @@ def _plan_project(db: Database, project_id: int, result: Plan, *, fold_after: in
     for row in rows:
         if row.get("kept") or row["seq"] in merged or "count" in row:
             continue
+        kept = thinned(row["content"])
+        if (kept is not None and tool_of(row["meta"]) in THINNED_TOOLS and not row.get("folded")
+                and row["tier"] == "session" and row["category"] != "gotcha"
+                and _age_days(row["created_at"], now) > fold_after):
+            result.thins.append((row["seq"], kept))
+            if len(result.examples["thinned"]) < EXAMPLES:
+                result.examples["thinned"].append(f"{len(row['content'])} -> {len(kept)} characters: "
+                                                  f"{_head(row['content'])}")
         target = row["importance"] * max(DECAY_FLOOR, 0.5 ** (_age_days(row["created_at"], now) / half_life))
         if target < row["salience"] - DECAY_STEP and not row.get("folded"):
             result.decays.append((row["seq"], row["salience"], round(target, 4)))
             if len(result.examples["decayed"]) < EXAMPLES:
                 result.examples["decayed"].append(f"{row['salience']:.2f} -> {target:.2f}: {_head(row['content'])}")
+
+
+def thinned(content: str) -> str | None:
+    """What an old file write keeps of ``content`` (:data:`THIN_CHARS`), None when it is short enough already."""
+    if len(content) <= THIN_CHARS + 100:
+        return None
+    head = content[:THIN_CHARS]
+    if "\n" in head:  # whole lines, the first one at least
+        head = head[:head.rfind("\n")]
+    return f"{head}\n[{len(content) - len(head)} characters of the file dropped by consolidation]"
 
 
 def foldable(row: dict[str, Any], summary: str) -> bool:
@@ -392,6 +421,7 @@ def consolidate(db: Database, *, project_id: int | None, dry_run: bool = False, 
     report.folded_rows = sum(len(f.folded) for f in found.folds)
     report.folded_sessions = len(found.folds)
     report.decayed = len(found.decays)
+    report.thinned = len(found.thins)
     report.examples = found.examples
     if dry_run:
         report.bytes_after = report.bytes_before
@@ -417,6 +447,13 @@ def consolidate(db: Database, *, project_id: int | None, dry_run: bool = False, 
             log = _Log(db, report.pass_id)
             for fold in batch:
                 _apply_fold(db, log, fold)
+            log.write()
+    for thins in _batches(found.thins):
+        with db.transaction():
+            log = _Log(db, report.pass_id)
+            for seq, kept in thins:
+                if log.row(seq, "updated", vector=True) is not None:
+                    db.execute("UPDATE memories SET content = ? WHERE seq = ?", (kept, seq))
             log.write()
     for decays in _batches(found.decays, 2000):
         with db.transaction():
