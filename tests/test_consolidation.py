@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+import zlib
 from pathlib import Path
 from typing import Any
 
-from ccmemory import db as database, memories, session_summary
-from testing.cli import spawn
+from ccmemory import clock, db as database, memories, session_summary
+from testing.cli import MODULE, spawn
+from testing.env import isolated_env
+from testing.hooks import assert_quiet_success, bash_call, rows, run_hook
 
 OLD = "2024-01-%02dT10:00:00.000Z"
+#: Recent enough not to be folded (consolidation.fold_after_days is 30).
+RECENT = clock.now()
 TEST_OUTPUT = "Ran: pytest -x (Run the tests)\n======== 212 passed in 3.41s ========\n" + "collected\n" * 40
 
 
@@ -32,15 +41,16 @@ def _vector(db: database.Database, memory: memories.Memory) -> None:
         db.execute("UPDATE memories SET needs_embedding = 0 WHERE seq = ?", (memory.seq,))
 
 
-def _year_of_test_runs(db: database.Database, project: int) -> dict[str, Any]:
-    """Forty sessions each running the same tests, reading files, editing one; some things that must stay."""
+def _year_of_test_runs(db: database.Database, project: int, *, last_run: str = RECENT) -> dict[str, Any]:
+    """Forty sessions each running the same tests (the last one at ``last_run``), reading files, editing one;
+    some things that must stay."""
     made: dict[str, Any] = {"runs": [], "reads": [], "kept": []}
     for day in range(1, 41):
         session = f"session-{day:02d}"
         at = OLD % min(day, 28)
         run = _observation(db, project, session, TEST_OUTPUT.replace("3.41", f"{day}.0"),
                            {"tool": "Bash", "command": "pytest -x", "description": "Run the tests",
-                            "tool_use_id": f"run-{day}"}, at)
+                            "tool_use_id": f"run-{day}"}, last_run if day == 40 else at)
         _vector(db, run)
         made["runs"].append(run.id)
         read = _observation(db, project, session, f"Read docs/notes_{day}.md (120 of 120 lines)\n# Notes {day}",
@@ -61,6 +71,10 @@ def _year_of_test_runs(db: database.Database, project: int) -> dict[str, Any]:
     recalled = _observation(db, project, "session-02", "Read docs/ARCH.md (10 of 10 lines)",
                             {"tool": "Read", "tool_use_id": "r2"}, OLD % 2, files=["/p/docs/ARCH.md"])
     memories.touch_references(db, [recalled.id], session_id="session-03")
+    written = _observation(db, project, "session-04", "Wrote src/big.py (400 lines)\n" + "value = 1\n" * 400,
+                           {"tool": "Write", "tool_use_id": "w4"}, OLD % 4, files=["/p/src/big.py"])
+    _vector(db, written)
+    made["written"] = written.id
     curated = memories.add(db, project_id=project, content="The deploy needs VPN access", created_at=OLD % 3)
     user_wide = memories.add(db, project_id=project, content="I prefer pytest -x", scope="user")
     made["kept"] += [failure.id, recalled.id, curated.id, user_wide.id]
@@ -105,7 +119,7 @@ def test_dry_run_pass_and_undo(db: database.Database, project: int, project_dir:
     dry = _cli(home, project_dir, "--dry-run")
     assert _file_digest(db.path) == raw, "a dry run leaves the file byte for byte as it was"
     assert dry["merged_groups"] == 1 and dry["merged_rows"] == 39
-    assert dry["folded_rows"] == 40 and dry["folded_sessions"] == 40
+    assert dry["folded_rows"] == 40 and dry["folded_sessions"] == 40 and dry["thinned"] == 1
     assert dry["examples"]["merged"] == ["40× Ran: pytest -x (Run the tests)"]
 
     done = _cli(home, project_dir)
@@ -113,12 +127,15 @@ def test_dry_run_pass_and_undo(db: database.Database, project: int, project_dir:
     survivor = db.one("SELECT id, metadata FROM memories WHERE id = ?", (made["runs"][-1],))
     evidence = json.loads(survivor["metadata"])["evidence"]
     assert evidence["count"] == 40 and evidence["sessions"] == 40
-    assert evidence["first_seen"] == OLD % 1 and evidence["last_seen"] == OLD % 28
-    replaced = memories.replaces(db, survivor["id"])
-    assert sorted(replaced) == sorted(made["runs"][:-1]), "a link to each run it replaced"
-    stub = memories.get(db, made["runs"][0], project_id=project)
-    assert stub.is_superseded and stub.content == "Ran: pytest -x (Run the tests)"
-    assert db.scalar("SELECT COUNT(*) FROM memory_embeddings WHERE item_seq = ?", (stub.seq,)) == 0
+    assert evidence["first_seen"] == OLD % 1 and evidence["last_seen"] == RECENT
+    assert [entry[0] for entry in evidence["replaced"]] == made["runs"][29:39], "the newest ten it replaced"
+    assert evidence["replaced"][-1][2] == "session-39"
+    assert not db.scalar(f"SELECT COUNT(*) FROM memories WHERE id IN ({','.join('?' * 39)})", made["runs"][:-1]), \
+        "merged-away runs are deleted"
+    assert db.scalar("SELECT COUNT(*) FROM memory_embeddings") == 1, "only the survivor keeps a vector"
+    thin = memories.get(db, made["written"], project_id=project)
+    assert thin.content.startswith("Wrote src/big.py (400 lines)\nvalue = 1\n") and len(thin.content) < 400
+    assert thin.content.endswith("characters of the file dropped by consolidation]")
     assert not db.scalar(f"SELECT COUNT(*) FROM memories WHERE id IN ({','.join('?' * 40)})", made["reads"])
     for kept in made["kept"]:
         assert not memories.get(db, kept, project_id=project).is_deleted
@@ -173,3 +190,110 @@ def test_budget_drops_oldest_least_salient_never_protected(db: database.Database
     assert (newest, oldest) == (1, 0), "the oldest go first"
     stats = spawn(home, project_dir, "stats")
     assert "Budget:" in stats.stdout, stats.stdout
+
+
+def test_an_old_merged_group_folds_into_its_session(db: database.Database, project: int, project_dir: Path,
+                                                    home: Path) -> None:
+    made = _year_of_test_runs(db, project, last_run=OLD % 28)
+    done = _cli(home, project_dir)
+    assert (done["merged_rows"], done["folded_rows"]) == (39, 41), "the survivor is old too: folded with the reads"
+    assert not db.scalar(f"SELECT COUNT(*) FROM memories WHERE id IN ({','.join('?' * 40)})", made["runs"])
+    assert "40× Ran: pytest -x (Run the tests)" in db.scalar("SELECT summary FROM sessions WHERE id = 'session-40'")
+    assert db.scalar("SELECT COUNT(*) FROM memory_embeddings") == 0
+    before = _snapshot(db)
+    again = _cli(home, project_dir, "--dry-run")
+    assert (again["merged_rows"], again["folded_rows"]) == (0, 0), "nothing left to do"
+    assert _snapshot(db) == before
+
+
+def _repeats(db: database.Database, project: int, groups: int) -> None:
+    """``groups`` commands each run twice: enough merge batches for a pass to be stopped half way."""
+    with db.transaction():
+        for group in range(groups):
+            for run in range(2):
+                _observation(db, project, f"bulk-{group % 50}", f"Ran: make step{group}\nok",
+                             {"tool": "Bash", "command": f"make step{group}", "tool_use_id": f"b{group}-{run}"},
+                             OLD % (run + 1))
+
+
+def _start_pass(home: Path, project_dir: Path, db: database.Database) -> subprocess.Popen[bytes]:
+    """A real ``ccmemory consolidate`` process, returned once it has written its first batch."""
+    process = subprocess.Popen([*MODULE, "consolidate", "--json"], cwd=project_dir, env=isolated_env(home),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not db.scalar("SELECT COUNT(*) FROM consolidation_undo"):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the pass wrote no batch"
+        time.sleep(0.002)
+    return process
+
+
+def _logged(db: database.Database) -> dict[str, dict[str, Any]]:
+    """Each memory the undo log holds, as it was before the pass first changed it."""
+    found: dict[str, dict[str, Any]] = {}
+    for step in db.rows("SELECT data FROM consolidation_undo ORDER BY step"):
+        entry = json.loads(zlib.decompress(step["data"]))
+        for row in entry["updated"] + entry["deleted"]:
+            found.setdefault(row["id"], row)
+    return found
+
+
+def test_kill_9_half_way_loses_nothing_and_the_next_pass_finishes(db: database.Database, project: int,
+                                                                  project_dir: Path, home: Path) -> None:
+    _year_of_test_runs(db, project)
+    _repeats(db, project, 1500)
+    db.scalar("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = _snapshot(db)
+    rows_before = {row["id"]: row for row in db.rows("SELECT * FROM memories")}
+
+    process = _start_pass(home, project_dir, db)
+    with db.transaction():  # its next batch waits for this write lock: it is killed in the middle of the pass
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    assert process.returncode == -signal.SIGKILL
+    assert db.scalar("PRAGMA integrity_check") == "ok"
+    assert db.scalar("SELECT finished_at FROM consolidation_passes") is None, "killed before it finished"
+    now = {row["id"]: row for row in db.rows("SELECT * FROM memories")}
+    logged = _logged(db)
+    assert 0 < len(set(rows_before) - set(now)) < 1500, "some groups merged, not all"
+    for memory_id, row in rows_before.items():
+        if now.get(memory_id) != row:
+            assert logged.get(memory_id) == row, f"{memory_id} changed without its undo recorded"
+
+    done = _cli(home, project_dir)
+    assert done["resumed"] and done["pass_id"] == 1 and done["complete"]
+    assert db.scalar("SELECT finished_at FROM consolidation_passes WHERE id = 1") is not None
+    assert db.scalar("SELECT COUNT(*) FROM memories WHERE content LIKE 'Ran: make step%'") == 1500
+    assert db.scalar("PRAGMA integrity_check") == "ok"
+    assert _cli(home, project_dir, "--dry-run")["merged_rows"] == 0
+
+    undone = spawn(home, project_dir, "consolidate", "--undo")
+    assert undone.returncode == 0, undone.stderr
+    assert _snapshot(db) == before, "one undo puts back both halves of the pass"
+
+
+def test_hooks_capturing_during_a_pass_lose_nothing(db: database.Database, project: int, project_dir: Path,
+                                                    home: Path) -> None:
+    _repeats(db, project, 1500)
+    process = _start_pass(home, project_dir, db)
+    results: list[subprocess.CompletedProcess[bytes]] = []
+    calls = [bash_call("s-live", project_dir, f"echo live-{n}", f"live-{n}", f"toolu_live{n}") for n in range(6)]
+    threads = [threading.Thread(target=lambda call=call: results.append(run_hook("post_tool_use", call, home)))
+               for call in calls]
+    with db.transaction():  # the pass waits for this lock while the hooks start: they run during the pass
+        for thread in threads:
+            thread.start()
+        time.sleep(0.3)
+        assert process.poll() is None
+    for thread in threads:
+        thread.join(120)
+    out, err = process.communicate(timeout=180)
+    assert process.returncode == 0, err
+    assert json.loads(out)["merged_rows"] == 1500
+    assert len(results) == 6
+    for result in results:
+        assert_quiet_success(result)
+    captured = rows(home, "SELECT content FROM memories WHERE session_id = 's-live' AND source = 'capture'")
+    assert sorted(row["content"].split("\n")[0] for row in captured) == [f"Ran: echo live-{n} (Run it)"
+                                                                          for n in range(6)]
+    assert db.scalar("PRAGMA integrity_check") == "ok"

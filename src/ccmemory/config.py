@@ -91,7 +91,8 @@ SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
                            "help": "Hours between background consolidation passes."},
         "fold_after_days": {"type": "int", "default": 30, "min": 1, "max": 3650,
                             "help": "Fold routine observations older than this into their session's summary "
-                                    "(never failures, edits the summary names, or anything recalled or reinforced)."},
+                                    "(never failures, edits the summary names, or anything recalled or reinforced); "
+                                    "older file writes keep only their first lines."},
         "decay_half_life_days": {"type": "int", "default": 90, "min": 1, "max": 3650,
                                  "help": "An observation never retrieved loses half its salience over this many days "
                                          "(down to a quarter of its importance)."},

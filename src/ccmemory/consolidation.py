@@ -5,26 +5,35 @@ A pass works on captured observations (source ``capture``) only, without a model
 * **merge**: live observations of one project that record the same thing (the same shell command
   with the same outcome, the same file read, or texts equal once whitespace, numbers and paths are
   set aside; an edit also needs the same files) become one. The newest of a group survives with
-  ``metadata.evidence`` = ``{"count", "first_seen", "last_seen", "sessions"}`` summed over the group;
-  each other member is kept as a stub (its head line, no vector) superseded by the survivor, so
-  search hides it and the ``SUPERSEDES`` links say what the survivor replaced.
+  ``metadata.evidence`` = ``{"count", "first_seen", "last_seen", "sessions", "replaced"}`` summed
+  over the group, ``replaced`` being ``[id, created_at, session_id]`` of the newest
+  :data:`MAX_EVIDENCE` members it replaced; the other members are deleted (row, text, vector).
 * **fold**: observations older than ``consolidation.fold_after_days`` whose session has a summary
   are folded into it: the summary gains one "Folded" line naming them (head lines, so keyword
-  search still finds the session) and the rows go, text and vector. Never folded: failures (and
-  calls that fixed one), edits, a command the summary names, project-tier (promoted) ones, merge
-  survivors, user-wide ones, and anything recalled by a search or reinforced.
+  search still finds the session; a merge survivor as "N× head") and the rows go, text and
+  vector. Never folded: failures (and calls that fixed one), edits, a command the summary names,
+  project-tier (promoted) ones, user-wide ones, and anything recalled by a search or reinforced.
+* **thin**: a file written (``Write``) longer ago than ``consolidation.fold_after_days`` keeps its
+  first lines (what was written where, :data:`THIN_CHARS`) and loses the copy of the file's text
+  it carried, which the file itself holds (or has long replaced). Same exceptions as folding.
 * **decay**: an observation never retrieved loses salience with age, ``importance × 0.5^(age /
   half-life)``, down to a quarter of its importance (idempotent: computed from the importance).
 
 Every change is written with what it replaced, in the same transaction, to ``consolidation_undo``
 (zlib-compressed JSON, one row per batch): a pass killed half way leaves whole batches, each
 undoable, and ``--undo`` (:func:`undo`) puts back every row it touched exactly (vectors included;
-they are re-added to the vector index). Only the latest pass keeps its log; the next pass drops
-it. An undone pass pauses background passes until one is run by hand (:func:`run_if_due`).
+they are re-added to the vector index). A pass killed half way is resumed by the next one, which
+adds to its log, so one undo still restores the store as it was before it. Only the latest pass
+keeps its log: the next pass drops it, and so do ``gc`` and the storage
+budget when they delete memories for good (past that point an undo would bring back a store that
+never existed). A pass that freed enough ends with the keyword index merged and the file vacuumed
+(:func:`ccmemory.retention.compact`). An undone pass pauses background passes until one is run by
+hand (:func:`run_if_due`).
 """
 
 from __future__ import annotations
 
+import base64
 import calendar
 import json
 import os
@@ -34,7 +43,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
-from . import clock, config as settings, paths, storage
+from . import clock, config as settings, paths, retention, storage
 from .db import Database
 from .errors import NotFoundError
 from .excerpts import cut
@@ -54,7 +63,16 @@ DECAY_FLOOR = 0.25
 #: A decay smaller than this is not written (it would only grow the undo log).
 DECAY_STEP = 0.01
 MAX_DIGEST_CHARS = 1200
-MAX_STUB_CHARS = 300
+#: Members a survivor's ``evidence.replaced`` names (the newest); ``count`` counts them all.
+MAX_EVIDENCE = 10
+#: What an old file write keeps of its text (whole lines, the first one always).
+THIN_CHARS = 300
+#: Tools whose old observations are thinned.
+THINNED_TOOLS = ("Write",)
+#: A pass ends with :func:`ccmemory.retention.compact` when its free pages are at least this share of the file
+COMPACT_SHARE = 0.2
+#: ... and at least this many bytes.
+COMPACT_MIN_BYTES = 1_000_000
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _PATH = re.compile(r"(?:[\w.~-]*/)+[\w.-]*")
@@ -79,6 +97,8 @@ class Fold:
     summary_seq: int
     folded: list[int]
     digest: str
+    #: Members of ``folded`` that this pass's merges make survivors (they gain evidence first).
+    survivors: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -87,11 +107,14 @@ class Plan:
     folds: list[Fold] = field(default_factory=list)
     #: (seq, salience now, salience after)
     decays: list[tuple[int, float, float]] = field(default_factory=list)
-    examples: dict[str, list[str]] = field(default_factory=lambda: {"merged": [], "folded": [], "decayed": []})
+    #: (seq, the text it keeps)
+    thins: list[tuple[int, str]] = field(default_factory=list)
+    examples: dict[str, list[str]] = field(default_factory=lambda: {"merged": [], "folded": [], "thinned": [],
+                                                                    "decayed": []})
 
     def changes(self) -> int:
         return (sum(len(m.replaced) + 1 for m in self.merges) + sum(len(f.folded) + 1 for f in self.folds)
-                + len(self.decays))
+                + len(self.decays) + len(self.thins))
 
 
 @dataclass
@@ -104,11 +127,14 @@ class Report:
     merged_rows: int = 0
     folded_rows: int = 0
     folded_sessions: int = 0
+    thinned: int = 0
     decayed: int = 0
     complete: bool = True
     examples: dict[str, list[str]] = field(default_factory=dict)
     bytes_before: int = 0
     bytes_after: int = 0
+    compacted: bool = False
+    resumed: bool = False
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -197,18 +223,34 @@ def _plan_project(db: Database, project_id: int, result: Plan, *, fold_after: in
         count = sum(int((m["meta"].get("evidence") or {}).get("count", 1)) for m in members)
         first = min((m["meta"].get("evidence") or {}).get("first_seen", m["created_at"]) for m in members)
         sessions = {m["session_id"] for m in members}
+        replaced: list[list[Any]] = []
+        for member in members[:-1]:
+            replaced += (member["meta"].get("evidence") or {}).get("replaced", [])
+            replaced.append([member["id"], member["created_at"], member["session_id"]])
+        replaced += (survivor["meta"].get("evidence") or {}).get("replaced", [])
+        replaced.sort(key=lambda entry: str(entry[1]))
         evidence = {"count": count, "first_seen": first, "last_seen": survivor["created_at"],
                     "sessions": max(len(sessions), max(int((m["meta"].get("evidence") or {}).get("sessions", 1))
-                                                       for m in members))}
+                                                       for m in members)),
+                    "replaced": replaced[-MAX_EVIDENCE:]}
         result.merges.append(Merge(project_id, _head(survivor["content"]), survivor["seq"],
                                    [m["seq"] for m in members[:-1]], evidence))
-        merged.update(m["seq"] for m in members)
+        merged.update(m["seq"] for m in members[:-1])
+        survivor["count"] = count
         if len(result.examples["merged"]) < EXAMPLES:
             result.examples["merged"].append(f"{count}× {_head(survivor['content'])}")
     _plan_folds(db, project_id, rows, merged, result, fold_after=fold_after, now=now)
     for row in rows:
-        if row.get("kept") or row["seq"] in merged:
+        if row.get("kept") or row["seq"] in merged or "count" in row:
             continue
+        kept = thinned(row["content"])
+        if (kept is not None and tool_of(row["meta"]) in THINNED_TOOLS and not row.get("folded")
+                and row["tier"] == "session" and row["category"] != "gotcha"
+                and _age_days(row["created_at"], now) > fold_after):
+            result.thins.append((row["seq"], kept))
+            if len(result.examples["thinned"]) < EXAMPLES:
+                result.examples["thinned"].append(f"{len(row['content'])} -> {len(kept)} characters: "
+                                                  f"{_head(row['content'])}")
         target = row["importance"] * max(DECAY_FLOOR, 0.5 ** (_age_days(row["created_at"], now) / half_life))
         if target < row["salience"] - DECAY_STEP and not row.get("folded"):
             result.decays.append((row["seq"], row["salience"], round(target, 4)))
@@ -216,12 +258,22 @@ def _plan_project(db: Database, project_id: int, result: Plan, *, fold_after: in
                 result.examples["decayed"].append(f"{row['salience']:.2f} -> {target:.2f}: {_head(row['content'])}")
 
 
+def thinned(content: str) -> str | None:
+    """What an old file write keeps of ``content`` (:data:`THIN_CHARS`), None when it is short enough already."""
+    if len(content) <= THIN_CHARS + 100:
+        return None
+    head = content[:THIN_CHARS]
+    if "\n" in head:  # whole lines, the first one at least
+        head = head[:head.rfind("\n")]
+    return f"{head}\n[{len(content) - len(head)} characters of the file dropped by consolidation]"
+
+
 def foldable(row: dict[str, Any], summary: str) -> bool:
     """Whether an old observation may be folded into its session's summary (see the module docstring)."""
     meta = row["meta"]
     tool = tool_of(meta)
     if (row.get("kept") or row["tier"] != "session" or row["category"] == "gotcha" or meta.get("outcome") == FAILED
-            or meta.get("fixed_by") or meta.get("evidence") or tool in FILE_CHANGING_TOOLS):
+            or meta.get("fixed_by") or tool in FILE_CHANGING_TOOLS):
         return False
     if tool == "Bash":
         command = shown_command(meta, marked=False)[:100]
@@ -229,10 +281,16 @@ def foldable(row: dict[str, Any], summary: str) -> bool:
     return _head(row["content"]) not in summary
 
 
+def _folded_head(row: dict[str, Any]) -> str:
+    """How a folded observation is named in its session's summary: a merge survivor with its count."""
+    count = row.get("count") or int((row["meta"].get("evidence") or {}).get("count", 1))
+    return f"{count}× {_head(row['content'])}" if count > 1 else _head(row["content"])
+
+
 def _plan_folds(db: Database, project_id: int, rows: list[dict[str, Any]], merged: set[int], result: Plan, *,
                 fold_after: int, now: float) -> None:
     by_session: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
+    for row in rows:  # a survivor is as old as its newest member: its own row
         if row["session_id"] and row["seq"] not in merged and _age_days(row["created_at"], now) > fold_after:
             by_session.setdefault(row["session_id"], []).append(row)
     if not by_session:
@@ -249,7 +307,7 @@ def _plan_folds(db: Database, project_id: int, rows: list[dict[str, Any]], merge
             continue
         for row in chosen:
             row["folded"] = True
-        heads = list(dict.fromkeys(_head(row["content"]) for row in chosen))
+        heads = list(dict.fromkeys(_folded_head(row) for row in chosen))
         shown, length = [], 0
         for head in heads:
             if length + len(head) > MAX_DIGEST_CHARS:
@@ -259,7 +317,8 @@ def _plan_folds(db: Database, project_id: int, rows: list[dict[str, Any]], merge
         more = f" (+{len(heads) - len(shown)} more)" if len(heads) > len(shown) else ""
         digest = (f"Folded ({clock.now()[:10]}; {len(chosen)} routine call{'s' if len(chosen) != 1 else ''}, "
                   f"their text dropped): " + "; ".join(shown) + more)
-        result.folds.append(Fold(session_id, summary["seq"], [row["seq"] for row in chosen], digest))
+        result.folds.append(Fold(session_id, summary["seq"], [row["seq"] for row in chosen], digest,
+                                 [row["seq"] for row in chosen if "count" in row]))
         if len(result.examples["folded"]) < EXAMPLES:
             result.examples["folded"].append(f"{len(chosen)} from session {session_id[:8]}: {'; '.join(heads[:3])}")
 
@@ -273,16 +332,19 @@ class _Log:
         self.db = db
         self.pass_id = pass_id
         self.entry: dict[str, Any] = {"updated": [], "deleted": [], "embeddings": [], "links": [], "usage": [],
-                                      "sessions": [], "added_links": [], "salience": []}
+                                      "sessions": [], "salience": []}
 
-    def row(self, seq: int, kind: str) -> dict[str, Any] | None:
-        """Save a memory row (and its vector, links and usage when it is to be deleted) before changing it."""
+    def row(self, seq: int, kind: str, *, vector: bool = False) -> dict[str, Any] | None:
+        """Save a memory row before changing it; its vector too when it is deleted or its text changes
+        (``vector``), and its links and usage when it is deleted."""
         row = self.db.one("SELECT * FROM memories WHERE seq = ? AND is_deleted = 0", (seq,))
         if row is None:
             return None
         self.entry[kind].append(row)
-        for vector in self.db.rows("SELECT id, item_seq, part, model, vector FROM memory_embeddings WHERE item_seq = ?", (seq,)):
-            self.entry["embeddings"].append({**vector, "vector": bytes(vector["vector"]).hex()})
+        if kind == "deleted" or vector:
+            for saved in self.db.rows("SELECT id, item_seq, part, model, vector FROM memory_embeddings WHERE item_seq = ?",
+                                      (seq,)):
+                self.entry["embeddings"].append({**saved, "vector": base64.b64encode(saved["vector"]).decode()})
         if kind == "deleted":
             self.entry["links"] += self.db.rows(
                 "SELECT * FROM memory_relationships WHERE source_id = ? OR target_id = ?", (row["id"], row["id"]))
@@ -299,7 +361,16 @@ def _batches(items: Sequence[Any], size: int = BATCH) -> Iterator[Sequence[Any]]
         yield items[start:start + size]
 
 
-def _apply_merge(db: Database, log: _Log, merge: Merge, now: str) -> None:
+def _delete(db: Database, log: _Log, seq: int) -> bool:
+    """Delete one memory for good, its vector, links and usage with it, saved to the log first."""
+    if log.row(seq, "deleted") is None:
+        return False
+    db.execute("DELETE FROM memory_embeddings WHERE item_seq = ?", (seq,))
+    db.execute("DELETE FROM memories WHERE seq = ?", (seq,))
+    return True
+
+
+def _apply_merge(db: Database, log: _Log, merge: Merge) -> None:
     survivor = log.row(merge.survivor, "updated")
     if survivor is None:
         return
@@ -308,30 +379,14 @@ def _apply_merge(db: Database, log: _Log, merge: Merge, now: str) -> None:
     db.execute("UPDATE memories SET metadata = ? WHERE seq = ?",
                (json.dumps(metadata, separators=(",", ":")), merge.survivor))
     for seq in merge.replaced:
-        row = log.row(seq, "updated")
-        if row is None:
-            continue
-        stub = cut(row["content"].split("\n", 1)[0], MAX_STUB_CHARS)
-        if stub != row["content"]:
-            db.execute("UPDATE memories SET content = ? WHERE seq = ?", (stub, seq))
-        db.execute("DELETE FROM memory_embeddings WHERE item_seq = ?", (seq,))
-        db.execute("UPDATE memories SET valid_until = COALESCE(valid_until, ?), needs_embedding = 0 WHERE seq = ?",
-                   (now, seq))
-        db.execute("INSERT OR IGNORE INTO memory_relationships(source_id, target_id, relationship_type, created_at) "
-                   "VALUES (?, ?, 'SUPERSEDES', ?)", (survivor["id"], row["id"], now))
-        if db.changes():
-            log.entry["added_links"].append(db.scalar("SELECT last_insert_rowid()"))
+        _delete(db, log, seq)
 
 
 def _apply_fold(db: Database, log: _Log, fold: Fold) -> int:
-    summary = log.row(fold.summary_seq, "updated")
+    summary = log.row(fold.summary_seq, "updated", vector=True)
     if summary is None:
         return 0
-    done = 0
-    for seq in fold.folded:
-        if log.row(seq, "deleted") is not None:
-            db.execute("DELETE FROM memories WHERE seq = ?", (seq,))
-            done += 1
+    done = sum(_delete(db, log, seq) for seq in fold.folded)
     if done:
         text = cut(summary["content"] + "\n" + fold.digest, 10_000)
         session = db.one("SELECT id, summary FROM sessions WHERE id = ?", (fold.session_id,))
@@ -340,6 +395,19 @@ def _apply_fold(db: Database, log: _Log, fold: Fold) -> int:
             db.execute("UPDATE sessions SET summary = ? WHERE id = ?", (text, fold.session_id))
         db.execute("UPDATE memories SET content = ? WHERE seq = ?", (text, fold.summary_seq))
     return done
+
+
+def _interrupted(db: Database) -> int | None:
+    """The id of the latest pass when it was killed half way (neither finished nor undone): the next one resumes it."""
+    last = latest_pass(db)
+    return int(last["id"]) if last is not None and not last["finished_at"] and not last["undone_at"] else None
+
+
+def _free_bytes(db: Database) -> tuple[int, int]:
+    """Bytes of free pages in the file and the file's bytes (pages), after a checkpoint."""
+    db.rows("PRAGMA wal_checkpoint(PASSIVE)")
+    size = int(db.scalar("PRAGMA page_size"))
+    return int(db.scalar("PRAGMA freelist_count")) * size, int(db.scalar("PRAGMA page_count")) * size
 
 
 def consolidate(db: Database, *, project_id: int | None, dry_run: bool = False, trigger: str = "manual",
@@ -353,6 +421,7 @@ def consolidate(db: Database, *, project_id: int | None, dry_run: bool = False, 
     report.folded_rows = sum(len(f.folded) for f in found.folds)
     report.folded_sessions = len(found.folds)
     report.decayed = len(found.decays)
+    report.thinned = len(found.thins)
     report.examples = found.examples
     if dry_run:
         report.bytes_after = report.bytes_before
@@ -360,21 +429,31 @@ def consolidate(db: Database, *, project_id: int | None, dry_run: bool = False, 
         return report
     now = clock.now()
     with db.transaction():
-        db.execute("DELETE FROM consolidation_undo")
-        db.execute("INSERT INTO consolidation_passes(started_at, trigger) VALUES (?, ?)", (now, trigger))
-        report.pass_id = int(db.scalar("SELECT last_insert_rowid()"))
-    changed = 0
+        resumed = _interrupted(db)
+        if resumed is None:
+            db.execute("DELETE FROM consolidation_undo")
+            db.execute("INSERT INTO consolidation_passes(started_at, trigger) VALUES (?, ?)", (now, trigger))
+            report.pass_id = int(db.scalar("SELECT last_insert_rowid()"))
+        else:
+            report.pass_id, report.resumed = resumed, True
     for batch in _batches(found.merges, 20):
         with db.transaction():
             log = _Log(db, report.pass_id)
             for merge in batch:
-                _apply_merge(db, log, merge, now)
+                _apply_merge(db, log, merge)
             log.write()
     for batch in _batches(found.folds, 20):
         with db.transaction():
             log = _Log(db, report.pass_id)
             for fold in batch:
-                changed += _apply_fold(db, log, fold)
+                _apply_fold(db, log, fold)
+            log.write()
+    for thins in _batches(found.thins):
+        with db.transaction():
+            log = _Log(db, report.pass_id)
+            for seq, kept in thins:
+                if log.row(seq, "updated", vector=True) is not None:
+                    db.execute("UPDATE memories SET content = ? WHERE seq = ?", (kept, seq))
             log.write()
     for decays in _batches(found.decays, 2000):
         with db.transaction():
@@ -384,6 +463,10 @@ def consolidate(db: Database, *, project_id: int | None, dry_run: bool = False, 
                 log.entry["salience"].append([seq, before])
             log.write()
     report.complete = max_changes is None or found.changes() < max_changes
+    free, size = _free_bytes(db)
+    if free >= COMPACT_MIN_BYTES and free >= COMPACT_SHARE * size:
+        retention.compact(db)
+        report.compacted = True
     report.seconds = time.monotonic() - started
     report.bytes_after = storage.database_bytes(db.path)
     with db.transaction():
@@ -409,8 +492,9 @@ def undo(db: Database) -> dict[str, Any]:
     last = latest_pass(db)
     if last is None or last["undone_at"] or not db.scalar(
             "SELECT 1 FROM consolidation_undo WHERE pass_id = ? LIMIT 1", (last["id"],)):
-        raise NotFoundError("No consolidation pass to undo: only the latest pass can be undone, once "
-                            "(`ccmemory consolidate --dry-run` shows what a pass would do).")
+        raise NotFoundError("No consolidation pass to undo: only the latest pass can be undone, once, and not "
+                            "after `gc` or the storage budget deleted memories for good (`ccmemory consolidate "
+                            "--dry-run` shows what a pass would do).")
     restored = 0
     columns: list[str] = [r["name"] for r in db.rows("PRAGMA table_info(memories)")]
     while True:
@@ -427,8 +511,6 @@ def undo(db: Database) -> dict[str, Any]:
 
 
 def _restore(db: Database, entry: dict[str, Any], columns: list[str]) -> int:
-    for link in entry["added_links"]:
-        db.execute("DELETE FROM memory_relationships WHERE id = ?", (link,))
     for seq, salience in entry["salience"]:
         db.execute("UPDATE memories SET salience = ? WHERE seq = ?", (salience, seq))
     marks = ", ".join("?" * len(columns))
@@ -444,7 +526,7 @@ def _restore(db: Database, entry: dict[str, Any], columns: list[str]) -> int:
     for vector in entry["embeddings"]:  # indexed = 0: the vector index takes it back in at its next sync
         db.execute("INSERT OR REPLACE INTO memory_embeddings(id, item_seq, part, model, vector, indexed) "
                    "VALUES (?, ?, ?, ?, ?, 0)", (vector["id"], vector["item_seq"], vector["part"], vector["model"],
-                                                bytes.fromhex(vector["vector"])))
+                                                base64.b64decode(vector["vector"])))
     for link in entry["links"]:
         db.execute("INSERT OR IGNORE INTO memory_relationships(id, source_id, target_id, relationship_type, "
                    "created_at) VALUES (?, ?, ?, ?, ?)",

@@ -116,7 +116,14 @@ def collect(
 
 
 def drop(db: Database, memory_ids: Sequence[str]) -> None:
-    """Delete memories for good, in short transactions; what one of them superseded is shown again."""
+    """Delete memories for good, in short transactions; what one of them superseded is shown again.
+
+    The latest consolidation pass's undo log goes too: undoing it after this would bring back a store that
+    never existed (what it merged or folded without what went here).
+    """
+    if memory_ids:
+        with db.transaction():
+            db.execute("DELETE FROM consolidation_undo")
     for start in range(0, len(memory_ids), _BATCH):
         batch = list(memory_ids[start:start + _BATCH])
         marks = ",".join("?" * len(batch))

@@ -27,7 +27,8 @@ def status(db: Database, project_id: int | None, loaded: settings.Config) -> dic
     last = consolidation.latest_pass(db)
     result["last_consolidation"] = None if last is None else {
         "at": last["finished_at"] or last["started_at"], "undone": bool(last["undone_at"]),
-        "merged": last["report"].get("merged_rows", 0), "folded": last["report"].get("folded_rows", 0)}
+        "merged": last["report"].get("merged_rows", 0), "folded": last["report"].get("folded_rows", 0),
+        "thinned": last["report"].get("thinned", 0), "finished": bool(last["finished_at"])}
     return result
 
 
@@ -43,8 +44,10 @@ def budget_lines(result: dict[str, Any], project_id: int | None) -> list[str]:
                          f"{usage['project_budget_bytes'] / 1e6:.0f} MB ({kinds or 'empty'}; MB, estimated)")
     last = result["last_consolidation"]
     lines.append("Consolidation: never run." if last is None else
-                 f"Consolidation: last pass {last['at'][:16]} merged {last['merged']}, folded {last['folded']}"
-                 + (" (undone)" if last["undone"] else "") + f"; its undo log {usage['undo_log_bytes'] / 1e6:.1f} MB.")
+                 f"Consolidation: last pass {last['at'][:16]} merged {last['merged']}, folded {last['folded']}, "
+                 f"thinned {last['thinned']}" + (" (undone)" if last["undone"] else "")
+                 + ("" if last["finished"] else " (stopped half way: the next pass resumes it)")
+                 + f"; its undo log {usage['undo_log_bytes'] / 1e6:.1f} MB.")
     return lines
 
 

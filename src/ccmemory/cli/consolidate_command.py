@@ -14,7 +14,7 @@ LOCK_WAIT_SECONDS = 30.0
 
 
 @click.command()
-@click.option("--dry-run", is_flag=True, help="Show what a pass would merge, fold, decay and drop; change nothing.")
+@click.option("--dry-run", is_flag=True, help="Show what a pass would merge, fold, thin, decay and drop; change nothing.")
 @click.option("--undo", is_flag=True, help="Put back everything the latest pass changed (budget drops excepted).")
 @click.option("--all-projects", is_flag=True, help="Consolidate every project, not only this one.")
 @project_option
@@ -59,7 +59,8 @@ def render(result: dict[str, Any]) -> list[str]:
     lines = [f"{'Would merge' if dry else 'Merged'} {result['merged_rows']} repeated observations into "
              f"{result['merged_groups']} (the newest of each, with the count as evidence); "
              f"{'would fold' if dry else 'folded'} {result['folded_rows']} old routine observations into "
-             f"{result['folded_sessions']} session summaries; {'would decay' if dry else 'decayed'} "
+             f"{result['folded_sessions']} session summaries; {'would thin' if dry else 'thinned'} "
+             f"{result['thinned']} old file writes to their first lines; {'would decay' if dry else 'decayed'} "
              f"{result['decayed']} never retrieved."]
     for kind, examples in result["examples"].items():
         for example in examples:
