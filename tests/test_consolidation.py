@@ -206,6 +206,11 @@ def test_an_old_merged_group_folds_into_its_session(db: database.Database, proje
     assert _snapshot(db) == before
 
 
+#: Commands run twice for the tests that stop a pass half way: hundreds of batches, so that the pass is
+#: still running when the test, having seen its first batch, takes the write lock (even on a loaded machine).
+GROUPS = 6000
+
+
 def _repeats(db: database.Database, project: int, groups: int) -> None:
     """``groups`` commands each run twice: enough merge batches for a pass to be stopped half way."""
     with db.transaction():
@@ -241,7 +246,7 @@ def _logged(db: database.Database) -> dict[str, dict[str, Any]]:
 def test_kill_9_half_way_loses_nothing_and_the_next_pass_finishes(db: database.Database, project: int,
                                                                   project_dir: Path, home: Path) -> None:
     _year_of_test_runs(db, project)
-    _repeats(db, project, 1500)
+    _repeats(db, project, GROUPS)
     db.scalar("PRAGMA wal_checkpoint(TRUNCATE)")
     before = _snapshot(db)
     rows_before = {row["id"]: row for row in db.rows("SELECT * FROM memories")}
@@ -255,7 +260,7 @@ def test_kill_9_half_way_loses_nothing_and_the_next_pass_finishes(db: database.D
     assert db.scalar("SELECT finished_at FROM consolidation_passes") is None, "killed before it finished"
     now = {row["id"]: row for row in db.rows("SELECT * FROM memories")}
     logged = _logged(db)
-    assert 0 < len(set(rows_before) - set(now)) < 1500, "some groups merged, not all"
+    assert 0 < len(set(rows_before) - set(now)) < GROUPS, "some groups merged, not all"
     for memory_id, row in rows_before.items():
         if now.get(memory_id) != row:
             assert logged.get(memory_id) == row, f"{memory_id} changed without its undo recorded"
@@ -263,7 +268,7 @@ def test_kill_9_half_way_loses_nothing_and_the_next_pass_finishes(db: database.D
     done = _cli(home, project_dir)
     assert done["resumed"] and done["pass_id"] == 1 and done["complete"]
     assert db.scalar("SELECT finished_at FROM consolidation_passes WHERE id = 1") is not None
-    assert db.scalar("SELECT COUNT(*) FROM memories WHERE content LIKE 'Ran: make step%'") == 1500
+    assert db.scalar("SELECT COUNT(*) FROM memories WHERE content LIKE 'Ran: make step%'") == GROUPS
     assert db.scalar("PRAGMA integrity_check") == "ok"
     assert _cli(home, project_dir, "--dry-run")["merged_rows"] == 0
 
@@ -274,7 +279,7 @@ def test_kill_9_half_way_loses_nothing_and_the_next_pass_finishes(db: database.D
 
 def test_hooks_capturing_during_a_pass_lose_nothing(db: database.Database, project: int, project_dir: Path,
                                                     home: Path) -> None:
-    _repeats(db, project, 1500)
+    _repeats(db, project, GROUPS)
     process = _start_pass(home, project_dir, db)
     results: list[subprocess.CompletedProcess[bytes]] = []
     calls = [bash_call("s-live", project_dir, f"echo live-{n}", f"live-{n}", f"toolu_live{n}") for n in range(6)]
@@ -289,7 +294,7 @@ def test_hooks_capturing_during_a_pass_lose_nothing(db: database.Database, proje
         thread.join(120)
     out, err = process.communicate(timeout=180)
     assert process.returncode == 0, err
-    assert json.loads(out)["merged_rows"] == 1500
+    assert json.loads(out)["merged_rows"] == GROUPS
     assert len(results) == 6
     for result in results:
         assert_quiet_success(result)
