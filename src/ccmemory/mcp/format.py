@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from .. import knowledge, quoting
+from .. import knowledge, quoting, staleness
 from ..excerpts import counted, estimate_tokens, one_line
 from ..memories import Memory
 from ..sessions import gist, preview
@@ -45,9 +45,11 @@ def index_entry(
     related: int = 0,
     origin: str = "",
     shared: Mapping[str, Any] | None = None,
+    stale: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """One hit of a search or list: enough to decide whether to fetch it; ``origin`` says where it comes from
-    when not from this project (``user-wide``, ``project NAME (PATH)``)."""
+    when not from this project (``user-wide``, ``project NAME (PATH)``); ``stale``, the files it recorded
+    that changed since or are gone (:func:`ccmemory.staleness.check`)."""
     head = [f"[{position}] {memory.id}", stamp(memory.created_at), memory.sector]
     if origin:
         head.insert(1, origin)
@@ -60,6 +62,8 @@ def index_entry(
     lines = ["  ".join(head)]
     if memory.is_superseded:
         lines.append(f"    SUPERSEDED by {superseded_by or 'a newer memory'}")
+    if stale:
+        lines.append("    STALE: " + "; ".join(staleness.describe(dict(entry)) for entry in stale))
     context = []
     if session:
         summary = gist(session.get("summary"), SESSION_SNIPPET_CHARS)
@@ -81,7 +85,7 @@ def search_results(query: str, mode: str, hits: Sequence[Any], warnings: Iterabl
         return "\n".join([*notes, f'No memories found for "{one_line(query, 80)}".'])
     entries = [
         index_entry(i, hit.memory, score=hit.score, superseded_by=hit.superseded_by, session=hit.session,
-                    related=hit.related_count, origin=hit.origin, shared=hit.shared)
+                    related=hit.related_count, origin=hit.origin, shared=hit.shared, stale=hit.stale)
         for i, hit in enumerate(hits, 1)
     ]
     header = (f'{counted(len(hits), "memory")} for "{one_line(query, 80)}" ({mode}). '
