@@ -63,6 +63,35 @@ def _real_inside(path: str, real_root: str) -> str | None:
     return real if real.startswith(real_root.rstrip(os.sep) + os.sep) else None
 
 
+def _resolve(path: str, real_root: str, folders: dict[str, str | None]) -> tuple[str | None, tuple[int, int] | None]:
+    """The real path of ``path`` when inside ``real_root`` (else None), and its :func:`_state`.
+
+    The real path of each folder is worked out (links followed) and checked once per ``folders`` (a
+    check's cache); the last component then needs one ``lstat``, unless it is itself a link, which is
+    resolved and checked in full.
+    """
+    folder, name = os.path.split(path)
+    if folder not in folders:
+        try:
+            resolved = os.path.realpath(folder)
+        except (OSError, ValueError):
+            resolved = ""
+        inside = resolved == real_root or resolved.startswith(real_root.rstrip(os.sep) + os.sep)
+        folders[folder] = resolved if inside else None
+    real_folder = folders[folder]
+    if real_folder is None:
+        return None, None
+    candidate = os.path.join(real_folder, name)
+    try:
+        info = os.lstat(candidate)
+    except (OSError, ValueError):
+        return candidate, None  # gone
+    if stat.S_ISLNK(info.st_mode):
+        real = _real_inside(candidate, real_root)
+        return real, _state(real) if real else None
+    return candidate, (info.st_size, info.st_mtime_ns) if stat.S_ISREG(info.st_mode) else None
+
+
 def _state(real: str) -> tuple[int, int] | None:
     """(size, mtime_ns) of a regular file, or None when there is none."""
     try:
@@ -109,14 +138,25 @@ def _known(db: Database, real: str, state: Sequence[int]) -> int | None:
                      (real, state[0], state[1]))
 
 
-def _learn(db: Database, real: str, root: str, state: Sequence[int]) -> None:
+#: (path, size, mtime_ns) whose fingerprint this process knows is cached (a long-lived server asks once).
+_LEARNT: set[tuple[str, int, int]] = set()
+_LEARNT_MAX = 50_000
+
+
+def _learn(db: Database, real: str, root: str, state: tuple[int, int]) -> None:
     """Remember the fingerprint of ``real`` at ``state`` (when the file is still at that state once read)."""
-    if state[0] > MAX_FINGERPRINT_BYTES or _known(db, real, state) is not None:
+    key = (real, state[0], state[1])
+    if key in _LEARNT or state[0] > MAX_FINGERPRINT_BYTES:
         return
-    crc = fingerprint(real, root)
-    if crc is not None and _state(real) == (state[0], state[1]):
+    if _known(db, real, state) is None:
+        crc = fingerprint(real, root)
+        if crc is None or _state(real) != state:
+            return
         db.execute("INSERT OR IGNORE INTO file_fingerprints(path, size, mtime_ns, crc) VALUES (?, ?, ?, ?)",
                    (real, state[0], state[1], crc))
+    if len(_LEARNT) >= _LEARNT_MAX:
+        _LEARNT.clear()
+    _LEARNT.add(key)
 
 
 def _iso(mtime_ns: int) -> str:
@@ -127,12 +167,13 @@ def _iso(mtime_ns: int) -> str:
 
 
 def roots(db: Database, project_ids: Iterable[int]) -> dict[int, str]:
-    """The location of each project that exists here as a directory (a project elsewhere is not checked)."""
+    """The real path of each project's location that exists here as a directory (a project elsewhere is not
+    checked)."""
     wanted = sorted(set(project_ids))
     if not wanted:
         return {}
     rows = db.rows(f"SELECT id, path FROM projects WHERE id IN ({','.join('?' * len(wanted))})", tuple(wanted))
-    return {row["id"]: row["path"] for row in rows if os.path.isdir(row["path"])}
+    return {row["id"]: os.path.realpath(row["path"]) for row in rows if os.path.isdir(row["path"])}
 
 
 def check(db: Database, memories: Iterable[Any], *, learn: bool = True) -> dict[str, list[dict[str, Any]]]:
@@ -148,22 +189,23 @@ def check(db: Database, memories: Iterable[Any], *, learn: bool = True) -> dict[
     memories = [m for m in memories if isinstance(m.metadata.get(SEEN_KEY), dict) and m.metadata[SEEN_KEY]]
     places = roots(db, (m.project_id for m in memories))
     found: dict[str, list[dict[str, Any]]] = {}
-    now_of: dict[str, tuple[int, int] | None] = {}
+    #: (root, relative path) -> (real path, its state now); real path None: outside the project, not looked at.
+    now_of: dict[tuple[str, str], tuple[str | None, tuple[int, int] | None]] = {}
+    folders: dict[str, str | None] = {}
     for memory in memories:
-        root = places.get(memory.project_id)
-        if root is None:
+        real_root = places.get(memory.project_id)
+        if real_root is None:
             continue
-        real_root = os.path.realpath(root)
         stale = []
         for relative, recorded in memory.metadata[SEEN_KEY].items():
             if not (isinstance(relative, str) and isinstance(recorded, list) and len(recorded) == 2):
                 continue
-            real = _real_inside(os.path.join(real_root, relative), real_root)
+            if (real_root, relative) not in now_of:
+                now_of[real_root, relative] = _resolve(os.path.normpath(os.path.join(real_root, relative)),
+                                                       real_root, folders)
+            real, now = now_of[real_root, relative]
             if real is None:  # outside the project now (a symlink turned outwards): not looked at
                 continue
-            if real not in now_of:
-                now_of[real] = _state(real)
-            now = now_of[real]
             if now is None:
                 stale.append({"file": relative, "change": GONE, "since": memory.created_at, "changed_at": None})
             elif list(now) == recorded:
