@@ -11,7 +11,8 @@ memories themselves: the latest session
 summaries, then the most salient user-wide memories (the user's in every project,
 :mod:`ccmemory.scopes`; up to :data:`USER_SHARE` of what is left, in a section that
 says they are user-wide), then the most salient project-tier memories, one line each with its
-id and an estimate of what reading it in full costs, so Claude fetches only
+id and an estimate of what reading it in full costs (a memory whose files changed since or are gone,
+:mod:`ccmemory.staleness`, comes after the current ones and is marked ``STALE``), so Claude fetches only
 what it needs through the MCP tools. It fits ``context.max_tokens`` (about 4
 characters a token; 2,000 tokens by default) and never exceeds the 10,000
 characters Claude Code accepts. It is wrapped in ``<ccmemory-context>``, which
