@@ -138,25 +138,41 @@ def _known(db: Database, real: str, state: Sequence[int]) -> int | None:
                      (real, state[0], state[1]))
 
 
-#: (path, size, mtime_ns) whose fingerprint this process knows is cached (a long-lived server asks once).
-_LEARNT: set[tuple[str, int, int]] = set()
+#: (database, path, size, mtime_ns) whose fingerprint this process knows is cached (a long-lived server asks once).
+_LEARNT: set[tuple[str, str, int, int]] = set()
 _LEARNT_MAX = 50_000
 
 
-def _learn(db: Database, real: str, root: str, state: tuple[int, int]) -> None:
-    """Remember the fingerprint of ``real`` at ``state`` (when the file is still at that state once read)."""
-    key = (real, state[0], state[1])
-    if key in _LEARNT or state[0] > MAX_FINGERPRINT_BYTES:
-        return
-    if _known(db, real, state) is None:
-        crc = fingerprint(real, root)
-        if crc is None or _state(real) != state:
-            return
-        db.execute("INSERT OR IGNORE INTO file_fingerprints(path, size, mtime_ns, crc) VALUES (?, ?, ?, ?)",
-                   (real, state[0], state[1], crc))
+def _to_learn(db: Database, real: str, root: str, state: tuple[int, int]) -> tuple[str, int, int, int] | None:
+    """The fingerprint row of ``real`` at ``state`` when the cache lacks it (and the file is still at that state
+    once read), else None."""
+    if (db.path, real, *state) in _LEARNT or state[0] > MAX_FINGERPRINT_BYTES:
+        return None
+    if _known(db, real, state) is not None:
+        _remember((db.path, real, *state))
+        return None
+    crc = fingerprint(real, root)
+    return (real, *state, crc) if crc is not None and _state(real) == state else None
+
+
+def _remember(key: tuple[str, str, int, int]) -> None:
     if len(_LEARNT) >= _LEARNT_MAX:
         _LEARNT.clear()
     _LEARNT.add(key)
+
+
+def _store(db: Database, learnt: list[tuple[str, int, int, int]]) -> None:
+    """Add fingerprints to the cache in one short transaction; a locked store skips them (a cache, asked again later)."""
+    from .errors import StorageError
+
+    try:
+        with db.transaction():
+            for row in learnt:
+                db.execute("INSERT OR IGNORE INTO file_fingerprints(path, size, mtime_ns, crc) VALUES (?, ?, ?, ?)", row)
+    except StorageError:
+        return
+    for path, size, mtime_ns, _ in learnt:
+        _remember((db.path, path, size, mtime_ns))
 
 
 def _iso(mtime_ns: int) -> str:
@@ -192,6 +208,7 @@ def check(db: Database, memories: Iterable[Any], *, learn: bool = True) -> dict[
     #: (root, relative path) -> (real path, its state now); real path None: outside the project, not looked at.
     now_of: dict[tuple[str, str], tuple[str | None, tuple[int, int] | None]] = {}
     folders: dict[str, str | None] = {}
+    learnt: list[tuple[str, int, int, int]] = []
     for memory in memories:
         real_root = places.get(memory.project_id)
         if real_root is None:
@@ -209,13 +226,16 @@ def check(db: Database, memories: Iterable[Any], *, learn: bool = True) -> dict[
             if now is None:
                 stale.append({"file": relative, "change": GONE, "since": memory.created_at, "changed_at": None})
             elif list(now) == recorded:
-                if learn:
-                    _learn(db, real, real_root, now)
+                row = _to_learn(db, real, real_root, now) if learn else None
+                if row is not None:
+                    learnt.append(row)
             elif not _same_content(db, real, real_root, recorded, now):
                 stale.append({"file": relative, "change": CHANGED, "since": memory.created_at,
                               "changed_at": _iso(now[1])})
         if stale:
             found[memory.id] = stale
+    if learnt:
+        _store(db, learnt)
     return found
 
 
