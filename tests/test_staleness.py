@@ -96,6 +96,8 @@ def test_an_edit_by_a_later_session_marks_the_older_memories_stale(home: Path, p
 
     with running_server(home, project_dir) as server:
         answer = server.call("memory_search", {"query": "apply_discount pricing", "mode": "keyword"}).text
+        record = server.call("memory_get", {"ids": [old["memory"]["id"], new["memory"]["id"]]}).text
+    assert record.count("STALE: pricing.py changed since — recorded today") == 1
     assert "STALE: pricing.py changed since — recorded today" in answer
     assert answer.count("STALE:") == 1, answer  # the edit and other.py are current
 

@@ -123,8 +123,9 @@ def memory_record(
     session: Mapping[str, Any] | None,
     related: int,
     origin: str = "",
+    stale: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    """One full memory for ``memory_get``; ``origin`` as in :func:`index_entry`."""
+    """One full memory for ``memory_get``; ``origin`` and ``stale`` as in :func:`index_entry`."""
     facts = [
         f"created {stamp(memory.created_at)}",
         f"sector {memory.sector}",
@@ -151,6 +152,8 @@ def memory_record(
         lines.append(f"session {session['id']} ({stamp(session.get('started_at'))})" + (f": {summary}" if summary else ""))
     if memory.is_superseded:
         lines.append(f"SUPERSEDED on {stamp(memory.valid_until)} by {superseded_by or 'a newer memory'}")
+    if stale:
+        lines.append("STALE: " + "; ".join(staleness.describe(dict(entry)) for entry in stale))
     if memory.is_deleted:
         lines.append(f"DELETED on {stamp(memory.deleted_at)} (soft; `ccmemory restore {memory.id}` brings it back)")
     lines.append(memory.content)
