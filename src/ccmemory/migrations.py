@@ -814,6 +814,26 @@ def _m017_embedding_windows(db: Database) -> None:
                "AND seq IN (SELECT item_seq FROM memory_embeddings)", (_M017_ONE_WINDOW_CHARS,))
 
 
+_M018 = """
+-- Content fingerprints of project files as they were at a (size, mtime) (ccmemory.staleness): a file
+-- whose size or modification time changed but whose content did not (a touch, a checkout back) is
+-- recognised as unchanged. A cache: losing it only makes such files look changed.
+CREATE TABLE file_fingerprints (
+    path        TEXT NOT NULL,
+    size        INTEGER NOT NULL,
+    mtime_ns    INTEGER NOT NULL,
+    crc         INTEGER NOT NULL,
+    PRIMARY KEY (path, size, mtime_ns)
+) WITHOUT ROWID;
+"""
+
+
+@migration
+def _m018_file_fingerprints(db: Database) -> None:
+    """The cache of file content fingerprints that tells a touched file from a changed one (``ccmemory.staleness``)."""
+    _run_script(db, _M018)
+
+
 _BACKUPS_KEPT = 3
 #: How long a process waits for another that is upgrading the same file (a large store takes seconds).
 UPGRADE_WAIT_SECONDS = 60
@@ -913,3 +933,4 @@ def _backup(db: Database, version: int) -> str:
     for old in backups[:-_BACKUPS_KEPT]:
         os.remove(os.path.join(folder, old))
     return target
+

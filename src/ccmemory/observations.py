@@ -24,6 +24,8 @@ with these keys (only ``tool`` is always there):
 ``scope``          an edit: the function or class it changed (:func:`edit_scope`)
 ``fixed_by``       a failure a later call of the session fixed: that call's memory id (set at
                    Stop by :mod:`ccmemory.failures`)
+``seen``           the project files the call named as they were then, ``{relative path: [size,
+                   mtime_ns]}``, recorded by the capture hook (:mod:`ccmemory.staleness`)
 
 The files a call named are the memory's ``files`` column. Rows stored before these keys existed
 were given them by migration 12, which parsed their text once.

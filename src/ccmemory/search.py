@@ -37,7 +37,11 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
    the best candidates are actions of one Claude Code session (edits,
    commands; not look-ups), the session's summary gets their combined score
    (:func:`with_session_summaries`): it says what the session did as a whole.
-6. **One session does not fill the list.** Each further captured tool call of a
+6. **Stale memories step back.** A memory whose recorded files changed since or are gone
+   (:mod:`ccmemory.staleness`) keeps :data:`STALE_FACTOR` of its score and says so (``stale``):
+   a newer memory about the same file, which recorded it as it is now, ranks above it at equal
+   relevance, while a much better match still shows (what the code *was* can be the answer).
+7. **One session does not fill the list.** Each further captured tool call of a
    session already in the results keeps a decaying share of its score
    (:func:`spread_sessions`), so the other sessions that touched the same code
    show too.
@@ -58,7 +62,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from . import memories, scopes, sessions, vectors
+from . import memories, scopes, sessions, staleness, vectors
 from .team import labels
 from .db import Database
 from .errors import ValidationError
@@ -102,6 +106,11 @@ SALIENCE_WEIGHT = 0.1
 NAME_WEIGHT = 0.1
 DATE_WEIGHT = 0.3
 COMMON_WORD_SHARE = 0.2
+#: What a memory whose files changed since or are gone keeps of its score. A factor rather than a
+#: filter: an old observation still answers "what did pricing.py look like", but at equal relevance
+#: the memory that matches the code as it is comes first. 0.7 puts a stale hit below a current one
+#: unless it matches clearly better (the salience prior alone spans at most 0.1).
+STALE_FACTOR = 0.7
 #: ... or in more rows than this, whatever the share: FTS5 scores every row a word is in, so in a
 #: large store a word that common costs milliseconds and barely changes the ranking.
 COMMON_WORD_MAX_ROWS = 5000
@@ -135,11 +144,13 @@ class SearchHit:
     shared: dict[str, Any] | None = None
     #: A weak match (see :func:`is_weak`): shown as such, because nothing better was found.
     weak: bool = False
+    #: The files it recorded that changed since or are gone (:func:`ccmemory.staleness.check`); [] when current.
+    stale: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"score": round(self.score, 4), "weak": self.weak, "superseded_by": self.superseded_by,
                 "session": self.session, "related_count": self.related_count, "origin": self.origin,
-                "shared": self.shared, "memory": self.memory.to_dict()}
+                "shared": self.shared, "stale": self.stale, "memory": self.memory.to_dict()}
 
 
 @dataclass
@@ -490,6 +501,7 @@ def search_with_info(
         chunk = ranked[start:start + batch]
         found = memories.by_seq(db, [seq for seq, _ in chunk])
         shared = labels.teammates(db, [memory.id for memory in found.values()])
+        stale = staleness.check(db, found.values())
         for seq, score in chunk:
             memory = found.get(seq)
             if memory is None or memory.is_deleted or (memory.is_superseded and not include_superseded):
@@ -500,8 +512,10 @@ def search_with_info(
                 continue
             if sector and memory.sector != sector:
                 continue
-            hits.append(SearchHit(memory=memory, score=min(1.0, score * prior(memory, names, dates)),
-                                  shared=shared.get(memory.id)))
+            changed = stale.get(memory.id, [])
+            factor = prior(memory, names, dates) * (STALE_FACTOR if changed else 1.0)
+            hits.append(SearchHit(memory=memory, score=min(1.0, score * factor), shared=shared.get(memory.id),
+                                  stale=changed))
         hits.sort(key=lambda hit: (-hit.score, hit.memory.seq))
         shown = spread_sessions(hits)
     hits = shown[:limit]

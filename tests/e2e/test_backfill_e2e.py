@@ -104,6 +104,9 @@ def memories(db_path: Path) -> dict[tuple[str, str], dict[str, Any]]:
         metadata = json.loads(row["metadata"])
         if "fixed_by" in metadata:
             metadata["fixed_by"] = keys.get(metadata["fixed_by"])
+        # Only live capture records the files' state (ccmemory.staleness): a backfill of a past call would record
+        # today's files, so it records none.
+        metadata.pop("seen", None)
         keyed[keys[row["id"]]] = dict(row, metadata=metadata, id=None)
     return keyed
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .. import memories, projects, scopes, search as searching
+from .. import memories, projects, scopes, search as searching, staleness
 from ..knowledge import promotion
 from ..db import Database
 from ..redaction import REDACTED
@@ -160,6 +160,8 @@ def search(query: str, limit: int, mode: str, sector: str | None, include_supers
         echo(f"   {preview(hit.memory)}")
         if hit.superseded_by:
             echo(f"   superseded by {hit.superseded_by[:8]}")
+        for entry in hit.stale:
+            echo(f"   STALE: {staleness.describe(entry)}")
         if hit.shared:
             echo(f"   {labels.describe(hit.shared)}")
         echo()

@@ -11,7 +11,8 @@ memories themselves: the latest session
 summaries, then the most salient user-wide memories (the user's in every project,
 :mod:`ccmemory.scopes`; up to :data:`USER_SHARE` of what is left, in a section that
 says they are user-wide), then the most salient project-tier memories, one line each with its
-id and an estimate of what reading it in full costs, so Claude fetches only
+id and an estimate of what reading it in full costs (a memory whose files changed since or are gone,
+:mod:`ccmemory.staleness`, comes after the current ones and is marked ``STALE``), so Claude fetches only
 what it needs through the MCP tools. It fits ``context.max_tokens`` (about 4
 characters a token; 2,000 tokens by default) and never exceeds the 10,000
 characters Claude Code accepts. It is wrapped in ``<ccmemory-context>``, which
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from typing import Any, Sequence
     from ..db import Database
 
-from .. import quoting
+from .. import quoting, staleness
 from ..excerpts import CHARS_PER_TOKEN, estimate_tokens, one_line
 from ..config import Config
 from ..observations import FAILED_MARK, marked_on_first_line
@@ -110,11 +111,27 @@ def index_text(memory: Any) -> str:
     return first
 
 
-def _memory_line(memory: Any) -> str:
+def _memory_line(memory: Any, stale: Sequence[dict[str, Any]] = ()) -> str:
+    """One index line; a memory whose files changed since or are gone says so first (it is not current)."""
     kind = memory.sector if memory.category == "general" else f"{memory.sector}/{memory.category}"
     text = _quoted_line(index_text(memory), MEMORY_LINE_CHARS)
-    return (f"- {quoting.escape(f'[{memory.id[:8]}] {memory.created_at[:10]} {kind}')}: {text} "
+    mark = ""
+    if stale:
+        mark = quoting.escape("STALE (" + "; ".join(staleness.describe(entry) for entry in stale[:2])
+                              + ("; …" if len(stale) > 2 else "") + "): ")
+    return (f"- {quoting.escape(f'[{memory.id[:8]}] {memory.created_at[:10]} {kind}')}: {mark}{text} "
             f"(~{estimate_tokens(memory.content)} tok)")
+
+
+def _current_first(db: Database, ranked: list[Any]) -> list[str]:
+    """Index lines of ``ranked``: the memories whose files are as recorded first, then the stale ones, marked.
+
+    No file is read unless its recorded state was fingerprinted before (:func:`ccmemory.staleness.check`).
+    """
+    stale = staleness.check(db, ranked, learn=False)
+    current = [memory for memory in ranked if memory.id not in stale]
+    return ([_memory_line(memory) + "\n" for memory in current]
+            + [_memory_line(memory, stale[memory.id]) + "\n" for memory in ranked if memory.id in stale])
 
 
 def rank_memories(candidates: Sequence[Any]) -> list[Any]:
@@ -238,7 +255,7 @@ def build(db: Database, project_id: int, *, config: Config, exclude_session: str
     user_wide = rank_memories(memories.list_memories(db, scope="user", include_superseded=False,
                                                      limit=CANDIDATE_MEMORIES))[: int(settings["memories"])]
     mine = _section("\nUser-wide memories (yours, shown in every project; most salient first):\n",
-                    [_memory_line(memory) + "\n" for memory in user_wide], int(room * USER_SHARE), tag)
+                    _current_first(db, user_wide), int(room * USER_SHARE), tag)
     if mine:
         parts.append(mine)
         room -= len(mine)
@@ -248,8 +265,7 @@ def build(db: Database, project_id: int, *, config: Config, exclude_session: str
                   if m.source not in (SUMMARY_SOURCE, KNOWLEDGE_SOURCE)  # knowledge: searched, not injected
                   and m.scope != "user"]  # listed above
     ranked = rank_memories(candidates)[: int(settings["memories"])]
-    lines = _section("\nProject memories (most salient first):\n", [_memory_line(memory) + "\n" for memory in ranked],
-                     room, tag)
+    lines = _section("\nProject memories (most salient first):\n", _current_first(db, ranked), room, tag)
     if lines:
         parts.append(lines)
     if not parts:

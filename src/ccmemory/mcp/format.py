@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from .. import knowledge, quoting
+from .. import knowledge, quoting, staleness
 from ..excerpts import counted, estimate_tokens, one_line
 from ..memories import Memory
 from ..sessions import gist, preview
@@ -46,9 +46,11 @@ def index_entry(
     related: int = 0,
     origin: str = "",
     shared: Mapping[str, Any] | None = None,
+    stale: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """One hit of a search or list: enough to decide whether to fetch it; ``origin`` says where it comes from
-    when not from this project (``user-wide``, ``project NAME (PATH)``)."""
+    when not from this project (``user-wide``, ``project NAME (PATH)``); ``stale``, the files it recorded
+    that changed since or are gone (:func:`ccmemory.staleness.check`)."""
     head = [f"[{position}] {memory.id}", stamp(memory.created_at), memory.sector]
     if origin:
         head.insert(1, origin)
@@ -61,6 +63,8 @@ def index_entry(
     lines = ["  ".join(head)]
     if memory.is_superseded:
         lines.append(f"    SUPERSEDED by {superseded_by or 'a newer memory'}")
+    if stale:
+        lines.append("    STALE: " + "; ".join(staleness.describe(dict(entry)) for entry in stale))
     context = []
     if session:
         summary = gist(session.get("summary"), SESSION_SNIPPET_CHARS)
@@ -82,7 +86,8 @@ def search_results(query: str, mode: str, hits: Sequence[Any], warnings: Iterabl
         return "\n".join([*notes, f'No memories found for "{one_line(query, 80)}".'])
     entries = [
         index_entry(i, hit.memory, score=hit.score, weak=hit.weak, superseded_by=hit.superseded_by,
-                    session=hit.session, related=hit.related_count, origin=hit.origin, shared=hit.shared)
+                    session=hit.session, related=hit.related_count, origin=hit.origin, shared=hit.shared,
+                    stale=hit.stale)
         for i, hit in enumerate(hits, 1)
     ]
     header = (f'{counted(len(hits), "memory")} for "{one_line(query, 80)}" ({mode}). '
@@ -120,8 +125,9 @@ def memory_record(
     session: Mapping[str, Any] | None,
     related: int,
     origin: str = "",
+    stale: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    """One full memory for ``memory_get``; ``origin`` as in :func:`index_entry`."""
+    """One full memory for ``memory_get``; ``origin`` and ``stale`` as in :func:`index_entry`."""
     facts = [
         f"created {stamp(memory.created_at)}",
         f"sector {memory.sector}",
@@ -148,6 +154,8 @@ def memory_record(
         lines.append(f"session {session['id']} ({stamp(session.get('started_at'))})" + (f": {summary}" if summary else ""))
     if memory.is_superseded:
         lines.append(f"SUPERSEDED on {stamp(memory.valid_until)} by {superseded_by or 'a newer memory'}")
+    if stale:
+        lines.append("STALE: " + "; ".join(staleness.describe(dict(entry)) for entry in stale))
     if memory.is_deleted:
         lines.append(f"DELETED on {stamp(memory.deleted_at)} (soft; `ccmemory restore {memory.id}` brings it back)")
     lines.append(memory.content)

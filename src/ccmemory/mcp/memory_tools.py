@@ -7,7 +7,7 @@ same defaults (named in :mod:`ccmemory.memories` and :mod:`ccmemory.search`).
 
 from typing import Annotated, Any
 
-from .. import background, memories, scopes, search, sessions
+from .. import background, memories, scopes, search, sessions, staleness
 from ..errors import ToolError
 from ..knowledge import promotion
 from ..parameters import Param
@@ -101,9 +101,10 @@ def memory_get(ctx: ToolContext, ids: Annotated[list[str], Param("Memory ids", m
         memories.record_usage(ctx.db, ctx.session_id, [m.id for m in found], "recalled")
     superseded, session_rows, related = _context_maps(ctx, found, every_project=every_project)
     origins = _origins(ctx, found)
+    stale = staleness.check(ctx.db, found)
     records = [
         format.memory_record(m, superseded_by=superseded.get(m.id), session=session_rows.get(m.session_id or ""),
-                             related=related.get(m.id, 0), origin=origins[m.id])
+                             related=related.get(m.id, 0), origin=origins[m.id], stale=stale.get(m.id, []))
         for m in found
     ]
     return format.memory_records(records, missing)

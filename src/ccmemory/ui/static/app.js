@@ -178,6 +178,8 @@ function memoryItem(memory, extra = {}) {
     extra.score !== undefined ? el("span", { class: `score${extra.weak ? " weak" : ""}` },
       `score ${extra.score.toFixed(2)}${extra.weak ? " · weak match" : ""}`) : null,
     extra.shared ? el("span", { class: "tag shared" }, `shared by ${extra.shared.by} ${day(extra.shared.at)}`) : null,
+    ...(extra.stale || []).map((entry) => el("span", { class: "tag superseded", title: `recorded ${day(entry.since)}` },
+      `stale: ${entry.file} ${entry.change === "gone" ? "is gone" : "changed since"}`)),
     el("span", { class: "muted" }, day(memory.created_at)), ...marks),
   el("div", { class: "snippet" }, memory.content.length > 240 ? `${memory.content.slice(0, 240)}…` : memory.content));
   return item;
@@ -222,7 +224,7 @@ async function runSearch(freshAfter = null) {
   if ($("#f-team").value === "exclude") params.set("team", "false");
   const data = await api(projectPath(`/search?${params}`));
   $("#memories").replaceChildren(...data.hits.map((hit) =>
-    memoryItem(hit.memory, { score: hit.score, weak: hit.weak, shared: hit.shared, fresh: freshAfter !== null && hit.memory.seq > freshAfter })));
+    memoryItem(hit.memory, { score: hit.score, weak: hit.weak, shared: hit.shared, stale: hit.stale, fresh: freshAfter !== null && hit.memory.seq > freshAfter })));
   $("#more").hidden = true;
   $("#count").textContent = `${data.hits.length} result${data.hits.length === 1 ? "" : "s"} (${data.mode_used})`
     + (data.warnings.length ? ` · ${data.warnings.join(" ")}` : "");
