@@ -3,15 +3,13 @@
 Real hook processes write, real ``ccmemory sync`` processes move memories, the real MCP server
 searches; the server is the ``testing.postgres`` cluster, which a test may halt as a crash would
 (``pg_ctl stop -m immediate``) and start again. What reached the server is read as the admin
-with raw SQL, or byte for byte in a ``pg_dump``. ``CCMEMORY_LONG_TESTS=1`` (CI) runs the
-concurrent round at full size (8 clients × 500 memories).
+with raw SQL, or byte for byte in a ``pg_dump``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import signal
 import socket
 import time
@@ -26,9 +24,6 @@ from testing.hooks import assert_quiet_success, bash_call, common, rows, run_hoo
 from testing.mcp import running_server
 from testing.secret_corpus import SECRETS, chunks
 from testing.team import Machine, Server, cluster_or_skip, make_origin
-
-LONG = os.environ.get("CCMEMORY_LONG_TESTS") == "1"
-
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[postgres.Cluster]:
@@ -97,7 +92,7 @@ def test_captured_by_hooks_on_one_machine_found_by_memory_search_on_the_other(
 
 
 def test_eight_clients_sync_at_once_and_converge(tmp_path: Path, server: Server, origin: Path) -> None:
-    per_client = 500 if LONG else 60
+    per_client = 500
     machines = [Machine(tmp_path, f"m{index}", origin, server.member(f"dev{index}")) for index in range(8)]
     expected: set[str] = set()
     for index, machine in enumerate(machines):
@@ -227,6 +222,6 @@ def test_the_secret_corpus_captured_and_synced_leaves_no_secret_on_the_server(
     report = _sync_process(laptop)
     assert report["pushed"] >= 3, report
     dump = server.dump()
-    assert b"Deploy notes" in dump and server.count() >= 3
+    assert b"Deploy notes" in dump and b"aws configure set aws_access_key_id" in dump  # the captures are there
     leaked = [fmt for fmt, _, secret in SECRETS if secret.encode() in dump]
     assert leaked == [], leaked
