@@ -149,7 +149,7 @@ class Machine:
         return hits
 
     def memories(self) -> dict[str, dict[str, Any]]:
-        listed = json.loads(self.run("list", "--include-deleted", "--limit", "100000", "--json").stdout)
+        listed = json.loads(self.run("list", "--include-deleted", "--limit", "10000", "--json").stdout)
         return {row["id"]: row for row in listed}
 
 
