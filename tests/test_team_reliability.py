@@ -225,3 +225,22 @@ def test_the_secret_corpus_captured_and_synced_leaves_no_secret_on_the_server(
     assert b"Deploy notes" in dump and b"aws configure set aws_access_key_id" in dump  # the captures are there
     leaked = [fmt for fmt, _, secret in SECRETS if secret.encode() in dump]
     assert leaked == [], leaked
+
+
+def test_a_row_written_on_the_server_by_hand_is_pulled_without_breaking_sync(
+        tmp_path: Path, server: Server, origin: Path) -> None:
+    """A member may write rows with psql (or another client): defaults the local store refuses are made valid."""
+    import psycopg
+
+    url = server.member("alice")
+    laptop = Machine(tmp_path, "laptop", origin, url)
+    laptop.add("warm-up")
+    _sync_process(laptop)
+    (project, team_id), = server.rows("SELECT project, team_id FROM ccmemory.projects")
+    with psycopg.connect(url) as conn:
+        conn.execute("INSERT INTO ccmemory.memories (id, team_id, project, scope, created_at, updated_at, content, "
+                     "category) VALUES (%s, %s, %s, 'team', now(), now(), 'Written by hand about the otter API', "
+                     "'no such category')", (uuid.uuid4().hex, team_id, project))
+    report = _sync_process(laptop)
+    assert report["pulled"] == 1, report
+    assert [hit["memory"]["content"] for hit in laptop.search("otter")] == ["Written by hand about the otter API"]
