@@ -47,7 +47,7 @@ def sentence(rng: random.Random, number: int) -> str:
 
 
 def random_int8(rng: random.Random) -> bytes:
-    return bytes(rng.randrange(256) for _ in range(DIMS))
+    return rng.randbytes(DIMS)
 
 
 def as_pgvector(vector: bytes) -> str:
@@ -125,9 +125,10 @@ def search_side_by_side(home: Path, project_dir: Path, url: str, queries: list[s
 
     import psycopg
 
-    from ccmemory import db as database, embeddings, paths, projects, search
+    from ccmemory import db as database, embeddings, paths, projects, search, vectors
 
     os.environ["CCMEMORY_HOME"] = str(home)
+    vectors.keep_in_memory = True  # as the MCP server runs: the sign bits of the project held in memory
     store = database.connect(home / paths.DB_FILENAME, vectors=True)
     project_id = projects.project_id(store, project_dir, create=False)
     assert project_id is not None
