@@ -67,8 +67,17 @@ class Cluster:
                               env=env, capture_output=True, text=True, timeout=60)
 
     def stop(self) -> None:
-        _run_pg(self, ["pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop"], check=False)
+        self.halt()
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def halt(self) -> None:
+        """Stop the server at once, as a crash would (``pg_ctl stop -m immediate``): open transactions are lost."""
+        _run_pg(self, ["pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop"], check=False)
+
+    def resume(self) -> None:
+        """Start the halted server again on the same port (it recovers from its write-ahead log)."""
+        _run_pg(self, ["pg_ctl", "-D", str(self.root / "data"), "-o", _options(self), "-l", str(self.root / "log"),
+                       "-w", "-t", "60", "start"])
 
 
 def _bin_dir() -> Path:
@@ -101,6 +110,10 @@ def _run_pg(cluster: Cluster, argv: list[str], *, check: bool = True) -> subproc
     return result
 
 
+def _options(cluster: Cluster) -> str:
+    return f"-h 127.0.0.1 -p {cluster.port} -k {cluster.root} -c fsync=off -c max_connections=60"
+
+
 def start() -> Cluster:
     """Initialise and start a cluster in a fresh temporary folder; the caller stops it."""
     binaries = _bin_dir()
@@ -125,8 +138,7 @@ def start() -> Cluster:
         _run_pg(cluster, ["initdb", "-D", str(data), "-U", SUPERUSER, f"--pwfile={pwfile}", "--auth=scram-sha-256",
                           "--encoding=UTF8", "--locale=C"])
         pwfile.unlink()
-        options = f"-h 127.0.0.1 -p {cluster.port} -k {root} -c fsync=off -c max_connections=60"
-        _run_pg(cluster, ["pg_ctl", "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "-t", "60", "start"])
+        _run_pg(cluster, ["pg_ctl", "-D", str(data), "-o", _options(cluster), "-l", str(root / "log"), "-w", "-t", "60", "start"])
     except Unavailable as error:
         log = root / "log"
         detail = log.read_text(errors="replace")[-2000:] if log.exists() else ""

@@ -9,68 +9,22 @@ reached the server is read as the admin, with raw SQL. No mock of the server or 
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
 import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
-from ccmemory.team import admin, server_schema
-from ccmemory.team.connection import Target
-
 from testing import postgres
 from testing.cli import invoke
-from testing.env import isolated_env
+from testing.team import Machine, Server, cluster_or_skip, make_origin, state
 from testing.hooks import assert_quiet_success, bash_call, common, run_hook, write_config
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[postgres.Cluster]:
-    try:
-        started = postgres.start()
-    except postgres.Unavailable as error:
-        if os.environ.get("CCMEMORY_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"CCMEMORY_REQUIRE_POSTGRES=1 but no PostgreSQL could start: {error}")
-        pytest.skip(f"no PostgreSQL with pgvector could start here: {error}")
-    yield started
-    started.stop()
-
-
-class Server:
-    """A fresh database with the schema, one team ``core`` and its members' URLs."""
-
-    def __init__(self, cluster: postgres.Cluster) -> None:
-        self.cluster = cluster
-        self.dbname = cluster.create_database("ccm_" + uuid.uuid4().hex[:10])
-        self.admin = Target(cluster.url(dbname=self.dbname), "test", [cluster.password])
-        server_schema.init(self.admin)
-        admin.add_team(self.admin, "core")
-        self.roles: dict[str, str] = {}
-
-    def member(self, name: str, team: str = "core") -> str:
-        """A member's URL (its password in it: a test's shortcut; users keep it in ~/.pgpass).
-
-        Roles belong to the whole cluster: each test's ``alice`` is a role of its own (``roles[name]``).
-        """
-        role = self.roles[name] = f"{name}_{uuid.uuid4().hex[:8]}"
-        admin.add_team(self.admin, team)
-        made = admin.add_member(self.admin, team, role)
-        assert made.password
-        return self.cluster.url(role, made.password, self.dbname)
-
-    def rows(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
-        with self.cluster.connect(self.dbname) as conn:
-            return conn.execute(sql, params).fetchall()
-
-    def dump(self) -> bytes:
-        """Every byte of the database's rows, as ``pg_dump --data-only`` writes them."""
-        env = {**os.environ, "PGPASSWORD": self.cluster.password}
-        return subprocess.run([str(self.cluster.bin / "pg_dump"), "--data-only", "-h", self.cluster.host,
-                               "-p", str(self.cluster.port), "-U", postgres.SUPERUSER, self.dbname],
-                              env=env, capture_output=True, check=True, timeout=120).stdout
+    yield from cluster_or_skip()
 
 
 @pytest.fixture
@@ -78,63 +32,9 @@ def server(cluster: postgres.Cluster) -> Server:
     return Server(cluster)
 
 
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, env=isolated_env(None), check=True, capture_output=True, timeout=60)
-
-
 @pytest.fixture
 def origin(tmp_path: Path) -> Path:
-    repo = tmp_path / "origin"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    (repo / "README.md").write_text("the app\n")
-    _git(repo, "add", "README.md")
-    _git(repo, "commit", "-q", "-m", "first")
-    return repo
-
-
-class Machine:
-    """One data dir with its own clone of ``origin``, syncing as ``url``'s role."""
-
-    def __init__(self, tmp_path: Path, name: str, origin: Path, url: str | None) -> None:
-        self.home = tmp_path / f"{name}-data"
-        self.project = tmp_path / f"{name}-checkout" / "app"
-        self.project.parent.mkdir(parents=True)
-        _git(self.project.parent, "clone", "-q", str(origin), str(self.project))
-        self.url = url
-
-    def env(self) -> dict[str, str]:
-        return {"CCMEMORY_SYNC_URL": self.url} if self.url else {}
-
-    def run(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        result = invoke(self.home, self.project, *args, **self.env())
-        if ok:
-            assert result.returncode == 0, result.stdout + result.stderr
-        return result
-
-    def sync(self) -> dict[str, Any]:
-        report: dict[str, Any] = json.loads(self.run("sync", "--json").stdout)
-        return report
-
-    def add(self, text: str, **options: str) -> str:
-        args = [f"--{key}={value}" for key, value in options.items()]
-        created = json.loads(self.run("add", text, *args, "--json").stdout)
-        return str(created["id"])
-
-    def search(self, query: str, *extra: str) -> list[dict[str, Any]]:
-        hits: list[dict[str, Any]] = json.loads(self.run("search", query, "--mode", "keyword", "--json",
-                                                         *extra).stdout)
-        return hits
-
-    def memories(self) -> dict[str, dict[str, Any]]:
-        listed = json.loads(self.run("list", "--include-deleted", "--limit", "1000", "--json").stdout)
-        return {row["id"]: row for row in listed}
-
-
-def _state(machine: Machine) -> set[tuple[Any, ...]]:
-    """What must be equal on every machine: each memory's id, text, deleted and superseded marks."""
-    return {(m["id"], m["content"] if not m["is_deleted"] else "", m["is_deleted"], m["is_superseded"])
-            for m in machine.memories().values()}
+    return make_origin(tmp_path / "origin")
 
 
 def test_a_memory_added_on_one_machine_is_found_on_the_other(tmp_path: Path, server: Server, origin: Path) -> None:
@@ -154,7 +54,7 @@ def test_a_memory_added_on_one_machine_is_found_on_the_other(tmp_path: Path, ser
     again = laptop.sync()
     assert again["pushed"] == 0 and again["pulled"] >= 1  # the desktop's warm-up memory; nothing echoed back
     assert laptop.sync()["pulled"] == 0
-    assert _state(laptop) == _state(desktop)
+    assert state(laptop) == state(desktop)
 
 
 def test_the_same_memory_edited_on_both_machines_keeps_both_texts_and_converges(
@@ -181,8 +81,8 @@ def test_the_same_memory_edited_on_both_machines_keeps_both_texts_and_converges(
     assert first["conflicts"] == 0 and second["conflicts"] == 1, (first, second)
     laptop.sync()
     desktop.sync()
-    assert _state(laptop) == _state(desktop)
-    texts = {row[1] for row in _state(laptop)}
+    assert state(laptop) == state(desktop)
+    texts = {row[1] for row in state(laptop)}
     assert {"The cache lives for ten minutes (laptop)", "The cache lives for one hour (desktop)"} <= texts
     winner = laptop.memories()[memory_id]
     assert winner["content"] == "The cache lives for one hour (desktop)" and not winner["is_superseded"]

@@ -211,12 +211,16 @@ ORDER BY score DESC, m.updated_seq DESC
 LIMIT least($4, 200)"""
 
 #: Body of ccmemory.search_vector(team, project, query vector, model, limit): nearest by cosine, HNSW-indexed
-#: for the default dimension (``embedding_dims`` selects the partial index).
+#: for the default dimension (``embedding_dims`` selects the partial index). The caller's team is found first,
+#: apart (a one-row subquery on the membership): visibility tested per row through a join to the members
+#: makes the planner scan and sort every row of the team instead of walking the HNSW index.
 SEARCH_VECTOR_SQL = f"""
 SELECT m.id, 1 - (m.embedding::vector({DEFAULT_DIMENSIONS}) <=> $3::vector({DEFAULT_DIMENSIONS})) AS score
 FROM ccmemory.memories m
 WHERE m.embedding_dims = {DEFAULT_DIMENSIONS} AND m.embedding_model = $4 AND m.project = $2 AND NOT m.deleted
-  AND {_CALLER_MAY_READ}
+  AND (m.scope = 'team' OR m.owner = session_user)
+  AND m.team_id = (SELECT g.team_id FROM ccmemory.members g JOIN ccmemory.teams t ON t.id = g.team_id
+                   WHERE t.name = $1 AND g.role_name = session_user AND (g.projects IS NULL OR $2 = ANY (g.projects)))
 ORDER BY m.embedding::vector({DEFAULT_DIMENSIONS}) <=> $3::vector({DEFAULT_DIMENSIONS})
 LIMIT least($5, 200)"""
 
@@ -238,6 +242,14 @@ GRANT EXECUTE ON FUNCTION ccmemory.search_vector(text, text, vector, text, integ
 def _s001_teams_projects_memories(conn: psycopg.Connection[Any]) -> None:
     conn.execute(_S001)
     conn.execute(_S001_SEARCH)
+
+
+@server_migration
+def _s002_search_vector_walks_the_hnsw_index(conn: psycopg.Connection[Any]) -> None:
+    """The first ``search_vector`` joined the members per row, so the planner sorted the whole team: replace it."""
+    conn.execute(f"CREATE OR REPLACE FUNCTION ccmemory.search_vector(team text, project text, query vector, "
+                 f"model text, lim integer) RETURNS TABLE (id text, score double precision) LANGUAGE sql STABLE "
+                 f"SECURITY DEFINER SET search_path FROM CURRENT AS $${SEARCH_VECTOR_SQL}$$")
 
 
 def _ensure_member_role(conn: psycopg.Connection[Any]) -> None:

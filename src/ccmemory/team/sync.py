@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from .. import clock, memories
 from ..db import Database
 from ..errors import NotFoundError
+from ..vocabulary import SECTORS
 from . import sharing
 from .connection import ServerError, Target, connect, translated
 
@@ -441,11 +442,13 @@ class Round:
         self.report.waiting = self.db.scalar("SELECT COUNT(*) FROM sync_inbox") or 0
 
     def _write(self, row: dict[str, Any], project_id: int, *, exists: bool) -> None:
+        """Store a server row; what another client (or ``psql``) may have written there is made valid here."""
         meta = row["metadata"] if isinstance(row["metadata"], dict) else {}
         tier = meta.get("tier") if meta.get("tier") in ("session", "project") else "project"
         given = meta.get("importance")
         importance = float(given) if isinstance(given, (int, float)) else 0.5
-        values = (row["content"], row["sector"], tier, memories.normalize_category(row["category"]),
+        sector = row["sector"] if row["sector"] in SECTORS else memories.classify_sector(row["content"])
+        values = (row["content"], sector, tier, memories.normalize_category(row["category"]),
                   json.dumps(_strings(meta.get("tags"))), json.dumps(_strings(meta.get("files"))),
                   min(max(float(importance), 0.0), 1.0), row["updated_at"], row["source"][:40] or "sync",
                   json.dumps(meta.get("meta") if isinstance(meta.get("meta"), dict) else {}))
