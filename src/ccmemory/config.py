@@ -123,6 +123,10 @@ SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
                          "help": "Memories of these sources are shared with the whole team (session summaries, "
                                  "memories added by hand or with memory_add, knowledge entries, discoveries). Add "
                                  "capture to share raw tool output too."},
+        "replica_max": {"type": "int", "default": 50_000, "min": 0,
+                        "help": "The most teammates' memories kept on this machine per project (the most salient "
+                                "and newest); beyond it the rest stay on the server, and a search that includes "
+                                "team memory also asks the server (1.5 s at most, then local results alone)."},
     },
 }
 

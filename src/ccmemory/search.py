@@ -63,7 +63,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from . import memories, scopes, sessions, staleness, vectors
-from .team import labels
+from .team import labels, server_search
 from .db import Database
 from .errors import ValidationError
 from .memories import Memory
@@ -451,8 +451,10 @@ def search_with_info(
     project's and the user-wide ones); see the module docstring for how the ranking is made.
 
     Deleted memories never appear; superseded ones only with ``include_superseded``; teammates'
-    memories pulled from the team server (:mod:`ccmemory.team.labels`) only with ``team``.
-    Each hit counts as a reference (``reference_count``, ``last_accessed``,
+    memories pulled from the team server (:mod:`ccmemory.team.labels`) only with ``team``. With
+    ``team``, a project whose teammates' memories are kept here only in part (``sync.replica_max``)
+    asks the server first and caches what it finds (:mod:`ccmemory.team.server_search`: bounded,
+    local results and a warning when the server does not answer). Each hit counts as a reference (``reference_count``, ``last_accessed``,
     and a ``recalled`` usage in the session) unless ``track`` is False.
     """
     query = validate_query(query, limit, mode)
@@ -460,6 +462,8 @@ def search_with_info(
     if sector is not None and sector not in SECTORS:
         raise ValidationError(f"Unknown sector {sector!r}; use one of: {', '.join(SECTORS)}")
     warnings: list[str] = []
+    if team and scope != "user":  # a project whose team memories are partly on the server only: ask it first
+        warnings += server_search.consult(db, query, project_id=project_id, embedder=embedder)
 
     def keyword() -> list[tuple[int, float]]:
         expression = fts_query(query, db, "memories_vocab", db.scalar("SELECT MAX(seq) FROM memories") or 0)

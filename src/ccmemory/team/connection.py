@@ -117,10 +117,17 @@ def resolve(url: str | None = None, *, settings: Any = None, environ: dict[str, 
 
 
 def _psycopg() -> Any:
+    import importlib
+
     try:
         import psycopg
     except ImportError:
-        raise ServerError(f"team memory needs psycopg, which is not installed: {INSTALL_HINT}") from None
+        # The plugin's launcher may have installed it into this runtime since this process started.
+        importlib.invalidate_caches()
+        try:
+            import psycopg
+        except ImportError:
+            raise ServerError(f"team memory needs psycopg, which is not installed: {INSTALL_HINT}") from None
     return psycopg
 
 
@@ -156,11 +163,14 @@ def check_pgvector(version: str | None) -> None:
                           "run ALTER EXTENSION vector UPDATE as the extension's owner")
 
 
-def connect(target: Target, *, autocommit: bool = False) -> psycopg.Connection[Any]:
-    """An open connection to ``target``, its PostgreSQL version checked; errors scrubbed."""
+def connect(target: Target, *, autocommit: bool = False, connect_timeout: int = 10) -> psycopg.Connection[Any]:
+    """An open connection to ``target``, its PostgreSQL version checked; errors scrubbed.
+
+    ``connect_timeout`` is libpq's, in whole seconds (2 at least).
+    """
     psycopg = _psycopg()
     with translated(target, "connecting"):
-        conn = psycopg.connect(target.conninfo, autocommit=autocommit, connect_timeout=10,
+        conn = psycopg.connect(target.conninfo, autocommit=autocommit, connect_timeout=connect_timeout,
                                application_name="ccmemory")
     try:
         check_server_version(conn.info.server_version)

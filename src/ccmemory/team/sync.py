@@ -60,12 +60,14 @@ META_TOMBSTONE_CURSOR = "sync.tombstone_cursor"
 META_WHERE = "sync.where"
 META_ROLE = "sync.role"
 META_LAST = "sync.last"
+#: The local projects whose teammates' memories were trimmed to ``sync.replica_max``: their searches ask the server.
+META_PARTIAL = "sync.partial"
 #: A background round (after SessionEnd, in the MCP server) stops pushing after this; the rest waits for the next.
 BACKGROUND_SECONDS = 30.0
 #: How often the MCP server runs a background round.
 INTERVAL_SECONDS = 600.0
 
-_COLUMNS = ("id, project, scope, owner, updated_seq, created_at, updated_at, deleted, superseded_by, sector, "
+SERVER_COLUMNS = ("id, project, scope, owner, updated_seq, created_at, updated_at, deleted, superseded_by, sector, "
             "category, source, content, metadata, embedding::text AS embedding, embedding_model")
 
 
@@ -83,6 +85,8 @@ class Report:
     removed: int = 0
     conflicts: int = 0
     waiting: int = 0
+    #: Teammates' memories removed here to keep within ``sync.replica_max`` (still on the server).
+    trimmed: int = 0
     pending: int = 0
     finished: bool = True
     problems: list[str] = field(default_factory=list)
@@ -94,14 +98,15 @@ class Report:
         parts = [f"pushed {self.pushed}", f"pulled {self.pulled}"]
         for count, what in ((self.unshared, "taken back from the team"), (self.deleted, "deletions sent"),
                             (self.removed, "removed here"), (self.conflicts, "conflicts kept both texts"),
-                            (self.waiting, "waiting for a project not on this machine")):
+                            (self.waiting, "waiting for a project not on this machine"),
+                            (self.trimmed, "teammates' memories left on the server (sync.replica_max)")):
             if count:
                 parts.append(f"{count} {what}")
         tail = "" if self.finished else f"; stopped at the time limit, {self.pending} still to push"
         return f"Synced with {self.server} (team {self.team}, as {self.role}): {', '.join(parts)}{tail}."
 
 
-def _meta(db: Database, key: str) -> str | None:
+def read_meta(db: Database, key: str) -> str | None:
     value = db.scalar("SELECT value FROM meta WHERE key = ?", (key,))
     return None if value is None else str(value)
 
@@ -113,7 +118,7 @@ def _set_meta(db: Database, key: str, value: str) -> None:
 def enable(db: Database, *, requeue: bool = False) -> bool:
     """Turn the outbox on (queueing every stored memory the first time, or with ``requeue``); True if it was off."""
     with db.transaction():
-        first = _meta(db, META_ENABLED) is None
+        first = read_meta(db, META_ENABLED) is None
         if first or requeue:
             db.execute("INSERT OR IGNORE INTO sync_outbox(memory_id, queued_at) SELECT id, updated_at FROM memories")
             _set_meta(db, META_ENABLED, clock.now())
@@ -128,7 +133,7 @@ def _timestamp(value: Any) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def _server_row(record: Any) -> dict[str, Any]:
+def server_row(record: Any) -> dict[str, Any]:
     row = dict(record)
     for name in ("created_at", "updated_at"):
         row[name] = _timestamp(row[name])
@@ -183,7 +188,7 @@ class Round:
             with self.db.transaction():
                 for memory_id, recorded in done:
                     if recorded is not None:
-                        self._record(memory_id, recorded)
+                        record(self.db, memory_id, recorded)
                     self.db.execute("DELETE FROM sync_outbox WHERE memory_id = ?", (memory_id,))
         self.report.finished = False
 
@@ -282,12 +287,12 @@ class Round:
     def _resolve(self, row: dict[str, Any], hashed: str) -> dict[str, Any] | None:
         """The server's row differs from the version this machine last saw: keep the newer, and both texts."""
         for _ in range(CONFLICT_RETRIES):
-            record = self.conn.execute(f"SELECT {_COLUMNS} FROM ccmemory.memories WHERE id = %s",
+            record = self.conn.execute(f"SELECT {SERVER_COLUMNS} FROM ccmemory.memories WHERE id = %s",
                                        (row["id"],)).fetchone()
             if record is None:
                 raise ServerError(f"memory {row['id']} exists on the server but this role ({self.role}) cannot see "
                                   "it: another member owns that id; nothing was changed")
-            theirs = _server_row(_as_dict(self.conn, record))
+            theirs = server_row(as_dict(self.conn, record))
             if theirs["owner"] != self.role:
                 return None
             their_hash = sharing.digest(theirs, theirs["embedding_model"])
@@ -312,13 +317,6 @@ class Round:
                 return self._recorded(row, hashed, found)
         raise ServerError(f"memory {row['id']} kept changing on the server while this round pushed it; "
                           "run `ccmemory sync` again")
-
-    def _record(self, memory_id: str, recorded: dict[str, Any]) -> None:
-        self.db.execute(
-            "INSERT OR REPLACE INTO sync_memories(memory_id, owner, mine, scope, updated_seq, shared_at, synced_hash, "
-            "superseded_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (memory_id, recorded["owner"], recorded["mine"], recorded["scope"], recorded["updated_seq"],
-             recorded["shared_at"], recorded["synced_hash"], recorded.get("superseded_by")))
 
     def keep_losers(self) -> None:
         """Each text that lost a conflict becomes a memory of its own, superseded by the winner (pushed next)."""
@@ -347,13 +345,13 @@ class Round:
         for theirs in self.pulled_now:
             self._apply(theirs)
         self.pulled_now = []
-        cursor = int(_meta(self.db, META_CURSOR) or 0)
+        cursor = int(read_meta(self.db, META_CURSOR) or 0)
         while time.monotonic() < self.deadline:
             with translated(self.target, "pulling memories"):
                 records = self.conn.execute(
-                    f"SELECT {_COLUMNS} FROM ccmemory.memories WHERE team_id = %s AND updated_seq > %s "
+                    f"SELECT {SERVER_COLUMNS} FROM ccmemory.memories WHERE team_id = %s AND updated_seq > %s "
                     "ORDER BY updated_seq LIMIT %s", (self.team_id, cursor, BATCH)).fetchall()
-                rows = [_server_row(_as_dict(self.conn, record)) for record in records]
+                rows = [server_row(as_dict(self.conn, record)) for record in records]
             if not rows:
                 break
             with self.db.transaction():
@@ -365,7 +363,7 @@ class Round:
         self._apply_inbox()
 
     def _pull_tombstones(self) -> None:
-        cursor = int(_meta(self.db, META_TOMBSTONE_CURSOR) or 0)
+        cursor = int(read_meta(self.db, META_TOMBSTONE_CURSOR) or 0)
         with translated(self.target, "pulling tombstones"):
             rows = self.conn.execute(
                 "SELECT memory_id, updated_seq FROM ccmemory.tombstones WHERE team_id = %s AND updated_seq > %s "
@@ -376,16 +374,10 @@ class Round:
             for memory_id, seq in rows:
                 theirs = self.db.scalar("SELECT 1 FROM sync_memories WHERE memory_id = ? AND mine = 0", (memory_id,))
                 if theirs:
-                    self._forget(memory_id)
+                    forget(self.db, memory_id)
                     self.report.removed += 1
                 cursor = max(cursor, int(seq))
             _set_meta(self.db, META_TOMBSTONE_CURSOR, str(cursor))
-
-    def _forget(self, memory_id: str) -> None:
-        """Remove a teammate's memory that is no longer shared with this machine."""
-        self.db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
-        self.db.execute("DELETE FROM sync_memories WHERE memory_id = ?", (memory_id,))
-        self.db.execute("DELETE FROM sync_outbox WHERE memory_id = ?", (memory_id,))
 
     def _apply(self, row: dict[str, Any]) -> None:
         """Store one server row here (inside the caller's transaction)."""
@@ -404,7 +396,7 @@ class Round:
                 if mine:
                     memories.delete(self.db, memory_id, project_id=None)
                 else:
-                    self._forget(memory_id)
+                    forget(self.db, memory_id)
                     self.report.removed += 1
                     return
                 self.report.removed += 1
@@ -415,9 +407,9 @@ class Round:
                 return
             if sharing.project_sync_status(self.db, project_id)[0] is None:
                 return
-            self._write(row, project_id, exists=local is not None)
+            store_row(self.db, row, project_id, exists=local is not None, model=self.model)
             self.report.pulled += 1
-        self._record(memory_id, {"owner": row["owner"], "mine": int(mine), "scope": row["scope"],
+        record(self.db, memory_id, {"owner": row["owner"], "mine": int(mine), "scope": row["scope"],
                                  "updated_seq": row["updated_seq"], "shared_at": row["updated_at"],
                                  "synced_hash": hashed, "superseded_by": row["superseded_by"]})
         self.db.execute("DELETE FROM sync_outbox WHERE memory_id = ?", (memory_id,))
@@ -441,61 +433,113 @@ class Round:
                     self._apply(json.loads(entry["row"]))
         self.report.waiting = self.db.scalar("SELECT COUNT(*) FROM sync_inbox") or 0
 
-    def _write(self, row: dict[str, Any], project_id: int, *, exists: bool) -> None:
-        """Store a server row; what another client (or ``psql``) may have written there is made valid here."""
-        meta = row["metadata"] if isinstance(row["metadata"], dict) else {}
-        tier = meta.get("tier") if meta.get("tier") in ("session", "project") else "project"
-        given = meta.get("importance")
-        importance = float(given) if isinstance(given, (int, float)) else 0.5
-        sector = row["sector"] if row["sector"] in SECTORS else memories.classify_sector(row["content"])
-        values = (row["content"], sector, tier, memories.normalize_category(row["category"]),
-                  json.dumps(_strings(meta.get("tags"))), json.dumps(_strings(meta.get("files"))),
-                  min(max(float(importance), 0.0), 1.0), row["updated_at"], row["source"][:40] or "sync",
-                  json.dumps(meta.get("meta") if isinstance(meta.get("meta"), dict) else {}))
-        if exists:
-            self.db.execute("UPDATE memories SET content = ?, sector = ?, tier = ?, category = ?, tags = ?, files = ?, "
-                            "importance = ?, updated_at = ?, source = ?, metadata = ?, is_deleted = 0, "
-                            "deleted_at = NULL WHERE id = ?", (*values, row["id"]))
-        else:
-            self.db.execute("INSERT INTO memories(content, sector, tier, category, tags, files, importance, updated_at, "
-                            "source, metadata, salience, id, project_id, created_at) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            (*values, values[6], row["id"], project_id, row["created_at"]))
-        self._supersession(row)
-        if row["embedding"] and row["embedding_model"] == self.model:
-            self._store_vector(row)
 
-    def _supersession(self, row: dict[str, Any]) -> None:
-        newer = row["superseded_by"]
-        if newer and self.db.scalar("SELECT 1 FROM memories WHERE id = ?", (newer,)):
-            self.db.execute("INSERT OR IGNORE INTO memory_relationships(source_id, target_id, relationship_type, "
-                            "created_at) VALUES (?, ?, 'SUPERSEDES', ?)", (newer, row["id"], row["updated_at"]))
-        # Memories that arrived before the one superseding them are linked now.
-        self.db.execute("INSERT OR IGNORE INTO memory_relationships(source_id, target_id, relationship_type, created_at) "
-                        "SELECT ?, s.memory_id, 'SUPERSEDES', ? FROM sync_memories s JOIN memories m ON m.id = s.memory_id "
-                        "WHERE s.superseded_by = ?", (row["id"], row["updated_at"], row["id"]))
-        if newer:
-            self.db.execute("UPDATE memories SET valid_until = COALESCE(valid_until, ?) WHERE id = ?",
-                            (row["updated_at"], row["id"]))
-        else:
-            memories.refresh_superseded(self.db, [row["id"]])
-        memories.refresh_superseded(self.db, memories.replaces(self.db, row["id"]))
+def store_row(db: Database, row: dict[str, Any], project_id: int, *, exists: bool, model: str) -> None:
+    """Store a server row here (pulled, or cached by a search that asked the server); what another client
+    (or ``psql``) may have written there is made valid here. Its vector is kept only when ``model`` made it."""
+    meta = row["metadata"] if isinstance(row["metadata"], dict) else {}
+    tier = meta.get("tier") if meta.get("tier") in ("session", "project") else "project"
+    given = meta.get("importance")
+    importance = float(given) if isinstance(given, (int, float)) else 0.5
+    sector = row["sector"] if row["sector"] in SECTORS else memories.classify_sector(row["content"])
+    values = (row["content"], sector, tier, memories.normalize_category(row["category"]),
+              json.dumps(_strings(meta.get("tags"))), json.dumps(_strings(meta.get("files"))),
+              min(max(float(importance), 0.0), 1.0), row["updated_at"], row["source"][:40] or "sync",
+              json.dumps(meta.get("meta") if isinstance(meta.get("meta"), dict) else {}))
+    if exists:
+        db.execute("UPDATE memories SET content = ?, sector = ?, tier = ?, category = ?, tags = ?, files = ?, "
+                   "importance = ?, updated_at = ?, source = ?, metadata = ?, is_deleted = 0, "
+                   "deleted_at = NULL WHERE id = ?", (*values, row["id"]))
+    else:
+        db.execute("INSERT INTO memories(content, sector, tier, category, tags, files, importance, updated_at, "
+                   "source, metadata, salience, id, project_id, created_at) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   (*values, values[6], row["id"], project_id, row["created_at"]))
+    _supersession(db, row)
+    if row["embedding"] and row["embedding_model"] == model:
+        _store_vector(db, row, model)
 
-    def _store_vector(self, row: dict[str, Any]) -> None:
-        from .. import embeddings, tokens
 
-        values = [float(part) for part in row["embedding"].strip("[]").split(",") if part]
-        peak = max((abs(v) for v in values), default=0.0) or 1.0
-        quantized = bytes((round(v * 127 / peak)) & 0xFF for v in values)
-        seq = self.db.scalar("SELECT seq FROM memories WHERE id = ?", (row["id"],))
-        model = embeddings.model_number(self.db, self.model)
-        # The server holds a memory's first window; a longer memory's other windows are made here by the
-        # background pass, which keeps the first (embeddings._parts_to_embed).
-        self.db.execute("UPDATE memories SET needs_embedding = (length(content) > ?) WHERE seq = ?",
-                        (tokens.CONTENT_TOKENS, seq))
-        self.db.execute("INSERT INTO memory_embeddings(item_seq, part, model, vector, indexed) VALUES (?, 0, ?, ?, 0) "
-                        "ON CONFLICT(item_seq, part) DO UPDATE SET model = excluded.model, vector = excluded.vector, "
-                        "indexed = 0", (seq, model, quantized))
+def _supersession(db: Database, row: dict[str, Any]) -> None:
+    newer = row["superseded_by"]
+    if newer and db.scalar("SELECT 1 FROM memories WHERE id = ?", (newer,)):
+        db.execute("INSERT OR IGNORE INTO memory_relationships(source_id, target_id, relationship_type, "
+                   "created_at) VALUES (?, ?, 'SUPERSEDES', ?)", (newer, row["id"], row["updated_at"]))
+    # Memories that arrived before the one superseding them are linked now.
+    db.execute("INSERT OR IGNORE INTO memory_relationships(source_id, target_id, relationship_type, created_at) "
+               "SELECT ?, s.memory_id, 'SUPERSEDES', ? FROM sync_memories s JOIN memories m ON m.id = s.memory_id "
+               "WHERE s.superseded_by = ?", (row["id"], row["updated_at"], row["id"]))
+    if newer:
+        db.execute("UPDATE memories SET valid_until = COALESCE(valid_until, ?) WHERE id = ?",
+                   (row["updated_at"], row["id"]))
+    else:
+        memories.refresh_superseded(db, [row["id"]])
+    memories.refresh_superseded(db, memories.replaces(db, row["id"]))
+
+
+def _store_vector(db: Database, row: dict[str, Any], model_id: str) -> None:
+    from .. import embeddings, tokens
+
+    values = [float(part) for part in row["embedding"].strip("[]").split(",") if part]
+    peak = max((abs(v) for v in values), default=0.0) or 1.0
+    quantized = bytes((round(v * 127 / peak)) & 0xFF for v in values)
+    seq = db.scalar("SELECT seq FROM memories WHERE id = ?", (row["id"],))
+    model = embeddings.model_number(db, model_id)
+    # The server holds a memory's first window; a longer memory's other windows are made here by the
+    # background pass, which keeps the first (embeddings._parts_to_embed).
+    db.execute("UPDATE memories SET needs_embedding = (length(content) > ?) WHERE seq = ?",
+               (tokens.CONTENT_TOKENS, seq))
+    db.execute("INSERT INTO memory_embeddings(item_seq, part, model, vector, indexed) VALUES (?, 0, ?, ?, 0) "
+               "ON CONFLICT(item_seq, part) DO UPDATE SET model = excluded.model, vector = excluded.vector, "
+               "indexed = 0", (seq, model, quantized))
+
+
+def trim(db: Database, most: int) -> int:
+    """Keep at most ``most`` teammates' memories per project here, the most salient and newest; how many went.
+
+    The rest stay on the server, and a search of such a project asks it (:mod:`ccmemory.team.server_search`).
+    My own memories are never trimmed, nor a teammate's memory edited here (its text differs from the server's).
+    Inside the caller's transaction.
+    """
+    partial = set(partial_projects(db))
+    removed = 0
+    for project in db.rows("SELECT m.project_id, COUNT(*) AS n FROM sync_memories s JOIN memories m ON m.id = s.memory_id "
+                           "WHERE s.mine = 0 GROUP BY m.project_id HAVING n > ?", (most,)):
+        extra = db.rows("SELECT s.memory_id FROM sync_memories s JOIN memories m ON m.id = s.memory_id "
+                        "WHERE s.mine = 0 AND m.project_id = ? AND m.updated_at = s.shared_at "
+                        "ORDER BY m.salience DESC, m.updated_at DESC, m.seq DESC LIMIT -1 OFFSET ?",
+                        (project["project_id"], most))
+        for row in extra:
+            forget(db, row["memory_id"])
+        removed += len(extra)
+        partial.add(int(project["project_id"]))
+    if partial:
+        _set_meta(db, META_PARTIAL, json.dumps(sorted(partial)))
+    return removed
+
+
+def partial_projects(db: Database) -> list[int]:
+    """The local projects some of whose teammates' memories are only on the server (:func:`trim`)."""
+    try:
+        return [int(project) for project in json.loads(read_meta(db, META_PARTIAL) or "[]")]
+    except (ValueError, TypeError):
+        return []
+
+
+def forget(db: Database, memory_id: str) -> None:
+    """Remove a teammate's memory from this machine (no longer shared with it, or beyond ``sync.replica_max``)."""
+    db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+    db.execute("DELETE FROM sync_memories WHERE memory_id = ?", (memory_id,))
+    db.execute("DELETE FROM sync_outbox WHERE memory_id = ?", (memory_id,))
+
+
+def record(db: Database, memory_id: str, recorded: dict[str, Any]) -> None:
+    """What this machine knows of a memory's server version (``sync_memories``)."""
+    db.execute(
+        "INSERT OR REPLACE INTO sync_memories(memory_id, owner, mine, scope, updated_seq, shared_at, synced_hash, "
+        "superseded_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (memory_id, recorded["owner"], recorded["mine"], recorded["scope"], recorded["updated_seq"],
+         recorded["shared_at"], recorded["synced_hash"], recorded.get("superseded_by")))
 
 
 def _strings(value: Any) -> list[str]:
@@ -508,7 +552,7 @@ def _parse_time(text: str) -> Any:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def _as_dict(conn: psycopg.Connection[Any], record: Any) -> dict[str, Any]:
+def as_dict(conn: psycopg.Connection[Any], record: Any) -> dict[str, Any]:
     names = ("id", "project", "scope", "owner", "updated_seq", "created_at", "updated_at", "deleted", "superseded_by",
              "sector", "category", "source", "content", "metadata", "embedding", "embedding_model")
     return dict(zip(names, record))
@@ -551,9 +595,9 @@ def choose_team(conn: psycopg.Connection[Any], configured: str | None) -> str:
                       "`ccmemory config set sync.team NAME`")
 
 
-def open_server(target: Target, *, timeout: float) -> psycopg.Connection[Any]:
+def open_server(target: Target, *, timeout: float, connect_timeout: int = 10) -> psycopg.Connection[Any]:
     """A connection for a sync round: ``ccmemory`` first on the search path (the ``vector`` type), bounded statements."""
-    conn = connect(target, autocommit=True)  # each batch is its own transaction (conn.transaction())
+    conn = connect(target, autocommit=True, connect_timeout=connect_timeout)  # each batch: its own transaction
     with translated(target, "preparing the connection"):
         conn.execute("SELECT set_config('search_path', 'ccmemory, public', false), "
                      "set_config('statement_timeout', %s, false)", (f"{max(1, int(timeout * 1000))}ms",))
@@ -571,18 +615,23 @@ def run(db: Database, target: Target, settings: Any, *, timeout: float, requeue:
             sync_round = Round(db, conn, target, settings, team, deadline)
         where = f"{sync_round.report.server} team {team}"
         with db.transaction():
-            if _meta(db, META_WHERE) != where:  # another server or team: pull everything again (idempotent)
-                for key in (META_CURSOR, META_TOMBSTONE_CURSOR):
+            if read_meta(db, META_WHERE) != where:  # another server or team: pull everything again (idempotent)
+                for key in (META_CURSOR, META_TOMBSTONE_CURSOR, META_PARTIAL):
                     db.execute("DELETE FROM meta WHERE key = ?", (key,))
                 db.execute("DELETE FROM sync_memories")
                 db.execute("INSERT OR IGNORE INTO sync_outbox(memory_id, queued_at) SELECT id, updated_at FROM memories")
                 _set_meta(db, META_WHERE, where)
+            elif requeue:  # --full: pull everything again too (what sync.replica_max left on the server comes back)
+                for key in (META_CURSOR, META_TOMBSTONE_CURSOR, META_PARTIAL):
+                    db.execute("DELETE FROM meta WHERE key = ?", (key,))
             _set_meta(db, META_ROLE, sync_round.role)
         sync_round.push()
         with db.transaction():
             sync_round.keep_losers()
         if sync_round.report.finished:
             sync_round.pull()
+            with db.transaction():
+                sync_round.report.trimmed = trim(db, int(settings.get("sync", "replica_max")))
         sync_round.push()  # the texts kept from conflicts, and nothing else in a quiet round
         report = sync_round.report
     finally:
@@ -617,7 +666,7 @@ def status(db: Database, settings: Any, target: Target) -> dict[str, Any]:
     """What ``ccmemory sync status`` shows; read from this store alone (no server, no credential)."""
     from .connection import masked
 
-    last = _meta(db, META_LAST)
+    last = read_meta(db, META_LAST)
     counts = {(row["mine"], row["scope"]): row["n"] for row in db.rows(
         "SELECT s.mine, s.scope, COUNT(*) AS n FROM sync_memories s JOIN memories m ON m.id = s.memory_id "
         "WHERE m.is_deleted = 0 GROUP BY s.mine, s.scope")}
@@ -630,9 +679,9 @@ def status(db: Database, settings: Any, target: Target) -> dict[str, Any]:
         "server": masked(target.conninfo) or "libpq defaults (PG* variables, PGSERVICE, ~/.pgpass)",
         "server_from": target.source,
         "configured": configured(settings),
-        "team": settings.get("sync", "team") or (_meta(db, META_WHERE) or "").rpartition(" team ")[2] or None,
-        "role": _meta(db, META_ROLE),
-        "enabled": _meta(db, META_ENABLED) is not None,
+        "team": settings.get("sync", "team") or (read_meta(db, META_WHERE) or "").rpartition(" team ")[2] or None,
+        "role": read_meta(db, META_ROLE),
+        "enabled": read_meta(db, META_ENABLED) is not None,
         "last_sync": json.loads(last) if last else None,
         "pending": db.scalar("SELECT COUNT(*) FROM sync_outbox") or 0,
         "shared": {"personal": counts.get((1, "personal"), 0), "team": counts.get((1, "team"), 0),
