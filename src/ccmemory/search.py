@@ -454,8 +454,9 @@ def search_with_info(
     memories pulled from the team server (:mod:`ccmemory.team.labels`) only with ``team``. With
     ``team``, a project whose teammates' memories are kept here only in part (``sync.replica_max``)
     asks the server first and caches what it finds (:mod:`ccmemory.team.server_search`: bounded,
-    local results and a warning when the server does not answer). Each hit counts as a reference (``reference_count``, ``last_accessed``,
-    and a ``recalled`` usage in the session) unless ``track`` is False.
+    local results and a warning when the server does not answer).
+    Each hit counts as a reference (``reference_count``, ``last_accessed``, and a ``recalled`` usage
+    in the session) unless ``track`` is False.
     """
     query = validate_query(query, limit, mode)
     scopes.check(scope)
