@@ -26,6 +26,14 @@ Claude Code never caches a failed start. The build creates the venv, installs
 pip, see BENCHMARKS.md); if uv fails, pip installs them. ``--install`` runs the
 build in the foreground instead.
 
+**Team memory** (docs/team.md) needs psycopg and pgvector's adapter, locked with their hashes in
+``requirements-team.lock`` (the runtime lock plus the ``team`` extra, resolved with the runtime
+lock as constraints, so every package the two share has one version). They are installed into the
+same environment only on a machine that names a team server (``CCMEMORY_SYNC_URL`` or
+``sync.url``, as the SessionEnd hook checks): by the build, by ``--sync`` before its round, or by
+``--install-team``, which a server start runs detached when they are missing. The environment's key
+stays that of the runtime lock: naming a server later adds a few MB, it never rebuilds the runtime.
+
 ``CCMEMORY_PYTHON`` names an interpreter that already has the dependencies
 (a development venv, CI): no environment is built then. It must be an absolute path.
 
@@ -61,6 +69,9 @@ from ccmemory import isolation, locks  # noqa: E402  (the plugin's own; standard
 SERVER_MODULE = "ccmemory.mcp.server"
 READY_FILE = "ccmemory-ready.json"
 LOCK_FILE = PLUGIN_ROOT / "requirements.lock"
+TEAM_LOCK_FILE = PLUGIN_ROOT / "requirements-team.lock"
+#: In the environment, once the team lock is installed: that lock's sha256.
+TEAM_READY_FILE = "ccmemory-team.json"
 LOCK_STALE_SECONDS = 30 * 60
 MIN_PYTHON = (3, 11)
 
@@ -79,6 +90,8 @@ def main(argv: list[str]) -> int:
         if argv in (["--install"], ["--build-detached"]):
             python = build_runtime()
             say(f"dependencies ready in {python.parent.parent}")
+            if sync_configured():
+                ensure_team(python.parent.parent)
             if embed_pending(python) != 0:
                 say("embedding what was captured failed; the MCP server embeds it in the background instead")
             return 0
@@ -87,15 +100,23 @@ def main(argv: list[str]) -> int:
             return embed_pending(venv_python(venv)) if is_ready(venv) else 0
         if argv == ["--sync"]:
             venv = runtime_dir()
-            return sync_round(venv_python(venv)) if is_ready(venv) else 0
+            if not is_ready(venv):
+                return 0
+            ensure_team(venv)  # the round itself records a failure when it still cannot import psycopg
+            return sync_round(venv_python(venv))
+        if argv == ["--install-team"]:
+            venv = runtime_dir()
+            return 0 if not is_ready(venv) or ensure_team(venv) else 1
         if argv:
-            raise LauncherError(f"unknown arguments {argv}; use no argument (start the server), --install, --embed "
-                                "or --sync")
+            raise LauncherError(f"unknown arguments {argv}; use no argument (start the server), --install, --embed, "
+                                "--sync or --install-team")
         override = interpreter_override()
         if override:
             return run_server(override)
         venv = runtime_dir()
         if is_ready(venv):
+            if sync_configured() and not team_ready(venv):
+                start_detached("--install-team")  # the server's sync thread finds psycopg when it is there
             return run_server(venv_python(venv))
         return serve_while_building(venv)
     except (LauncherError, isolation.UnsafeSetting) as exc:
@@ -135,16 +156,16 @@ def ccmemory_paths() -> ModuleType:
     return paths
 
 
-def lock_text() -> str:
+def lock_text(lock: Path = LOCK_FILE) -> str:
     try:
-        return LOCK_FILE.read_text(encoding="utf-8")
+        return lock.read_text(encoding="utf-8")
     except OSError as exc:
-        raise LauncherError(f"the plugin's {LOCK_FILE.name} cannot be read ({exc}); reinstall the plugin") from exc
+        raise LauncherError(f"the plugin's {lock.name} cannot be read ({exc}); reinstall the plugin") from exc
 
 
-def requirements() -> list[str]:
+def requirements(lock: Path = LOCK_FILE) -> list[str]:
     """The locked requirements (``name==version ; marker``), without their hashes."""
-    joined = lock_text().replace("\\\n", " ")
+    joined = lock_text(lock).replace("\\\n", " ")
     lines = (line.split("#", 1)[0].split(" --hash", 1)[0].strip() for line in joined.splitlines())
     return [line for line in lines if line]
 
@@ -185,7 +206,7 @@ def serve_while_building(venv: Path) -> int:
     """Build the environment in a detached process; serve this session with the bootstrap server meanwhile."""
     holder = locks.read(str(venv.with_name(venv.name + ".lock")))
     building = holder is not None and not locks.is_stale(holder, LOCK_STALE_SECONDS)
-    builder = None if building else start_detached_build()
+    builder = None if building else start_detached("--build-detached")
     log = install_log()
 
     def status() -> str:
@@ -205,11 +226,12 @@ def serve_while_building(venv: Path) -> int:
     bootstrap.serve(full_server, status, server_env())
 
 
-def start_detached_build() -> subprocess.Popen[bytes]:
-    """Run ``--build-detached`` in its own session, logging to the install log."""
+def start_detached(flag: str) -> subprocess.Popen[bytes]:
+    """Run this launcher with ``flag`` (``--build-detached``, ``--install-team``) in its own session, logging to the
+    install log."""
     with open(install_log(), "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-I", str(Path(__file__).resolve()), "--build-detached"],
+            [sys.executable, "-I", str(Path(__file__).resolve()), flag],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -276,8 +298,8 @@ def create_environment(venv: Path, reqs: list[str]) -> None:
     say(f"ready after {marker['seconds']} s")
 
 
-def install_requirements(python: Path, reqs: list[str], uv: str | None) -> str:
-    """Install the lock (``reqs`` are its lines) into the venv of ``python``; returns which installer did it.
+def install_requirements(python: Path, reqs: list[str], uv: str | None, lock: Path = LOCK_FILE) -> str:
+    """Install ``lock`` (``reqs`` are its lines) into the venv of ``python``; returns which installer did it.
 
     Without uv on PATH, uv is first installed into the venv with the venv's pip (one
     wheel, honouring the user's pip configuration), because uv then installs the
@@ -296,14 +318,66 @@ def install_requirements(python: Path, reqs: list[str], uv: str | None) -> str:
     if uv is not None:
         say(f"installing {len(reqs)} dependencies with uv")
         try:
-            run([uv, "pip", "install", "--python", str(python), "--require-hashes", "-r", str(LOCK_FILE)],
+            run([uv, "pip", "install", "--python", str(python), "--require-hashes", "-r", str(lock)],
                 "uv pip install")
             return "uv"
         except LauncherError as exc:
             say(f"{exc}; installing with pip instead")
     say(f"installing {len(reqs)} dependencies from PyPI with pip (about a minute)")
-    run([*pip, "--require-hashes", "-r", str(LOCK_FILE)], "pip install")
+    run([*pip, "--require-hashes", "-r", str(lock)], "pip install")
     return "pip"
+
+
+def sync_configured() -> bool:
+    """Whether this machine names a team server: ``CCMEMORY_SYNC_URL`` or ``sync.url`` (what SessionEnd checks)."""
+    if os.environ.get("CCMEMORY_SYNC_URL"):
+        return True
+    from ccmemory import config
+
+    return bool(config.load().get("sync", "url"))
+
+
+def team_digest() -> str:
+    return hashlib.sha256(lock_text(TEAM_LOCK_FILE).encode()).hexdigest()
+
+
+def team_ready(venv: Path) -> bool:
+    """Whether the environment holds the current team lock (a plugin update that changes it installs it again)."""
+    try:
+        marker = json.loads((venv / TEAM_READY_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(marker, dict) and marker.get("lock") == team_digest()
+
+
+def ensure_team(venv: Path) -> bool:
+    """Install ``requirements-team.lock`` into the ready environment unless it is there; False when that failed.
+
+    One installer at a time (a lock beside the environment); a failure is logged, never raised: the
+    server and the hooks work without it, and ``ccmemory sync`` says what is missing.
+    """
+    lock = str(venv.with_name(venv.name + ".team.lock"))
+    while not team_ready(venv):
+        try:
+            with locks.held(lock, stale_after=LOCK_STALE_SECONDS, command="install-team"):
+                if team_ready(venv):
+                    break
+                python = venv_python(venv)
+                found = python.with_name("uv.exe" if sys.platform == "win32" else "uv")
+                uv = isolation.find_program("uv") or (str(found) if found.exists() else None)
+                say(f"a team server is configured: installing {TEAM_LOCK_FILE.name} into {venv}")
+                try:
+                    installer = install_requirements(python, requirements(TEAM_LOCK_FILE), uv, TEAM_LOCK_FILE)
+                except LauncherError as exc:
+                    say(f"installing team memory's dependencies failed: {exc}; the next sync or session retries")
+                    return False
+                tmp = venv / (TEAM_READY_FILE + ".tmp")
+                tmp.write_text(json.dumps({"lock": team_digest(), "installer": installer}) + "\n")
+                os.replace(tmp, venv / TEAM_READY_FILE)
+                say("team memory's dependencies ready")
+        except locks.Busy:
+            time.sleep(0.5)
+    return True
 
 
 def run(command: list[str], what: str) -> None:

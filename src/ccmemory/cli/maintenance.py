@@ -6,7 +6,7 @@ import os
 import sqlite3
 import subprocess
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import click
 
@@ -123,6 +123,7 @@ def _checks() -> list[dict[str, Any]]:
           "`ccmemory config` shows every setting; `ccmemory config set|unset NAME` fixes one")
     ignored = paths.ignored_settings()
     check("data dir", not ignored, "; ".join(ignored) or paths.data_dir(), "set CCMEMORY_HOME to an absolute path")
+    _check_team(check)
     missing = backfill.not_recorded(db)
     if missing:
         check("past sessions", True, f"Claude Code kept {missing} session(s) ccmemory has not recorded; "
@@ -136,6 +137,22 @@ def _checks() -> list[dict[str, Any]]:
               f"Claude Code, install Claude Code {compat.MIN_CLAUDE_CODE_TEXT} or newer", note=True)
     db.close()
     return results
+
+
+def _check_team(check: Callable[..., None]) -> None:
+    """With a team server named, whether this Python has the ``team`` extra (the plugin's launcher adds it)."""
+    from ..team import sync
+    from ..team.connection import INSTALL_HINT
+
+    if not sync.configured(load_settings()):
+        return
+    import importlib.util
+
+    missing = [name for name in ("psycopg", "pgvector") if importlib.util.find_spec(name) is None]
+    check("team extra", not missing, f"{', '.join(missing)} not installed in {sys.prefix}" if missing
+          else "psycopg and pgvector installed (a team server is configured)",
+          f"{INSTALL_HINT}; in the plugin, the launcher installs requirements-team.lock by itself: "
+          "`python3 <plugin>/scripts/mcp_launcher.py --install-team`")
 
 
 def pending_text(count: int) -> str:
