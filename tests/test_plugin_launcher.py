@@ -36,24 +36,25 @@ print(json.dumps({"prefix": sys.prefix, "ccmemory": ccmemory.__file__}))
 """
 
 
-def build_wheel(directory: Path, value: str) -> Path:
-    wheel = directory / "stubdep-1.0-py3-none-any.whl"
+def build_wheel(directory: Path, value: str, package: str = "stubdep") -> Path:
+    wheel = directory / f"{package}-1.0-py3-none-any.whl"
+    info = f"{package}-1.0.dist-info"
     files = {
-        "stubdep/__init__.py": f"VALUE = {value!r}\n",
-        "stubdep-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: stubdep\nVersion: 1.0\n",
-        "stubdep-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{package}/__init__.py": f"VALUE = {value!r}\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {package}\nVersion: 1.0\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
-    record = "".join(f"{name},,\n" for name in [*files, "stubdep-1.0.dist-info/RECORD"])
+    record = "".join(f"{name},,\n" for name in [*files, f"{info}/RECORD"])
     with zipfile.ZipFile(wheel, "w") as archive:
-        for name, content in {**files, "stubdep-1.0.dist-info/RECORD": record}.items():
+        for name, content in {**files, f"{info}/RECORD": record}.items():
             archive.writestr(name, content)
     return wheel
 
 
-def write_lock(root: Path, wheel: Path) -> None:
-    """The plugin's requirements.lock: the stub wheel by URL, with the sha256 of its file."""
+def write_lock(root: Path, wheel: Path, lock: str = "requirements.lock", package: str = "stubdep") -> None:
+    """One of the plugin's locks: the stub wheel by URL, with the sha256 of its file."""
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest() if wheel.exists() else "0" * 64
-    (root / "requirements.lock").write_text(f"stubdep @ {wheel.as_uri()} \\\n    --hash=sha256:{digest}\n")
+    (root / lock).write_text(f"{package} @ {wheel.as_uri()} \\\n    --hash=sha256:{digest}\n")
 
 
 @pytest.fixture
@@ -67,6 +68,7 @@ def plugin_root(tmp_path: Path) -> Path:
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     write_lock(root, build_wheel(wheels, "from-wheel"))
+    write_lock(root, build_wheel(wheels, "team-wheel", "stubteam"), "requirements-team.lock", "stubteam")
     return root
 
 
@@ -272,3 +274,77 @@ def test_an_unsubstituted_plugin_data_placeholder_never_builds_in_the_project(
     assert result.returncode == 0, result.stderr
     assert list(project.iterdir()) == []
     assert runtimes(runtime_home(data))
+
+
+STUB_TEAM_SERVER = """\
+import json, sys
+import ccmemory, stubdep
+try:
+    import stubteam
+    team = stubteam.VALUE
+except ImportError:
+    team = None
+print(json.dumps({"prefix": sys.prefix, "stubdep": stubdep.VALUE, "team": team}))
+"""
+SYNC_URL = "postgresql://alice@db.invalid:5432/ccmemory"
+
+
+def team_installed(venv: Path) -> bool:
+    return (venv / "ccmemory-team.json").is_file()
+
+
+def test_without_a_team_server_the_team_lock_is_never_installed(plugin_root: Path, data: Path) -> None:
+    (plugin_root / "src/ccmemory/mcp/server.py").write_text(STUB_TEAM_SERVER)
+    assert launch(plugin_root, data, "--install").returncode == 0
+    report = served(launch(plugin_root, data))
+    [venv] = runtimes(runtime_home(data))
+    assert report["team"] is None and not team_installed(venv)
+
+
+def test_a_build_with_a_team_server_configured_installs_the_team_lock_too(plugin_root: Path, data: Path) -> None:
+    (plugin_root / "src/ccmemory/mcp/server.py").write_text(STUB_TEAM_SERVER)
+    result = launch(plugin_root, data, "--install", CCMEMORY_SYNC_URL=SYNC_URL)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "installing requirements-team.lock" in result.stdout
+    report = served(launch(plugin_root, data))
+    assert report["team"] == "team-wheel" and report["stubdep"] == "from-wheel"
+
+
+def test_naming_a_server_later_adds_the_team_lock_to_the_same_environment(plugin_root: Path, data: Path) -> None:
+    (plugin_root / "src/ccmemory/mcp/server.py").write_text(STUB_TEAM_SERVER)
+    assert launch(plugin_root, data, "--install").returncode == 0
+    [venv] = runtimes(runtime_home(data))
+    config = data / "config.json"
+    config.write_text(json.dumps({"sync": {"url": SYNC_URL}}))
+    config.chmod(0o600)
+    # The server starts at once (the team lock is missing); a detached --install-team adds it meanwhile.
+    first = served(launch(plugin_root, data))
+    assert Path(first["prefix"]) == venv
+    deadline = time.monotonic() + 300
+    while not team_installed(venv):
+        assert time.monotonic() < deadline, (runtime_home(data) / "logs/runtime-install.log").read_text()
+        time.sleep(0.2)
+    assert served(launch(plugin_root, data))["team"] == "team-wheel"
+    assert runtimes(runtime_home(data)) == [venv]  # the runtime's key is unchanged: nothing rebuilt
+
+
+def test_a_background_sync_installs_the_team_lock_before_its_round(plugin_root: Path, data: Path) -> None:
+    assert launch(plugin_root, data, "--install").returncode == 0
+    [venv] = runtimes(runtime_home(data))
+    launch(plugin_root, data, "--sync", CCMEMORY_SYNC_URL=SYNC_URL)  # the stub runtime has no ccmemory CLI deps
+    assert team_installed(venv)
+    marker = json.loads((venv / "ccmemory-team.json").read_text())
+    assert marker["installer"] == "pip"
+    assert launch(plugin_root, data, "--install-team", CCMEMORY_SYNC_URL=SYNC_URL).returncode == 0
+
+
+def test_a_team_lock_that_fails_to_install_leaves_the_server_running(plugin_root: Path, data: Path) -> None:
+    (plugin_root / "src/ccmemory/mcp/server.py").write_text(STUB_TEAM_SERVER)
+    write_lock(plugin_root, data.parent / "missing" / "stubteam-1.0-py3-none-any.whl", "requirements-team.lock",
+               "stubteam")
+    result = launch(plugin_root, data, "--install", CCMEMORY_SYNC_URL=SYNC_URL)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "installing team memory's dependencies failed" in result.stdout
+    assert launch(plugin_root, data, "--install-team", CCMEMORY_SYNC_URL=SYNC_URL).returncode == 1
+    report = served(launch(plugin_root, data))
+    assert report["team"] is None and report["stubdep"] == "from-wheel"

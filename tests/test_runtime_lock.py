@@ -21,11 +21,11 @@ ROOT = Path(__file__).resolve().parents[1]
 ENTRY = re.compile(r"^(?P<name>[A-Za-z0-9._-]+)==(?P<version>[^\s;\\]+)(?P<marker>\s*;[^\\]*)?\s*\\$")
 
 
-def locked() -> dict[str, list[tuple[str, list[str]]]]:
+def locked(lock: str = "requirements.lock") -> dict[str, list[tuple[str, list[str]]]]:
     """Canonical name -> [(version, hashes)]: one entry per marker (numpy may differ by Python version)."""
     entries: dict[str, list[tuple[str, list[str]]]] = {}
     hashes: list[str] | None = None
-    for line in (ROOT / "requirements.lock").read_text().splitlines():
+    for line in (ROOT / lock).read_text().splitlines():
         match = ENTRY.match(line)
         if match:
             hashes = []
@@ -34,7 +34,7 @@ def locked() -> dict[str, list[tuple[str, list[str]]]]:
             assert hashes is not None
             hashes.append(line.strip().removeprefix("--hash=sha256:").rstrip(" \\"))
         elif line.strip() and not line.lstrip().startswith("#"):
-            raise AssertionError(f"unexpected line in requirements.lock: {line!r}")
+            raise AssertionError(f"unexpected line in {lock}: {line!r}")
     return entries
 
 
@@ -58,6 +58,20 @@ def test_every_locked_package_carries_the_sha256_of_its_files():
             assert all(re.fullmatch(r"[0-9a-f]{64}", digest) for digest in hashes), name
     # One lock for every platform: packages with native code carry a file per platform.
     assert all(len(hashes) >= 3 for name in ("onnxruntime", "apsw") for _, hashes in entries[name])
+
+
+def test_the_team_lock_adds_the_team_extra_to_the_runtime_lock_without_changing_a_version():
+    """requirements-team.lock: what the launcher installs on a machine that names a team server (docs/install.md)."""
+    runtime, team = locked(), locked("requirements-team.lock")
+    for text in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["team"]:
+        requirement = Requirement(text)
+        name = canonicalize_name(requirement.name)
+        assert name in team and name not in runtime, name
+        for version, hashes in team[name]:
+            assert requirement.specifier.contains(version, prereleases=True) and hashes, (name, version)
+    for name, versions in runtime.items():
+        assert [version for version, _ in team[name]] == [version for version, _ in versions], name
+    assert all(hashes for versions in team.values() for _, hashes in versions)
 
 
 def test_the_runtime_key_follows_the_lock_and_nothing_else(tmp_path, monkeypatch):
