@@ -26,9 +26,9 @@ from ..errors import CCMemoryError
 from . import sharing, sync
 from .connection import resolve, scrub, translated
 
-#: How long a search waits for the server. A search answers in ~10-100 ms locally (BENCHMARKS.md);
-#: through a managed server's round trips (connect, TLS, two index queries, one fetch) a healthy
-#: answer takes 50-300 ms, so 1.5 s only cuts a server that is down, overloaded or far away,
+#: How long a search waits for the server. BENCHMARKS.md: 19-96 ms p50 through the server at 100k
+#: team memories; a managed server adds its round trips (connect, TLS, two index queries, one fetch),
+#: so 1.5 s only cuts a server that is down, overloaded or far away,
 #: while a tool call never stalls for long. libpq's own connect timeout cannot be under 2 s,
 #: hence the thread.
 SECONDS = 1.5
