@@ -267,19 +267,22 @@ def check(db: Database, memories: Iterable[Any], *, learn: bool = True) -> dict[
     return found
 
 
-def _later_changes(db: Database, project_id: int, since: str) -> list[tuple[str, str, str, dict[str, Any]]]:
-    """(created_at, id, scope or "", seen) of the project's file-changing observations made after ``since``, oldest
-    first."""
+def _later_changes(db: Database, project_id: int, since: str,
+                   files: list[str]) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(created_at, id, scope or "", seen) of the project's file-changing observations made after ``since`` that name
+    a file named one of ``files`` (base names; the caller matches the relative path), oldest first."""
     import json
 
     marks = ",".join("?" * len(FILE_CHANGING_TOOLS))
+    # A cheap text test first (the ``files`` column holds the paths the call named), then the JSON.
+    named = " OR ".join("instr(files, ?) > 0" for _ in files)
     found = []
     for row in db.rows(
             f"SELECT created_at, id, json_extract(metadata, '$.scope') AS scope, "
             f"json_extract(metadata, '$.{SEEN_KEY}') AS seen FROM memories "
-            f"WHERE project_id = ? AND created_at > ? AND is_deleted = 0 "
+            f"WHERE project_id = ? AND created_at > ? AND is_deleted = 0 AND ({named}) "
             f"AND json_extract(metadata, '$.tool') IN ({marks}) AND json_extract(metadata, '$.{SEEN_KEY}') IS NOT NULL "
-            f"ORDER BY created_at, seq", (project_id, since, *FILE_CHANGING_TOOLS)):
+            f"ORDER BY created_at, seq", (project_id, since, *files, *FILE_CHANGING_TOOLS)):
         try:
             seen = json.loads(row["seen"])
         except ValueError:
@@ -295,8 +298,10 @@ def _attribute(db: Database, memories: list[Any], found: dict[str, list[dict[str
     """Say, for each changed file of a stale memory, which function a later edit changed (see the module's doc)."""
     later: dict[int, list[tuple[str, str, str, dict[str, Any]]]] = {}
     for project_id in {m.project_id for m in memories}:
-        since = min(m.created_at for m in memories if m.project_id == project_id)
-        later[project_id] = _later_changes(db, project_id, since)
+        mine = [m for m in memories if m.project_id == project_id]
+        files = sorted({os.path.basename(entry["file"]) for m in mine for entry in found[m.id]
+                        if entry["change"] == CHANGED})
+        later[project_id] = _later_changes(db, project_id, min(m.created_at for m in mine), files) if files else []
     defined: dict[str, list[str]] = {}
     for memory in memories:
         own = _named_scope(memory)
