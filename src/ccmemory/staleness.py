@@ -267,29 +267,62 @@ def check(db: Database, memories: Iterable[Any], *, learn: bool = True) -> dict[
     return found
 
 
-def _later_changes(db: Database, project_id: int, since: str,
-                   files: list[str]) -> list[tuple[str, str, str, dict[str, Any]]]:
-    """(created_at, id, scope or "", seen) of the project's file-changing observations made after ``since`` that name
-    a file named one of ``files`` (base names; the caller matches the relative path), oldest first."""
+#: Per (database, project): the highest ``seq`` looked at and the scoped edits up to it (:func:`_scoped_edits`).
+_EDITS: dict[tuple[str, int], tuple[int, list[tuple[str, str, str, dict[str, Any]]]]] = {}
+_EDITS_MAX = 100_000
+
+
+def _scoped_edits(db: Database, project_id: int, since: str) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(created_at, id, scope, seen) of the project's file-changing observations made after ``since`` that name the
+    function they changed, oldest first.
+
+    Memories are only ever appended (a higher ``seq``), and a pass never merges or folds an edit, so the list is
+    kept per process and extended by the rows added since (a long-lived server reads each row once; a search
+    that checks several batches of hits scans once). The cheap text test (a ``scope`` key in the metadata)
+    comes first, so the JSON of the other rows is never parsed."""
+    import json
+
+    key = (db.path, project_id)
+    done, edits = _EDITS.get(key, (0, []))
+    top = db.scalar("SELECT COALESCE(MAX(seq), 0) FROM memories") or 0
+    if top > done:
+        marks = ",".join("?" * len(FILE_CHANGING_TOOLS))
+        for row in db.rows(
+                f"SELECT created_at, id, json_extract(metadata, '$.scope') AS scope, "
+                f"json_extract(metadata, '$.{SEEN_KEY}') AS seen FROM memories "
+                f"WHERE seq > ? AND seq <= ? AND project_id = ? AND is_deleted = 0 "
+                f"AND instr(metadata, '\"scope\"') > 0 AND json_extract(metadata, '$.tool') IN ({marks})",
+                (done, top, project_id, *FILE_CHANGING_TOOLS)):
+            try:
+                seen = json.loads(row["seen"]) if isinstance(row["seen"], str) else None
+            except ValueError:
+                continue
+            if isinstance(seen, dict) and isinstance(row["scope"], str) and row["scope"]:
+                edits.append((row["created_at"], row["id"], row["scope"], seen))
+        edits.sort(key=lambda edit: edit[0])
+        if sum(len(known) for _, known in _EDITS.values()) > _EDITS_MAX:
+            _EDITS.clear()
+        _EDITS[key] = (top, edits)
+    return [edit for edit in edits if edit[0] > since]
+
+
+def _unscoped_change(db: Database, project_id: int, after: str, until: str, relative: str) -> bool:
+    """Whether a file-changing observation that names no function recorded ``relative`` between the two times."""
     import json
 
     marks = ",".join("?" * len(FILE_CHANGING_TOOLS))
-    # A cheap text test first (the ``files`` column holds the paths the call named), then the JSON.
-    named = " OR ".join("instr(files, ?) > 0" for _ in files)
-    found = []
     for row in db.rows(
-            f"SELECT created_at, id, json_extract(metadata, '$.scope') AS scope, "
-            f"json_extract(metadata, '$.{SEEN_KEY}') AS seen FROM memories "
-            f"WHERE project_id = ? AND created_at > ? AND is_deleted = 0 AND ({named}) "
-            f"AND json_extract(metadata, '$.tool') IN ({marks}) AND json_extract(metadata, '$.{SEEN_KEY}') IS NOT NULL "
-            f"ORDER BY created_at, seq", (project_id, since, *files, *FILE_CHANGING_TOOLS)):
+            f"SELECT json_extract(metadata, '$.{SEEN_KEY}') AS seen FROM memories "
+            f"WHERE project_id = ? AND created_at > ? AND created_at <= ? AND is_deleted = 0 AND instr(files, ?) > 0 "
+            f"AND json_extract(metadata, '$.tool') IN ({marks}) AND json_extract(metadata, '$.scope') IS NULL",
+            (project_id, after, until, os.path.basename(relative), *FILE_CHANGING_TOOLS)):
         try:
-            seen = json.loads(row["seen"])
+            seen = json.loads(row["seen"]) if isinstance(row["seen"], str) else None
         except ValueError:
             continue
-        if isinstance(seen, dict):
-            found.append((row["created_at"], row["id"], row["scope"] if isinstance(row["scope"], str) else "", seen))
-    return found
+        if isinstance(seen, dict) and relative in seen:
+            return True
+    return False
 
 
 def _attribute(db: Database, memories: list[Any], found: dict[str, list[dict[str, Any]]],
@@ -299,32 +332,31 @@ def _attribute(db: Database, memories: list[Any], found: dict[str, list[dict[str
     later: dict[int, list[tuple[str, str, str, dict[str, Any]]]] = {}
     for project_id in {m.project_id for m in memories}:
         mine = [m for m in memories if m.project_id == project_id]
-        files = sorted({os.path.basename(entry["file"]) for m in mine for entry in found[m.id]
-                        if entry["change"] == CHANGED})
-        later[project_id] = _later_changes(db, project_id, min(m.created_at for m in mine), files) if files else []
+        changed = any(entry["change"] == CHANGED for m in mine for entry in found[m.id])
+        later[project_id] = _scoped_edits(db, project_id, min(m.created_at for m in mine)) if changed else []
     defined: dict[str, list[str]] = {}
     for memory in memories:
         own = _named_scope(memory)
         for entry in found[memory.id]:
             if entry["change"] != CHANGED:
                 continue
-            edits = [(scope, seen[entry["file"]]) for created_at, other, scope, seen in later[memory.project_id]
+            edits = [(created_at, scope, seen[entry["file"]]) for created_at, other, scope, seen
+                     in later[memory.project_id]
                      if created_at > memory.created_at and other != memory.id and entry["file"] in seen]
-            scopes = list(dict.fromkeys(scope for scope, _ in edits if scope))
+            scopes = list(dict.fromkeys(scope for _, scope, _ in edits))
             hit = [scope for scope in scopes if _innermost(scope) == own or _names(memory.content, _innermost(scope))]
             if hit:
                 entry["function"] = hit[0]
                 continue
             real, now = now_of.get((places[memory.project_id], entry["file"]), (None, None))
-            if not (scopes and all(scope for scope, _ in edits) and now is not None and real is not None
-                    and list(now) == edits[-1][1]):
-                continue  # not only scoped edits, or changed again since the last: the file changed
+            if not (edits and now is not None and real is not None and list(now) == edits[-1][2]):
+                continue  # no edit that names its function, or changed again since the last: the file changed
             if not own and read:
                 if real not in defined:
                     defined[real] = definitions(real, places[memory.project_id])
                 own = next((name for name in defined[real] if _names(memory.content, name)), "")
-            if own:  # about another function of the file, which the edits did not touch
-                entry["elsewhere"] = scopes
+            if own and not _unscoped_change(db, memory.project_id, memory.created_at, edits[-1][0], entry["file"]):
+                entry["elsewhere"] = scopes  # about another function of the file, which the edits did not touch
 
 
 #: How a definition starts in Python, JavaScript/TypeScript, Go and Rust (as :func:`ccmemory.observations.edit_scope`).
