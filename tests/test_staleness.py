@@ -224,3 +224,20 @@ def test_an_edit_of_a_function_supersedes_what_older_memories_said_about_that_fu
     [entry] = {hit["memory"]["metadata"]["tool_use_id"]: hit
                for hit in cli_hits(home, project_dir, "apply_tax")}["t1"]["stale"]
     assert "elsewhere" not in entry and "function" not in entry
+
+
+def test_a_write_between_the_edits_leaves_the_file_level_mark(home: Path, project_dir: Path) -> None:
+    """A Write names no function: what it changed is unknown, so a memory about apply_tax is marked as before."""
+    path = project_dir / "pricing.py"
+    path.write_text(TWO)
+    assert_quiet_success(run_hook("post_tool_use", edit_call(
+        "s1", project_dir, "    return price * 1.2\n", "    return price * 1.25\n", "t1"), home))
+    path.write_text(path.read_text() + "\n\nRATE = 0.2\n")
+    assert_quiet_success(run_hook("post_tool_use", tool_call(
+        "s2", project_dir, "Write", {"file_path": str(path), "content": path.read_text()},
+        {"type": "update", "filePath": str(path), "content": path.read_text()}, "t2"), home))
+    assert_quiet_success(run_hook("post_tool_use", edit_call(
+        "s2", project_dir, "    return price * (1 - rate)\n", "    return round(price * (1 - rate), 2)\n", "t3"), home))
+    by_id = {hit["memory"]["metadata"]["tool_use_id"]: hit for hit in cli_hits(home, project_dir, "apply_tax pricing")}
+    [entry] = by_id["t1"]["stale"]
+    assert entry["change"] == staleness.CHANGED and "elsewhere" not in entry and "function" not in entry
