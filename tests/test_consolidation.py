@@ -302,3 +302,19 @@ def test_hooks_capturing_during_a_pass_lose_nothing(db: database.Database, proje
     assert sorted(row["content"].split("\n")[0] for row in captured) == [f"Ran: echo live-{n} (Run it)"
                                                                           for n in range(6)]
     assert db.scalar("PRAGMA integrity_check") == "ok"
+
+
+def test_the_undo_log_is_kept_undo_days_then_dropped(db: database.Database, project: int, project_dir: Path,
+                                                     home: Path) -> None:
+    _year_of_test_runs(db, project)
+    _cli(home, project_dir)
+    assert db.scalar("SELECT COUNT(*) FROM consolidation_undo") > 0
+    stats = spawn(home, project_dir, "stats")
+    assert stats.returncode == 0 and ", kept until " in stats.stdout, stats.stdout
+    # Eight days pass (the pass finished then): past consolidation.undo_days (7), the log goes.
+    with db.transaction():
+        db.execute("UPDATE consolidation_passes SET finished_at = '2020-01-01T00:00:00.000Z'")
+    late = spawn(home, project_dir, "consolidate", "--undo")
+    assert late.returncode != 0 and "within consolidation.undo_days (7) days" in late.stderr, late.stderr
+    assert db.scalar("SELECT COUNT(*) FROM consolidation_undo") == 0
+    assert ", kept until " not in spawn(home, project_dir, "stats").stdout

@@ -168,3 +168,76 @@ def test_capture_records_no_state_for_a_backfilled_call(project_dir: Path) -> No
     observation = from_payload(read_call("s1", project_dir, "pricing.py", "t1"), load(), cwd=str(project_dir),
                                root=str(project_dir))
     assert staleness.SEEN_KEY not in observation.metadata
+
+
+TWO = "def apply_discount(price, rate):\n    return price * (1 - rate)\n\n\ndef apply_tax(price):\n    return price * 1.2\n"
+
+
+def edit_call(session: str, project: Path, old: str, new: str, tool_use_id: str) -> dict:
+    """Change pricing.py on disk (replace ``old`` by ``new``), then the Edit payload Claude Code sends for it."""
+    path = project / "pricing.py"
+    before = path.read_text()
+    path.write_text(before.replace(old, new))
+    return tool_call(session, project, "Edit", {"file_path": str(path), "old_string": old, "new_string": new},
+                     {"filePath": str(path), "originalFile": before, "structuredPatch": []}, tool_use_id)
+
+
+def test_an_edit_of_a_function_supersedes_what_older_memories_said_about_that_function(
+        home: Path, project_dir: Path) -> None:
+    (project_dir / "pricing.py").write_text(TWO)
+    for payload in (
+            edit_call("s1", project_dir, "    return price * 1.2\n", "    return price * 1.25\n", "t1"),
+            edit_call("s1", project_dir, "    return price * (1 - rate)\n", "    return price * (1 - rate) + 0\n", "t2"),
+            tool_call("s1", project_dir, "Grep", {"pattern": "apply_tax"}, {"filenames": ["pricing.py"], "numFiles": 1},
+                      "t3")):
+        assert_quiet_success(run_hook("post_tool_use", payload, home))
+    assert json.loads(rows(home, "SELECT metadata FROM memories WHERE dedupe_key = 't1'")[0]["metadata"])["scope"] \
+        == "apply_tax"
+    # A later session edits apply_discount again: the file really changes, then the hook sees the Edit.
+    assert_quiet_success(run_hook("post_tool_use", edit_call(
+        "s2", project_dir, "    return price * (1 - rate) + 0\n", "    return round(price * (1 - rate), 2)\n", "t4"), home))
+
+    by_id = {hit["memory"]["metadata"]["tool_use_id"]: hit for hit in cli_hits(home, project_dir, "apply_discount apply_tax")}
+    assert by_id["t4"]["stale"] == []
+    # The older edit of apply_discount is stale for that function, and ranks below the newer one.
+    assert [(e["file"], e["change"], e.get("function")) for e in by_id["t2"]["stale"]] == \
+        [("pricing.py", staleness.CHANGED, "apply_discount")]
+    ranked = cli_hits(home, project_dir, "apply_discount")
+    order = [hit["memory"]["metadata"]["tool_use_id"] for hit in ranked]
+    assert order.index("t4") < order.index("t2")
+    # What was said about apply_tax (its edit, a search naming it) is not marked as apply_tax changed: the file
+    # changed elsewhere, a soft mark that keeps more of the score.
+    for untouched in ("t1", "t3"):
+        [entry] = by_id[untouched]["stale"]
+        assert "function" not in entry and entry["elsewhere"] == ["apply_discount"], entry
+    text = invoke(home, project_dir, "search", "apply_discount apply_tax", "--mode", "keyword").stdout
+    assert "STALE: apply_discount in pricing.py changed since — recorded today" in text
+    assert "STALE: pricing.py changed elsewhere (apply_discount) — recorded today" in text
+    assert "apply_tax in pricing.py changed" not in text
+    promote(home, "s1")
+    promote(home, "s2")
+    context = session_start(home, project_dir)
+    assert "apply_discount in pricing.py changed since" in context and "apply_tax in pricing.py" not in context
+
+    # Changed again outside Claude Code, after the last edit: no longer accounted for, the file changed.
+    (project_dir / "pricing.py").write_text(TWO + "\n# reformatted\n")
+    [entry] = {hit["memory"]["metadata"]["tool_use_id"]: hit
+               for hit in cli_hits(home, project_dir, "apply_tax")}["t1"]["stale"]
+    assert "elsewhere" not in entry and "function" not in entry
+
+
+def test_a_write_between_the_edits_leaves_the_file_level_mark(home: Path, project_dir: Path) -> None:
+    """A Write names no function: what it changed is unknown, so a memory about apply_tax is marked as before."""
+    path = project_dir / "pricing.py"
+    path.write_text(TWO)
+    assert_quiet_success(run_hook("post_tool_use", edit_call(
+        "s1", project_dir, "    return price * 1.2\n", "    return price * 1.25\n", "t1"), home))
+    path.write_text(path.read_text() + "\n\nRATE = 0.2\n")
+    assert_quiet_success(run_hook("post_tool_use", tool_call(
+        "s2", project_dir, "Write", {"file_path": str(path), "content": path.read_text()},
+        {"type": "update", "filePath": str(path), "content": path.read_text()}, "t2"), home))
+    assert_quiet_success(run_hook("post_tool_use", edit_call(
+        "s2", project_dir, "    return price * (1 - rate)\n", "    return round(price * (1 - rate), 2)\n", "t3"), home))
+    by_id = {hit["memory"]["metadata"]["tool_use_id"]: hit for hit in cli_hits(home, project_dir, "apply_tax pricing")}
+    [entry] = by_id["t1"]["stale"]
+    assert entry["change"] == staleness.CHANGED and "elsewhere" not in entry and "function" not in entry

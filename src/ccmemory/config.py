@@ -93,6 +93,9 @@ SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
                             "help": "Fold routine observations older than this into their session's summary "
                                     "(never failures, edits the summary names, or anything recalled or reinforced); "
                                     "older file writes keep only their first lines."},
+        "undo_days": {"type": "int", "default": 7, "min": 1, "max": 365,
+                      "help": "Keep the latest pass's undo log this many days after it finished, then drop it "
+                              "(a newer pass drops it sooner)."},
         "decay_half_life_days": {"type": "int", "default": 90, "min": 1, "max": 3650,
                                  "help": "An observation never retrieved loses half its salience over this many days "
                                          "(down to a quarter of its importance)."},

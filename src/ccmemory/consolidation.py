@@ -24,7 +24,8 @@ Every change is written with what it replaced, in the same transaction, to ``con
 undoable, and ``--undo`` (:func:`undo`) puts back every row it touched exactly (vectors included;
 they are re-added to the vector index). A pass killed half way is resumed by the next one, which
 adds to its log, so one undo still restores the store as it was before it. Only the latest pass
-keeps its log: the next pass drops it, and so do ``gc`` and the storage
+keeps its log, and for ``consolidation.undo_days`` (7) after it finished (:func:`expire_undo`, run
+by the background's checks and by ``--undo``): the next pass drops it, and so do ``gc`` and the storage
 budget when they delete memories for good (past that point an undo would bring back a store that
 never existed). A pass that freed enough ends with the keyword index merged and the file vacuumed
 (:func:`ccmemory.retention.compact`). An undone pass pauses background passes until one is run by
@@ -487,13 +488,41 @@ def latest_pass(db: Database) -> dict[str, Any] | None:
     return row
 
 
-def undo(db: Database) -> dict[str, Any]:
+def undo_kept_until(db: Database, loaded: settings.Config) -> str | None:
+    """When the latest finished pass's undo log is dropped (``consolidation.undo_days`` after it finished); None
+    when there is no log to keep (no pass, undone, or still running: a pass killed half way keeps its log for
+    the next one to resume)."""
+    last = latest_pass(db)
+    if last is None or not last["finished_at"] or last["undone_at"]:
+        return None
+    if not db.scalar("SELECT 1 FROM consolidation_undo LIMIT 1"):
+        return None
+    until = _epoch(last["finished_at"]) + loaded.get("consolidation", "undo_days") * 86400
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(until)) + last["finished_at"][19:]
+
+
+def expire_undo(db: Database, loaded: settings.Config) -> bool:
+    """Drop the undo log once it is older than ``consolidation.undo_days`` (:func:`undo_kept_until`); whether it
+    was dropped. The log costs about as much as what the pass deleted: kept for ever, a pass would not shrink
+    the store."""
+    until = undo_kept_until(db, loaded)
+    if until is None or until > clock.now():
+        return False
+    with db.transaction():
+        db.execute("DELETE FROM consolidation_undo")
+    return True
+
+
+def undo(db: Database, loaded: settings.Config | None = None) -> dict[str, Any]:
     """Put back every row the latest pass changed, exactly as it was; NotFoundError when there is nothing to undo."""
+    loaded = loaded or settings.load()
+    expire_undo(db, loaded)
     last = latest_pass(db)
     if last is None or last["undone_at"] or not db.scalar(
             "SELECT 1 FROM consolidation_undo WHERE pass_id = ? LIMIT 1", (last["id"],)):
-        raise NotFoundError("No consolidation pass to undo: only the latest pass can be undone, once, and not "
-                            "after `gc` or the storage budget deleted memories for good (`ccmemory consolidate "
+        raise NotFoundError("No consolidation pass to undo: only the latest pass can be undone, once, within "
+                            f"consolidation.undo_days ({loaded.get('consolidation', 'undo_days')}) days of it, and "
+                            "not after `gc` or the storage budget deleted memories for good (`ccmemory consolidate "
                             "--dry-run` shows what a pass would do).")
     restored = 0
     columns: list[str] = [r["name"] for r in db.rows("PRAGMA table_info(memories)")]
@@ -566,6 +595,7 @@ def run_if_due(db: Database, loaded: settings.Config | None = None) -> Report | 
     from . import budget, locks
 
     loaded = loaded or settings.load()
+    expire_undo(db, loaded)
     if not is_due(db, loaded):
         return None
     try:

@@ -41,6 +41,8 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
    (:mod:`ccmemory.staleness`) keeps :data:`STALE_FACTOR` of its score and says so (``stale``):
    a newer memory about the same file, which recorded it as it is now, ranks above it at equal
    relevance, while a much better match still shows (what the code *was* can be the answer).
+   When later edits changed only functions the memory does not name, it keeps
+   :data:`ELSEWHERE_FACTOR`.
 7. **One session does not fill the list.** Each further captured tool call of a
    session already in the results keeps a decaying share of its score
    (:func:`spread_sessions`), so the other sessions that touched the same code
@@ -111,6 +113,9 @@ COMMON_WORD_SHARE = 0.2
 #: the memory that matches the code as it is comes first. 0.7 puts a stale hit below a current one
 #: unless it matches clearly better (the salience prior alone spans at most 0.1).
 STALE_FACTOR = 0.7
+#: ... and a memory whose files changed only in functions it does not name (a later edit changed
+#: ``apply_discount``, the memory is about ``apply_tax``): probably still true, but the file moved on.
+ELSEWHERE_FACTOR = 0.9
 #: ... or in more rows than this, whatever the share: FTS5 scores every row a word is in, so in a
 #: large store a word that common costs milliseconds and barely changes the ranking.
 COMMON_WORD_MAX_ROWS = 5000
@@ -518,7 +523,8 @@ def search_with_info(
             if sector and memory.sector != sector:
                 continue
             changed = stale.get(memory.id, [])
-            factor = prior(memory, names, dates) * (STALE_FACTOR if changed else 1.0)
+            factor = prior(memory, names, dates) * (
+                1.0 if not changed else ELSEWHERE_FACTOR if staleness.only_elsewhere(changed) else STALE_FACTOR)
             hits.append(SearchHit(memory=memory, score=min(1.0, score * factor), shared=shared.get(memory.id),
                                   stale=changed))
         hits.sort(key=lambda hit: (-hit.score, hit.memory.seq))

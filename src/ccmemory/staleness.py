@@ -25,6 +25,30 @@ Nothing is deleted or rewritten: an edit of a file by a later session makes the 
 memories about it stale because the file they describe is no longer there as it was, while
 the edit's own observation recorded the file as the edit left it, so it stays current.
 
+**Which function changed.** A file changes one function at a time, and a memory about
+``apply_tax`` is not made wrong by an edit of ``apply_discount``. The capture hook already
+records, for an Edit, the function or class it changed (``metadata["scope"]``,
+:func:`ccmemory.observations.edit_scope`). So when a file a memory recorded has changed,
+:func:`check` looks at the file-changing observations (:data:`FILE_CHANGING_TOOLS`) of the
+same project made after the memory that recorded that file:
+
+* the memory names (in its text or its own ``scope``) a function one of them changed: stale
+  *for that function* (``function``: ``apply_discount in pricing.py changed since``), the full
+  penalty;
+* every one of them names a function, none of which the memory names, the file now is as the
+  last of them left it, and the memory is about another function of the file (its own
+  ``scope``, or its text names a function or class the file defines now, found by a bounded
+  scan for ``def``/``class``/``function``/``func``/``fn`` lines, :func:`definitions`; only when
+  ``learn``, so SessionStart reads no file for it): the change is accounted for and lies
+  elsewhere (``elsewhere``: the functions changed; ``pricing.py changed elsewhere
+  (apply_discount)``), a soft mark (:func:`only_elsewhere`; search keeps more of its score);
+* otherwise (a Write, an edit without a known function, a change made outside Claude Code
+  after the last edit, a memory about the whole file such as a Read, or no later observation
+  at all): the file changed, as before.
+
+The attribution uses no file content: a change made outside Claude Code between two edits of
+the same file is taken for theirs.
+
 Paths are confined to the project (:mod:`ccmemory.safe_files`): a path is resolved (symlinks
 followed) and used only when its real location is inside the project's real root; a symlink
 that points out of the project is never statted or read. Content is read only to fingerprint
@@ -52,6 +76,8 @@ MAX_SEEN = 5
 MAX_FINGERPRINT_BYTES = 1_000_000
 CHANGED = "changed"
 GONE = "gone"
+#: The tools that change the files they name (their observations tell which function changed).
+FILE_CHANGING_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 
 
 def _real_inside(path: str, real_root: str) -> str | None:
@@ -236,7 +262,150 @@ def check(db: Database, memories: Iterable[Any], *, learn: bool = True) -> dict[
             found[memory.id] = stale
     if learnt:
         _store(db, learnt)
+    if found:
+        _attribute(db, [m for m in memories if m.id in found], found, now_of, places, read=learn)
     return found
+
+
+#: Per (database, project): the highest ``seq`` looked at and the scoped edits up to it (:func:`_scoped_edits`).
+_EDITS: dict[tuple[str, int], tuple[int, list[tuple[str, str, str, dict[str, Any]]]]] = {}
+_EDITS_MAX = 100_000
+
+
+def _scoped_edits(db: Database, project_id: int, since: str) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(created_at, id, scope, seen) of the project's file-changing observations made after ``since`` that name the
+    function they changed, oldest first.
+
+    Memories are only ever appended (a higher ``seq``), and a pass never merges or folds an edit, so the list is
+    kept per process and extended by the rows added since (a long-lived server reads each row once; a search
+    that checks several batches of hits scans once). The cheap text test (a ``scope`` key in the metadata)
+    comes first, so the JSON of the other rows is never parsed."""
+    import json
+
+    key = (db.path, project_id)
+    done, edits = _EDITS.get(key, (0, []))
+    top = db.scalar("SELECT COALESCE(MAX(seq), 0) FROM memories") or 0
+    if top > done:
+        marks = ",".join("?" * len(FILE_CHANGING_TOOLS))
+        for row in db.rows(
+                f"SELECT created_at, id, json_extract(metadata, '$.scope') AS scope, "
+                f"json_extract(metadata, '$.{SEEN_KEY}') AS seen FROM memories "
+                f"WHERE seq > ? AND seq <= ? AND project_id = ? AND is_deleted = 0 "
+                f"AND instr(metadata, '\"scope\"') > 0 AND json_extract(metadata, '$.tool') IN ({marks})",
+                (done, top, project_id, *FILE_CHANGING_TOOLS)):
+            try:
+                seen = json.loads(row["seen"]) if isinstance(row["seen"], str) else None
+            except ValueError:
+                continue
+            if isinstance(seen, dict) and isinstance(row["scope"], str) and row["scope"]:
+                edits.append((row["created_at"], row["id"], row["scope"], seen))
+        edits.sort(key=lambda edit: edit[0])
+        if sum(len(known) for _, known in _EDITS.values()) > _EDITS_MAX:
+            _EDITS.clear()
+        _EDITS[key] = (top, edits)
+    return [edit for edit in edits if edit[0] > since]
+
+
+def _unscoped_change(db: Database, project_id: int, after: str, until: str, relative: str) -> bool:
+    """Whether a file-changing observation that names no function recorded ``relative`` between the two times."""
+    import json
+
+    marks = ",".join("?" * len(FILE_CHANGING_TOOLS))
+    for row in db.rows(
+            f"SELECT json_extract(metadata, '$.{SEEN_KEY}') AS seen FROM memories "
+            f"WHERE project_id = ? AND created_at > ? AND created_at <= ? AND is_deleted = 0 AND instr(files, ?) > 0 "
+            f"AND json_extract(metadata, '$.tool') IN ({marks}) AND json_extract(metadata, '$.scope') IS NULL",
+            (project_id, after, until, os.path.basename(relative), *FILE_CHANGING_TOOLS)):
+        try:
+            seen = json.loads(row["seen"]) if isinstance(row["seen"], str) else None
+        except ValueError:
+            continue
+        if isinstance(seen, dict) and relative in seen:
+            return True
+    return False
+
+
+def _attribute(db: Database, memories: list[Any], found: dict[str, list[dict[str, Any]]],
+               now_of: dict[tuple[str, str], tuple[str | None, tuple[int, int] | None]],
+               places: dict[int, str], *, read: bool) -> None:
+    """Say, for each changed file of a stale memory, which function a later edit changed (see the module's doc)."""
+    later: dict[int, list[tuple[str, str, str, dict[str, Any]]]] = {}
+    for project_id in {m.project_id for m in memories}:
+        mine = [m for m in memories if m.project_id == project_id]
+        changed = any(entry["change"] == CHANGED for m in mine for entry in found[m.id])
+        later[project_id] = _scoped_edits(db, project_id, min(m.created_at for m in mine)) if changed else []
+    defined: dict[str, list[str]] = {}
+    for memory in memories:
+        own = _named_scope(memory)
+        for entry in found[memory.id]:
+            if entry["change"] != CHANGED:
+                continue
+            edits = [(created_at, scope, seen[entry["file"]]) for created_at, other, scope, seen
+                     in later[memory.project_id]
+                     if created_at > memory.created_at and other != memory.id and entry["file"] in seen]
+            scopes = list(dict.fromkeys(scope for _, scope, _ in edits))
+            hit = [scope for scope in scopes if _innermost(scope) == own or _names(memory.content, _innermost(scope))]
+            if hit:
+                entry["function"] = hit[0]
+                continue
+            real, now = now_of.get((places[memory.project_id], entry["file"]), (None, None))
+            if not (edits and now is not None and real is not None and list(now) == edits[-1][2]):
+                continue  # no edit that names its function, or changed again since the last: the file changed
+            if not own and read:
+                if real not in defined:
+                    defined[real] = definitions(real, places[memory.project_id])
+                own = next((name for name in defined[real] if _names(memory.content, name)), "")
+            if own and not _unscoped_change(db, memory.project_id, memory.created_at, edits[-1][0], entry["file"]):
+                entry["elsewhere"] = scopes  # about another function of the file, which the edits did not touch
+
+
+#: How a definition starts in Python, JavaScript/TypeScript, Go and Rust (as :func:`ccmemory.observations.edit_scope`).
+_DEFINITION = r"^[ \t]*(?:export\s+)?(?:async\s+)?(?:def|class|function|func|fn)\s+([A-Za-z_$][\w$]*)"
+
+
+def definitions(real: str, root: str) -> list[str]:
+    """The names of the functions and classes defined in a file (read within ``root``, bounded), in order."""
+    import re
+
+    from .errors import ValidationError
+    from .safe_files import read_head
+
+    try:
+        text = read_head(real, MAX_FINGERPRINT_BYTES, root=root).decode("utf-8", "replace")
+    except (ValidationError, OSError):
+        return []
+    return list(dict.fromkeys(re.findall(_DEFINITION, text, re.MULTILINE)))
+
+
+def _innermost(scope: str) -> str:
+    """``apply_discount`` of ``Pricing.apply_discount``."""
+    return scope.rsplit(".", 1)[-1]
+
+
+def _named_scope(memory: Any) -> str:
+    scope = memory.metadata.get("scope")
+    return _innermost(scope) if isinstance(scope, str) and scope else ""
+
+
+def _names(text: str, name: str) -> bool:
+    """Whether ``name`` occurs in ``text`` as a whole identifier (not inside a longer one)."""
+    if not name:
+        return False
+    start = text.find(name)
+    while start >= 0:
+        end = start + len(name)
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before in "_$") and not (after.isalnum() or after in "_$"):
+            return True
+        start = text.find(name, end)
+    return False
+
+
+def only_elsewhere(entries: Iterable[dict[str, Any]]) -> bool:
+    """Whether every change of these files lies in functions the memory does not name (a soft mark)."""
+    entries = list(entries)
+    return bool(entries) and all(entry.get("elsewhere") for entry in entries)
 
 
 def _same_content(db: Database, real: str, root: str, recorded: Sequence[int], now: tuple[int, int]) -> bool:
@@ -253,9 +422,17 @@ def _same_content(db: Database, real: str, root: str, recorded: Sequence[int], n
 
 
 def describe(entry: dict[str, Any], today: str | None = None) -> str:
-    """``pricing.py changed since — recorded 12 days ago`` / ``pricing.py is gone — recorded today``."""
-    what = "changed since" if entry["change"] == CHANGED else "is gone"
-    return f"{entry['file']} {what} — recorded {_age(entry['since'], today)}"
+    """``pricing.py changed since — recorded 12 days ago`` / ``pricing.py is gone — recorded today``;
+    ``apply_discount in pricing.py changed since — …`` / ``pricing.py changed elsewhere (apply_discount) — …``."""
+    when = f" — recorded {_age(entry['since'], today)}"
+    if entry["change"] != CHANGED:
+        return f"{entry['file']} is gone{when}"
+    if entry.get("function"):
+        return f"{entry['function']} in {entry['file']} changed since{when}"
+    if entry.get("elsewhere"):
+        shown = ", ".join(entry["elsewhere"][:3]) + (", …" if len(entry["elsewhere"]) > 3 else "")
+        return f"{entry['file']} changed elsewhere ({shown}){when}"
+    return f"{entry['file']} changed since{when}"
 
 
 def _age(iso: str, today: str | None) -> str:

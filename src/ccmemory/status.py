@@ -28,7 +28,8 @@ def status(db: Database, project_id: int | None, loaded: settings.Config) -> dic
     result["last_consolidation"] = None if last is None else {
         "at": last["finished_at"] or last["started_at"], "undone": bool(last["undone_at"]),
         "merged": last["report"].get("merged_rows", 0), "folded": last["report"].get("folded_rows", 0),
-        "thinned": last["report"].get("thinned", 0), "finished": bool(last["finished_at"])}
+        "thinned": last["report"].get("thinned", 0), "finished": bool(last["finished_at"]),
+        "undo_kept_until": consolidation.undo_kept_until(db, loaded)}
     return result
 
 
@@ -47,7 +48,9 @@ def budget_lines(result: dict[str, Any], project_id: int | None) -> list[str]:
                  f"Consolidation: last pass {last['at'][:16]} merged {last['merged']}, folded {last['folded']}, "
                  f"thinned {last['thinned']}" + (" (undone)" if last["undone"] else "")
                  + ("" if last["finished"] else " (stopped half way: the next pass resumes it)")
-                 + f"; its undo log {usage['undo_log_bytes'] / 1e6:.1f} MB.")
+                 + f"; its undo log {usage['undo_log_bytes'] / 1e6:.1f} MB"
+                 + (f", kept until {last['undo_kept_until'][:10]} (`ccmemory consolidate --undo`)"
+                    if last.get("undo_kept_until") else "") + ".")
     return lines
 
 

@@ -14,7 +14,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .. import budget, embeddings, memories, parameters, projects, retention, scopes, search, sessions, storage
+from .. import (budget, config as settings, consolidation, embeddings, memories, parameters, projects, retention, scopes,
+               search, sessions, storage)
 from ..db import Database
 from ..docmem import expand, view
 from ..docmem.nodes import Docmem
@@ -119,7 +120,8 @@ def project_stats(call: Call) -> dict[str, Any]:
         "stats": memories.stats(call.db, project_id),
         "all_projects": memories.stats(call.db),
         "pending_embeddings": embeddings.pending_count(call.db, embeddings.configured_spec().model_id),
-        "budget": budget.usage(call.db),
+        "budget": {**budget.usage(call.db, loaded := settings.load()),
+                   "undo_log_kept_until": consolidation.undo_kept_until(call.db, loaded)},
     }
 
 

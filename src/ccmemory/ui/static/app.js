@@ -537,7 +537,8 @@ function renderStorage(data) {
 // The storage budget and what fills it: each project's estimated share of the database, by kind.
 function budgetTable(b) {
   const rows = [["database", `${bytes(b.database_bytes)} of ${bytes(b.budget_bytes)}${b.over ? " (over budget)" : ""}`],
-    ["consolidation undo log", bytes(b.undo_log_bytes)],
+    ["consolidation undo log", bytes(b.undo_log_bytes)
+      + (b.undo_log_kept_until ? `, kept until ${b.undo_log_kept_until.slice(0, 10)}` : "")],
     ...b.projects.map((p) => [p.path, `${bytes(p.bytes)} of ${bytes(b.project_budget_bytes)}: ` +
       Object.entries(p.by_kind).filter(([, v]) => v).map(([k, v]) => `${k} ${bytes(v)}`).join(", ")])];
   return el("div", {}, el("h3", {}, "Storage budget (estimated shares; `ccmemory consolidate`)"),
