@@ -121,11 +121,12 @@ def main() -> None:
     parser.add_argument("--rules", default="before,zscore,rrf")
     parser.add_argument("--only", default="locomo,coderecall,longmemeval", help="which benchmarks to run")
     parser.add_argument("--json", help="write every summary here")
+    parser.add_argument("--questions", help="write each question's rankings here (run one benchmark with --only)")
     args = parser.parse_args()
     rules = args.rules.split(",")
     install()
     modes = ["keyword", "semantic", *(f"hybrid:{rule}" for rule in rules)]
-    shared = dict(mode=",".join(modes), no_cache=False, json=None, set=[])
+    shared = dict(mode=",".join(modes), no_cache=False, json=args.questions, set=[])
     out: dict[str, Any] = {}
     only = args.only.split(",")
     if "locomo" in only:
@@ -139,7 +140,8 @@ def main() -> None:
                                               **{k: v for k, v in shared.items() if k != "mode"}))
         with gzip.open(args.coderecall, "rt", encoding="utf-8") as handle:
             data = json.load(handle)
-        out["coderecall"] = coderecall.evaluate(data, replay / "project", replay / "home", modes)
+        out["coderecall"] = coderecall.evaluate(data, replay / "project", replay / "home", modes,
+                                                rankings_to=args.questions)
         print(coderecall.report(out["coderecall"]), flush=True)
     if "longmemeval" in only:
         out["longmemeval"] = longmemeval.run(argparse.Namespace(data=args.longmemeval, limit=10, **shared))
