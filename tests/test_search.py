@@ -335,3 +335,38 @@ def test_semantic_results_are_ranked_by_similarity_when_every_cosine_is_low(corp
     hits = search.search(db, query, project_id=project, mode="semantic", embedder=embedder, limit=len(CORPUS))
     assert _contents(hits) == sorted(CORPUS, key=lambda text: -cosines[text])
     assert all(hit.weak for hit in hits)
+
+
+ERRANDS = [
+    "Garden notes: the tomatoes need staking, the basil bolted in the heat, users prove they watered, they mulch "
+    "before signing off for the week",
+    "Recipe for the team lunch: lentil soup with cumin, flatbread from the bakery, and users prove they like it when "
+    "they ask for signing up again",
+    "Holiday rota for December: the office closes on the 24th, users prove they booked leave and they finish by "
+    "signing the sheet at reception",
+    "The coffee machine on the second floor descales every Friday; users prove they cleaned the milk jug, they note "
+    "it by signing the card",
+    "Aquarium duty: the guppies eat flakes twice a day and the filter sponge is rinsed monthly; users prove they fed "
+    "them, they log it by signing the clipboard",
+    "Plant swap on Thursday in the kitchen: succulents, ferns and a lemon tree; users prove they brought a pot, they "
+    "leave it after signing the list",
+]
+
+
+def test_a_memory_found_only_by_meaning_is_not_buried_by_common_word_matches(vdb, project_dir, embedder):
+    """One side weak, the other strong: every keyword match shares the query's words as evenly as the next (a flat
+    list), while one memory that shares none of them is clearly the nearest by meaning. Hybrid shows it in the top 5
+    (a fixed 0.6 / 0.4 mix put it last: 0.4 at most against ~0.9 x 0.6 for each errand)."""
+    project = projects.project_id(vdb, project_dir)
+    login = memories.add(vdb, project_id=project, content=CORPUS[0])
+    for text in ERRANDS:
+        memories.add(vdb, project_id=project, content=text)
+    embeddings.embed_pending(vdb, embedder)
+    query = "how do users prove who they are when signing in"
+    keyword = search.search(vdb, query, project_id=project, mode="keyword", limit=10, track=False)
+    assert login.id not in [hit.memory.id for hit in keyword] and len(keyword) == len(ERRANDS)
+    cosines = dict(search.vector_ranking(vdb, "memory", query, project_id=project, embedder=embedder,
+                                         warnings=[])())
+    assert cosines[login.seq] - max(c for seq, c in cosines.items() if seq != login.seq) > 0.1
+    hybrid = search.search(vdb, query, project_id=project, embedder=embedder, limit=5, track=False)
+    assert login.id in [hit.memory.id for hit in hybrid]

@@ -12,9 +12,12 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
    the list's best hit (1 = best keyword match), and cosine similarity
    rescaled between the lowest of the rescored vector candidates (0) and
    the best (1). The
-   fused score is the convex combination
-   ``KEYWORD_WEIGHT * keyword + (1 - KEYWORD_WEIGHT) * vector``; a memory
-   missing from a list scores 0 there. Cosines are never cut at a fixed
+   fused score is a convex combination of the two whose weights are set per
+   query (:func:`fuse`): :data:`KEYWORD_WEIGHT` and ``1 - KEYWORD_WEIGHT``,
+   each multiplied by how far its list's best stands out from the rest
+   (:func:`peak`), so a flat list (every session shares the question's common
+   words) yields to a side with a clear best; a memory missing from a list
+   scores 0 there. Cosines are never cut at a fixed
    value: a long memory (a whole session) has a low cosine to a short
    question however well it answers it, and what counts is how it compares
    with the other memories. (The earlier rank fusion weighted vector hits
@@ -261,11 +264,33 @@ def is_weak(text: str, terms: Sequence[str], cosine: float | None) -> bool:
 
 
 def fuse(by_keyword: list[tuple[int, float]], by_vector: list[tuple[int, float]]) -> list[tuple[int, float]]:
-    """Convex combination of the keyword scores (0..1) and the rescaled cosine similarities, best first."""
-    fused = {seq: KEYWORD_WEIGHT * score for seq, score in by_keyword}
-    for seq, score in vector_scale(by_vector):
-        fused[seq] = fused.get(seq, 0.0) + (1.0 - KEYWORD_WEIGHT) * score
+    """Mix the keyword scores (0..1) and the rescaled cosine similarities, each side weighted by its :func:`peak`.
+
+    The weights are :data:`KEYWORD_WEIGHT` and ``1 - KEYWORD_WEIGHT``, each multiplied by how far
+    that side's best stands out from its own list for this query, then scaled to sum to 1. A side
+    whose best barely stands out (a question whose words every long session shares, a paraphrase
+    the embedding cannot tell from its neighbours) counts for little; a side with a clear best (an
+    exact identifier, a memory clearly nearest by meaning) counts for much. Both lists are looked
+    at to the same depth: the longer one's, at most :data:`CANDIDATES`; a memory a side did not
+    find counts 0 there.
+    """
+    by_vector = vector_scale(by_vector)
+    depth = min(CANDIDATES, max(len(by_keyword), len(by_vector)))
+    keyword_weight = KEYWORD_WEIGHT * peak([score for _, score in by_keyword], depth)
+    vector_weight = (1.0 - KEYWORD_WEIGHT) * peak([score for _, score in by_vector], depth)
+    if keyword_weight + vector_weight <= 0:  # no side stands out (a store of one memory): the base weights
+        keyword_weight, vector_weight = KEYWORD_WEIGHT, 1.0 - KEYWORD_WEIGHT
+    total = keyword_weight + vector_weight
+    fused = {seq: keyword_weight / total * score for seq, score in by_keyword}
+    for seq, score in by_vector:
+        fused[seq] = fused.get(seq, 0.0) + vector_weight / total * score
     return ordered(fused)
+
+
+def peak(scores: Sequence[float], depth: int) -> float:
+    """How far the best of ``scores`` stands out: it minus the mean of the ``depth`` best (missing places are 0)."""
+    best = sorted(scores, reverse=True)[:depth]
+    return best[0] - sum(best) / depth if best else 0.0
 
 
 def vector_scale(ranking: list[tuple[int, float]]) -> list[tuple[int, float]]:
