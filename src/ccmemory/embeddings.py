@@ -169,7 +169,7 @@ def check_builtin_files() -> list[str]:
             problems.append(f"{file} does not match its sha256; reinstall ccmemory")
     try:
         fast_graph()
-    except (ModelError, OSError) as exc:
+    except ModelError as exc:
         problems.append(str(exc))
     try:
         onnx = builtin_onnx_path()
@@ -211,7 +211,11 @@ def builtin_model_dir() -> Path:
 
 def fast_graph() -> bytes:
     """The built-in model's fast graph (:data:`FAST_GRAPH_FILE`), checked against its sha256."""
-    data = (Path(__file__).parent / "model_files" / FAST_GRAPH_FILE).read_bytes()
+    file = Path(__file__).parent / "model_files" / FAST_GRAPH_FILE
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise ModelError(f"missing {file} ({exc.strerror}); reinstall ccmemory") from exc
     if hashlib.sha256(data).hexdigest() != FAST_GRAPH_SHA256:
         raise ModelError(f"model_files/{FAST_GRAPH_FILE} does not match its sha256; reinstall ccmemory")
     return data
