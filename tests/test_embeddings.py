@@ -24,14 +24,42 @@ def test_builtin_model_files_verify_and_nothing_is_downloaded(home, embedder):
 def test_a_tampered_tokenizer_is_refused(home, monkeypatch, tmp_path):
     fake_package = tmp_path / "pkg"
     (fake_package / "model_files").mkdir(parents=True)
-    for name in embeddings.BUNDLED_FILES:
+    for name in [*embeddings.BUNDLED_FILES, embeddings.FAST_GRAPH_FILE]:
         (fake_package / "model_files" / name).write_text("{}")
     monkeypatch.setattr(embeddings, "__file__", str(fake_package / "embeddings.py"))
     problems = embeddings.check_builtin_files()
-    assert len(problems) == len(embeddings.BUNDLED_FILES)
+    assert len(problems) == len(embeddings.BUNDLED_FILES) + 1
     assert all("sha256" in problem for problem in problems)
     with pytest.raises(embeddings.ModelError, match="failed verification"):
         embeddings.builtin_model_dir()
+
+
+def test_builtin_vectors_do_not_depend_on_batch_order_or_neighbours(home, embedder):
+    texts = ["We moved to PostgreSQL 17", "ok", "The deploy script retries three times before paging someone "
+             "on call, then rolls back the release and posts the failing step to the channel."] * 2 + ["x " * 400]
+    together = embedder.embed(texts)
+    assert embedder.embed(texts[::-1])[::-1] == together
+    assert [embedder.embed([text])[0] for text in texts] == together
+    assert together[0] == together[3]
+
+
+def test_the_fast_graph_reads_the_shipped_weights_and_keeps_todays_vectors(home, embedder):
+    onnx = pytest.importorskip("onnx")
+    graph = onnx.ModelProto.FromString(embeddings.fast_graph())
+    shipped_size = embeddings.builtin_onnx_path().stat().st_size
+    for tensor in graph.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            where = {entry.key: entry.value for entry in tensor.external_data}
+            assert where["location"] == "model.onnx"
+            assert int(where["offset"]) + int(where["length"]) <= shipped_size
+        else:
+            assert len(tensor.raw_data) < 1024, tensor.name
+    texts = ["We moved to PostgreSQL 17", "Edited src/app/db.py: the pool now closes idle connections after 30 s",
+             "What did Caroline research? Adoption agencies."]
+    today = embeddings._OnnxEncoder(embeddings.builtin_model_dir(), None, graph=b"").encode(texts)
+    for old, new in zip(today, embedder.embed(texts)):
+        cosine = float(numpy.dot(numpy.frombuffer(old, numpy.float32), numpy.frombuffer(new, numpy.float32)))
+        assert cosine > 0.98
 
 
 def test_the_configured_model_comes_from_config_json(home):
