@@ -22,18 +22,12 @@ from ccmemory.team.connection import ServerError, Target
 
 from testing import postgres
 from testing.cli import invoke
+from testing.team import cluster_or_skip
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[postgres.Cluster]:
-    try:
-        started = postgres.start()
-    except postgres.Unavailable as error:
-        if os.environ.get("CCMEMORY_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"CCMEMORY_REQUIRE_POSTGRES=1 but no PostgreSQL could start: {error}")
-        pytest.skip(f"no PostgreSQL with pgvector could start here: {error}")
-    yield started
-    started.stop()
+    yield from cluster_or_skip()
 
 
 class Server:
