@@ -139,9 +139,10 @@ def _config_value(text: str, section: str, name: str) -> str | None:
 def has_commit(top: str) -> bool:
     """Whether ``HEAD`` of the checkout at ``top`` names a commit (no subprocess)."""
     found = git_dirs(top)
-    if found is None:
-        return False
-    git_dir, common_dir = found
+    return found is not None and _has_commit(*found)
+
+
+def _has_commit(git_dir: str, common_dir: str) -> bool:
     if os.path.isdir(os.path.join(common_dir, "reftable")):  # refs in binary tables (git 2.45+): git tells
         return True
     head = (_read_small(os.path.join(git_dir, "HEAD")) or "").strip()
@@ -161,7 +162,11 @@ def has_commit(top: str) -> bool:
 def is_shallow(top: str) -> bool:
     """Whether the checkout at ``top`` is a shallow clone (its oldest commits are missing)."""
     found = git_dirs(top)
-    return found is not None and os.path.isfile(os.path.join(found[1], "shallow"))
+    return found is not None and _is_shallow(found[1])
+
+
+def _is_shallow(common_dir: str) -> bool:
+    return os.path.isfile(os.path.join(common_dir, "shallow"))
 
 
 def marker(root: str) -> str:
@@ -206,9 +211,11 @@ def normalise_remote(url: str) -> str | None:
 def origin_url(top: str) -> str | None:
     """The normalised URL of the ``origin`` remote (else the first remote) in the repository's config."""
     found = git_dirs(top)
-    if found is None:
-        return None
-    text = _read_small(os.path.join(found[1], "config")) or ""
+    return None if found is None else _origin_url(found[1])
+
+
+def _origin_url(common_dir: str) -> str | None:
+    text = _read_small(os.path.join(common_dir, "config")) or ""
     section = ""
     urls: dict[str, str] = {}
     for raw in text.splitlines():
@@ -231,13 +238,14 @@ def identify(top: str) -> dict[str, Any]:
     read its history (another user's repository git refuses, a damaged one, the time limit).
     """
     path_identity: dict[str, Any] = {"kind": "path", "key": f"path:{top}", "roots": [], "remote": None}
-    if git_dirs(top) is None:
+    found = git_dirs(top)  # once: it checks a dozen paths of the repository
+    if found is None:
         return path_identity
-    remote = origin_url(top)
+    remote = _origin_url(found[1])
     path_identity["remote"] = remote
-    if is_shallow(top):
+    if _is_shallow(found[1]):
         return {"kind": "remote", "key": f"remote:{remote}", "roots": [], "remote": remote} if remote else path_identity
-    if not has_commit(top):
+    if not _has_commit(*found):
         return path_identity
     first = _git(top, "rev-list", "--first-parent", "--max-parents=0", "HEAD")
     if not first:  # git refused the repository (another user's, damaged) or ran out of time
