@@ -42,7 +42,7 @@ import re
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from . import clock, config as settings, paths, retention, storage
 from .db import Database
@@ -357,9 +357,28 @@ class _Log:
         self.db.execute("INSERT INTO consolidation_undo(pass_id, data) VALUES (?, ?)", (self.pass_id, data))
 
 
-def _batches(items: Sequence[Any], size: int = BATCH) -> Iterator[Sequence[Any]]:
+def _apply_logged(db: Database, pass_id: int, items: Sequence[Any], size: int,
+                  apply: Callable[[Database, _Log, Any], object]) -> None:
+    """``apply`` each item, ``size`` to a transaction that also writes their undo log: a pass killed half way
+    leaves only whole, undoable batches."""
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        with db.transaction():
+            log = _Log(db, pass_id)
+            for item in items[start:start + size]:
+                apply(db, log, item)
+            log.write()
+
+
+def _apply_thin(db: Database, log: _Log, thin: tuple[int, str]) -> None:
+    seq, kept = thin
+    if log.row(seq, "updated", vector=True) is not None:
+        db.execute("UPDATE memories SET content = ? WHERE seq = ?", (kept, seq))
+
+
+def _apply_decay(db: Database, log: _Log, decay: tuple[int, float, float]) -> None:
+    seq, before, after = decay
+    db.execute("UPDATE memories SET salience = ? WHERE seq = ? AND is_deleted = 0", (after, seq))
+    log.entry["salience"].append([seq, before])
 
 
 def _delete(db: Database, log: _Log, seq: int) -> bool:
@@ -437,32 +456,10 @@ def consolidate(db: Database, *, project_id: int | None, dry_run: bool = False, 
             report.pass_id = int(db.scalar("SELECT last_insert_rowid()"))
         else:
             report.pass_id, report.resumed = resumed, True
-    for batch in _batches(found.merges, 20):
-        with db.transaction():
-            log = _Log(db, report.pass_id)
-            for merge in batch:
-                _apply_merge(db, log, merge)
-            log.write()
-    for batch in _batches(found.folds, 20):
-        with db.transaction():
-            log = _Log(db, report.pass_id)
-            for fold in batch:
-                _apply_fold(db, log, fold)
-            log.write()
-    for thins in _batches(found.thins):
-        with db.transaction():
-            log = _Log(db, report.pass_id)
-            for seq, kept in thins:
-                if log.row(seq, "updated", vector=True) is not None:
-                    db.execute("UPDATE memories SET content = ? WHERE seq = ?", (kept, seq))
-            log.write()
-    for decays in _batches(found.decays, 2000):
-        with db.transaction():
-            log = _Log(db, report.pass_id)
-            for seq, before, after in decays:
-                db.execute("UPDATE memories SET salience = ? WHERE seq = ? AND is_deleted = 0", (after, seq))
-                log.entry["salience"].append([seq, before])
-            log.write()
+    _apply_logged(db, report.pass_id, found.merges, 20, _apply_merge)
+    _apply_logged(db, report.pass_id, found.folds, 20, _apply_fold)
+    _apply_logged(db, report.pass_id, found.thins, BATCH, _apply_thin)
+    _apply_logged(db, report.pass_id, found.decays, 2000, _apply_decay)
     report.complete = max_changes is None or found.changes() < max_changes
     free, size = _free_bytes(db)
     if free >= COMPACT_MIN_BYTES and free >= COMPACT_SHARE * size:
