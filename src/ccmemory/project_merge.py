@@ -27,7 +27,7 @@ from .errors import NotFoundError, ValidationError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Iterator, Sequence
 
     from .db import Database
 
@@ -117,9 +117,8 @@ def _counted(moved: dict[str, list[Any]]) -> dict[str, int]:
 
 
 def _pin(db: Database, paths: list[str]) -> None:
-    for start in range(0, len(paths), 500):
-        part = paths[start:start + 500]
-        db.execute(f"UPDATE project_aliases SET pinned = 1 WHERE path IN ({','.join('?' * len(part))})", part)
+    for part, marks in _parts(paths):
+        db.execute(f"UPDATE project_aliases SET pinned = 1 WHERE path IN ({marks})", part)
 
 
 def undo(db: Database, merge_id: int | None = None) -> dict[str, Any]:
@@ -206,9 +205,7 @@ def split(db: Database, path: str, *, reason: str) -> dict[str, Any]:
         if undid is None:
             moved["project_aliases"] = [path]
             db.execute("UPDATE project_aliases SET project_id = ?, pinned = 1 WHERE path = ?", (target, path))
-        for start in range(0, len(moving), 500):
-            part = moving[start:start + 500]
-            marks = ",".join("?" * len(part))
+        for part, marks in _parts(moving):
             moved["memories"] += [r["seq"] for r in db.rows(
                 f"SELECT seq FROM memories WHERE project_id = ? AND session_id IN ({marks})", (source, *part))]
             db.execute(f"UPDATE sessions SET project_id = ? WHERE project_id = ? AND id IN ({marks})",
@@ -337,18 +334,22 @@ def _make_room(db: Database, keep: int, other: int) -> list[list[str]]:
 
 
 def _move_back(db: Database, table: str, key: str, keys: list[Any], current: int, original: int) -> None:
-    for start in range(0, len(keys), 500):
-        part = keys[start:start + 500]
-        db.execute(f"UPDATE {table} SET project_id = ? WHERE project_id = ? AND {key} IN ({','.join('?' * len(part))})",
+    for part, marks in _parts(keys):
+        db.execute(f"UPDATE {table} SET project_id = ? WHERE project_id = ? AND {key} IN ({marks})",
                    (original, current, *part))
 
 
 def _reindex(db: Database, memory_seqs: list[int], document_ids: list[str]) -> None:
     """Mark moved vectors for re-indexing: the vector index is partitioned by project."""
-    for start in range(0, len(memory_seqs), 500):
-        part = memory_seqs[start:start + 500]
-        db.execute(f"UPDATE memory_embeddings SET indexed = 0 WHERE item_seq IN ({','.join('?' * len(part))})", part)
-    for start in range(0, len(document_ids), 500):
-        names = document_ids[start:start + 500]
-        db.execute("UPDATE chunk_embeddings SET indexed = 0 WHERE item_seq IN "
-                   f"(SELECT seq FROM chunks WHERE document_id IN ({','.join('?' * len(names))}))", names)
+    for seqs, marks in _parts(memory_seqs):
+        db.execute(f"UPDATE memory_embeddings SET indexed = 0 WHERE item_seq IN ({marks})", seqs)
+    for names, marks in _parts(document_ids):
+        db.execute(f"UPDATE chunk_embeddings SET indexed = 0 WHERE item_seq IN "
+                   f"(SELECT seq FROM chunks WHERE document_id IN ({marks}))", names)
+
+
+def _parts(keys: Sequence[Any]) -> Iterator[tuple[Sequence[Any], str]]:
+    """``keys`` in parts of 500 (well under SQLite's limit on bound parameters), each with its ``?,?,…``."""
+    for start in range(0, len(keys), 500):
+        part = keys[start:start + 500]
+        yield part, ",".join("?" * len(part))
