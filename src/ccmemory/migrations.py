@@ -17,26 +17,34 @@ from . import clock, paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # db opens the store and runs these migrations: importing it back here would be a cycle
-    from typing import Any, Callable, Iterator, List
+    from typing import Any, Callable, Iterator, List, TypeVar
 
     from .db import Database
 
-#: The schema steps in order; ``PRAGMA user_version`` counts those applied. Filled by :func:`migration`.
-MIGRATIONS: List[Callable[[Database], None]] = []
+    StepT = TypeVar("StepT", bound=Callable[..., None])
 
 
-def migration(step: Callable[[Database], None]) -> Callable[[Database], None]:
-    """Register ``step`` as the next migration; its name says its version (``_m012_...`` is the twelfth).
+def registrar(steps: List[StepT], prefix: str, what: str) -> Callable[[StepT], StepT]:
+    """A decorator that appends a step to ``steps``; the step's name says its number (``<prefix>012_...``).
 
     Append only: a database records how many steps it has run, so a step never moves, and the name
     check makes a step written out of order fail at import instead of skipping or repeating work.
+    The local schema's steps and the team server's (:mod:`ccmemory.team.server_schema`) are both kept so.
     """
-    number = len(MIGRATIONS) + 1
-    if not step.__name__.startswith(f"_m{number:03d}_"):
-        raise RuntimeError(f"Migration {step.__name__} is registered as number {number}: "
-                           f"name it _m{number:03d}_... and keep the steps in order")
-    MIGRATIONS.append(step)
-    return step
+    def register(step: StepT) -> StepT:
+        number = len(steps) + 1
+        if not step.__name__.startswith(f"{prefix}{number:03d}_"):
+            raise RuntimeError(f"{what} {step.__name__} is registered as number {number}: "
+                               f"name it {prefix}{number:03d}_... and keep the steps in order")
+        steps.append(step)
+        return step
+    return register
+
+
+#: The schema steps in order; ``PRAGMA user_version`` counts those applied. Filled by :func:`migration`.
+MIGRATIONS: List[Callable[[Database], None]] = []
+#: Register a step as the next migration (``_m012_...`` is the twelfth).
+migration = registrar(MIGRATIONS, "_m", "Migration")
 
 
 _M001 = """

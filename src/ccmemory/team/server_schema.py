@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..migrations import registrar
 from .connection import ServerError, Target, check_pgvector, connect, translated
 
 if TYPE_CHECKING:
@@ -42,14 +43,8 @@ Step = Callable[["psycopg.Connection[Any]"], None]
 SERVER_MIGRATIONS: list[Step] = []
 
 
-def server_migration(step: Step) -> Step:
-    """Register ``step`` as the next server migration; ``_s001_...`` is the first (append only)."""
-    number = len(SERVER_MIGRATIONS) + 1
-    if not step.__name__.startswith(f"_s{number:03d}_"):
-        raise RuntimeError(f"Server migration {step.__name__} is registered as number {number}: "
-                           f"name it _s{number:03d}_... and keep the steps in order")
-    SERVER_MIGRATIONS.append(step)
-    return step
+#: Register a step as the next server migration; ``_s001_...`` is the first (append only).
+server_migration = registrar(SERVER_MIGRATIONS, "_s", "Server migration")
 
 
 def _member_may(access: str, table: str) -> str:
