@@ -30,6 +30,8 @@ from __future__ import annotations
 import os
 import stat
 
+from .safe_files import under
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -67,7 +69,7 @@ def git_dirs(top: str) -> tuple[str, str] | None:
     """
     dot_git = os.path.join(top, ".git")
     if os.path.isdir(dot_git):
-        if os.path.islink(dot_git) and not _inside(os.path.realpath(dot_git), top):
+        if os.path.islink(dot_git) and not under(os.path.realpath(dot_git), top):
             return None
         git_dir = common_dir = dot_git
         if os.path.lexists(os.path.join(git_dir, "commondir")):  # only a worktree's git dir names another
@@ -118,10 +120,6 @@ def _plain(git_dir: str, common_dir: str) -> bool:
                                and not path.endswith(_UNBOUNDED)):
             return False
     return True
-
-
-def _inside(path: str, top: str) -> bool:
-    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
 
 
 def _config_value(text: str, section: str, name: str) -> str | None:

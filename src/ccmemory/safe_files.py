@@ -54,7 +54,7 @@ class UnsafeFileError(ValidationError):
 def is_inside(path: str, root: str) -> bool:
     """Whether ``path`` resolves (symlinks followed) to ``root`` or below it."""
     try:
-        return _under(_real(path), os.path.realpath(root))
+        return under(_real(path), os.path.realpath(root))
     except UnsafeFileError:
         return False
 
@@ -67,7 +67,8 @@ def _real(path: str) -> str:
         raise _changed(path) from None
 
 
-def _under(real: str, base: str) -> bool:
+def under(real: str, base: str) -> bool:
+    """Whether the real path ``real`` is ``base`` or below it (both already resolved: no file is touched)."""
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
@@ -83,7 +84,7 @@ def _outside(path: str, root: str, real: str) -> UnsafeFileError:
 def inside_dir(path: str, root: str) -> str:
     """The real path of the directory ``path``, which must resolve inside ``root``; UnsafeFileError otherwise."""
     real = _real(path)
-    if not _under(real, os.path.realpath(root)):
+    if not under(real, os.path.realpath(root)):
         raise _outside(path, root, real)
     if not os.path.isdir(real):
         if not os.path.exists(real):
@@ -169,11 +170,11 @@ def _check_opened(fd: int, info: os.stat_result, path: str, root: str) -> None:
     if opened is not None:
         if opened.endswith(" (deleted)") or not os.path.isabs(opened):
             raise _changed(path)
-        if not _under(opened, os.path.realpath(root)):
+        if not under(opened, os.path.realpath(root)):
             raise _outside(path, root, opened)
         return
     real = _real(path)
-    if not _under(real, os.path.realpath(root)):
+    if not under(real, os.path.realpath(root)):
         raise _outside(path, root, real)
     try:
         now = os.lstat(real)

@@ -63,6 +63,8 @@ from __future__ import annotations
 import os
 import stat
 
+from .safe_files import under
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Iterable, Sequence
@@ -86,7 +88,7 @@ def _real_inside(path: str, real_root: str) -> str | None:
         real = os.path.realpath(path)
     except (OSError, ValueError):
         return None
-    return real if real.startswith(real_root.rstrip(os.sep) + os.sep) else None
+    return real if real != real_root and under(real, real_root) else None
 
 
 def _resolve(path: str, real_root: str, folders: dict[str, str | None]) -> tuple[str | None, tuple[int, int] | None]:
@@ -102,8 +104,7 @@ def _resolve(path: str, real_root: str, folders: dict[str, str | None]) -> tuple
             resolved = os.path.realpath(folder)
         except (OSError, ValueError):
             resolved = ""
-        inside = resolved == real_root or resolved.startswith(real_root.rstrip(os.sep) + os.sep)
-        folders[folder] = resolved if inside else None
+        folders[folder] = resolved if under(resolved, real_root) else None
     real_folder = folders[folder]
     if real_folder is None:
         return None, None
