@@ -213,6 +213,29 @@ def test_a_session_of_a_deleted_folder_lands_in_the_project_that_held_it(home: P
     assert {row["path"] for row in stored("SELECT path FROM projects")} == {str(project_dir.resolve())}
 
 
+def test_a_session_of_a_deleted_second_clone_lands_in_its_repository(home: Path, claude: Path, tmp_path: Path) -> None:
+    """The folder is gone, but it was seen as a location (an alias) of the project: the session lands there."""
+    import shutil
+    import subprocess
+
+    first, second = tmp_path / "app", tmp_path / "app-copy"
+    first.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=first, check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "first"], cwd=first, check=True)
+    subprocess.run([*git, "clone", "-q", str(first), str(second)], cwd=tmp_path, check=True)
+    db = database.connect(vectors=False)
+    try:
+        assert projects.project_id(db, first) == projects.project_id(db, second)
+    finally:
+        db.close()
+    shutil.rmtree(second)
+    work("s1", second.resolve() / "src").write(claude)
+    run(claude)
+    assert {row["path"] for row in stored("SELECT path FROM projects")} == {str(first.resolve())}
+    assert stored("SELECT COUNT(*) AS n FROM sessions")[0]["n"] == 1
+
+
 def test_privacy_rules_hold(home: Path, claude: Path, project_dir: Path, tmp_path: Path,
                             monkeypatch: pytest.MonkeyPatch) -> None:
     work("s1", project_dir).write(claude)

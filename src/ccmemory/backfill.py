@@ -209,16 +209,18 @@ class _Replay:
 
     def _root(self, cwd: str) -> str:
         """The project a working directory belongs to; for a directory that is gone, the known project that
-        held it, else the path itself (as :func:`ccmemory.projects.project_root` would have said)."""
+        held it (any location a project was seen at: a second clone deleted since counts), else the path itself
+        (as :func:`ccmemory.projects.project_root` would have said)."""
         from . import projects
+        from .safe_files import under
 
         if cwd not in self.roots:
             if os.path.isdir(cwd):
                 self.roots[cwd] = projects.project_root(cwd)
             else:
                 path = os.path.normpath(cwd)
-                known = [row["path"] for row in self.db.rows("SELECT path FROM projects")
-                         if path == row["path"] or path.startswith(row["path"].rstrip(os.sep) + os.sep)]
+                known = [row["path"] for row in self.db.rows(
+                    "SELECT path FROM project_aliases UNION SELECT path FROM projects") if under(path, row["path"])]
                 self.roots[cwd] = max(known, key=len) if known else path
         return self.roots[cwd]
 
