@@ -12,7 +12,7 @@ from testing.hooks import (
     assert_quiet_success, bash_call, common, rows, run_hook, tool_call, write_config, write_transcript,
 )
 
-from ccmemory import db as database, local_context
+from ccmemory import clock, db as database, local_context
 from ccmemory.files import commands
 from ccmemory import activity
 
@@ -31,7 +31,7 @@ def test_the_three_condensation_rules(db, tmp_path: Path) -> None:
     recent = text.split("## The last 20 entries\n")[1]
     # Rule 1: the newest 20 in full, each with its details.
     assert [line for line in recent.splitlines() if line.startswith("[")] == \
-        [f"[{e['at'][:16].replace('T', ' ')}] task {n}"
+        [f"[{clock.minute(e['at'])}] task {n}"
          for n, e in zip(range(80, 100), local_context.entries(db, str(tmp_path))[-20:])]
     assert recent.count("  - detail ") == 20 * 6
     # Rule 2: entries 21-40 one line each, no details.

@@ -21,6 +21,11 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(moment)) + ".%03dZ" % (int(moment * 1000) % 1000)
 
 
+def minute(stamp: str | None) -> str:
+    """A stored time as people read it: ``2026-11-20T14:02:33.123Z`` as ``2026-11-20 14:02`` (None as "")."""
+    return (stamp or "")[:16].replace("T", " ")
+
+
 def parse(text: str) -> str:
     """An ISO-8601 date or date-time (``2023-05-08``, ``2023-05-08 13:56``, ``…T13:56:00+02:00``) in our format.
 

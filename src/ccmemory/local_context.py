@@ -167,12 +167,12 @@ def themes(db: Database, directory: str) -> list[dict[str, Any]]:
 
 
 def _entry_line(entry: dict[str, Any]) -> str:
-    return f"[{entry['at'][:16].replace('T', ' ')}] {entry['title']}"
+    return f"[{clock.minute(entry['at'])}] {entry['title']}"
 
 
 def _one_line_entry(entry: dict[str, Any], *, bracketed: bool = True) -> str:
     files = f" (files: {', '.join(os.path.basename(f) for f in entry['files'][:4])})" if entry["files"] else ""
-    line = _entry_line(entry) if bracketed else f"{entry['at'][:16].replace('T', ' ')}: {entry['title']}"
+    line = _entry_line(entry) if bracketed else f"{clock.minute(entry['at'])}: {entry['title']}"
     return excerpts.one_line(line + files, 240)
 
 

@@ -12,15 +12,12 @@ from collections import defaultdict
 from typing import Any
 
 from ..db import Database
+from .. import clock
 from . import records
 
 _SHOWN = {"project", "session", "memory", "document", "docmem_node", "memory_file"}
 #: Where the user-wide memory files (no project) are collected.
 _USER_WIDE = ""
-
-
-def _day(stamp: str | None) -> str:
-    return (stamp or "")[:16].replace("T", " ")
 
 
 def _quote(text: str, indent: str = "  ") -> str:
@@ -54,8 +51,8 @@ def _memories(found: list[dict[str, Any]]) -> list[str]:
             if memory["tags"]:
                 marks.append("tags: " + ", ".join(memory["tags"]))
             if memory["valid_until"]:
-                marks.append(f"superseded {_day(memory['valid_until'])}")
-            lines.append(f"- **{_day(memory['created_at'])}** · {' · '.join(marks)}")
+                marks.append(f"superseded {clock.minute(memory['valid_until'])}")
+            lines.append(f"- **{clock.minute(memory['created_at'])}** · {' · '.join(marks)}")
             lines += [_quote(memory["content"]), ""]
     return lines
 
@@ -63,7 +60,7 @@ def _memories(found: list[dict[str, Any]]) -> list[str]:
 def _memory_files(files: list[dict[str, Any]]) -> list[str]:
     lines: list[str] = []
     for memory_file in files:
-        lines += [f"- **{memory_file['path']}** (updated {_day(memory_file['updated_at'])})",
+        lines += [f"- **{memory_file['path']}** (updated {clock.minute(memory_file['updated_at'])})",
                   _quote(memory_file["content"]), ""]
     return lines
 
@@ -105,7 +102,7 @@ def render(db: Database, scope: records.Scope) -> str:
         if part["session"]:
             lines += ["## Sessions", ""]
             for session in part["session"]:
-                lines.append(f"- **{_day(session['started_at'])}** `{session['id'][:8]}`")
+                lines.append(f"- **{clock.minute(session['started_at'])}** `{session['id'][:8]}`")
                 if session["summary"]:
                     lines.append(_quote(session["summary"]))
             lines.append("")
@@ -116,7 +113,7 @@ def render(db: Database, scope: records.Scope) -> str:
             for document in part["document"]:
                 source = document["source_path"] or document["source_url"] or "pasted text"
                 lines.append(f"- **{document['title']}** ({source}), {len(document['chunks'])} chunks, "
-                             f"updated {_day(document['updated_at'])}")
+                             f"updated {clock.minute(document['updated_at'])}")
             lines.append("")
         if part["docmem_node"]:
             lines += ["## docmem trees", "", *_tree(part["docmem_node"]), ""]

@@ -16,6 +16,7 @@ import click
 
 from .groups import WholeHelpGroup
 
+from .. import clock
 from ..files import commands, paths, store
 from ..vocabulary import CLI_SOURCE
 from .common import echo, emit_json, fail, handles_errors, json_option, open_store, project_option
@@ -67,7 +68,7 @@ def list_files(scope: str, project_dir: str | None, as_json: bool) -> None:
                    "or write one with `ccmemory files edit notes.md`.")
         return
     for row in rows:
-        echo(f"{commands.human_size(row.size):>6}  {row.updated_at[:16].replace('T', ' ')}  {row.display}")
+        echo(f"{commands.human_size(row.size):>6}  {clock.minute(row.updated_at)}  {row.display}")
 
 
 @files.command()

@@ -10,7 +10,7 @@ import click
 
 from .groups import WholeHelpGroup
 
-from .. import project_merge, projects
+from .. import clock, project_merge, projects
 from .common import echo, emit_json, fail, handles_errors, json_option, open_db
 
 #: Table names as the text output says them.
@@ -60,7 +60,7 @@ def projects_group(ctx: click.Context, as_json: bool) -> None:
         remote = f"  remote {project['remote']}" if project["remote"] else ""
         echo(f"{project['id']}  {project['name']}  {project['identity'] or 'no identity'}{remote}")
         echo(f"    {project['memories']} memories, {project['sessions']} sessions, {project['documents']} documents, "
-             f"{project['memory_files']} memory files; last activity {project['last_activity'][:16].replace('T', ' ')}")
+             f"{project['memory_files']} memory files; last activity {clock.minute(project['last_activity'])}")
         for alias in project["aliases"]:
             marks = [alias["kind"], *(["pinned"] if alias["pinned"] else []),
                      *([] if alias["exists"] else ["no longer exists"])]
@@ -160,12 +160,12 @@ def merges(as_json: bool) -> None:
     if not found:
         echo("No merges or splits yet.")
     for row in found:
-        undone = f"  [undone {row['undone_at'][:16].replace('T', ' ')}]" if row["undone_at"] else ""
+        undone = f"  [undone {clock.minute(row['undone_at'])}]" if row["undone_at"] else ""
         verb = f"split {row['path']} from project {row['from_id']} into {row['into_id']}" if row["kind"] == "split" \
             else f"merged project {row['from_id']} ({row['path']}) into {row['into_id']}"
         if row["undid"] is not None:
             verb += f" (undid merge {row['undid']})"
-        echo(f"{row['id']}  {row['at'][:16].replace('T', ' ')}  {verb}{undone}")
+        echo(f"{row['id']}  {clock.minute(row['at'])}  {verb}{undone}")
         echo(f"    moved {_counted(row['counts'])}; {row['reason']}")
 
 

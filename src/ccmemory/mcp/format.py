@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from .. import knowledge, quoting, staleness
+from .. import clock, knowledge, quoting, staleness
 from ..excerpts import counted, estimate_tokens, one_line
 from ..memories import Memory
 from ..sessions import gist, preview
@@ -28,11 +28,6 @@ CHUNK_SNIPPET_CHARS = 300
 #: What the fenced part of an answer is, for the line that says it is data.
 STORED = "what ccmemory stored (tool calls, replies, files, web pages, imports)"
 DOCUMENTS = "sections of documents ccmemory stored (files, web pages)"
-
-
-def stamp(iso: str | None) -> str:
-    """``2026-11-20T14:02:33.123Z`` as ``2026-11-20 14:02``."""
-    return (iso or "")[:16].replace("T", " ")
 
 
 def index_entry(
@@ -51,7 +46,7 @@ def index_entry(
     """One hit of a search or list: enough to decide whether to fetch it; ``origin`` says where it comes from
     when not from this project (``user-wide``, ``project NAME (PATH)``); ``stale``, the files it recorded
     that changed since or are gone (:func:`ccmemory.staleness.check`)."""
-    head = [f"[{position}] {memory.id}", stamp(memory.created_at), memory.sector]
+    head = [f"[{position}] {memory.id}", clock.minute(memory.created_at), memory.sector]
     if origin:
         head.insert(1, origin)
     where = knowledge.reference(memory)
@@ -68,7 +63,7 @@ def index_entry(
     context = []
     if session:
         summary = gist(session.get("summary"), SESSION_SNIPPET_CHARS)
-        context.append(f"session {stamp(session.get('started_at'))}" + (f": {summary}" if summary else ""))
+        context.append(f"session {clock.minute(session.get('started_at'))}" + (f": {summary}" if summary else ""))
     if related:
         context.append(f"{related} related")
     if shared:
@@ -129,7 +124,7 @@ def memory_record(
 ) -> str:
     """One full memory for ``memory_get``; ``origin`` and ``stale`` as in :func:`index_entry`."""
     facts = [
-        f"created {stamp(memory.created_at)}",
+        f"created {clock.minute(memory.created_at)}",
         f"sector {memory.sector}",
         f"tier {memory.tier}",
         f"category {memory.category}",
@@ -151,13 +146,13 @@ def memory_record(
         lines.append("files: " + ", ".join(memory.files))
     if session:
         summary = gist(session.get("summary"), 300)
-        lines.append(f"session {session['id']} ({stamp(session.get('started_at'))})" + (f": {summary}" if summary else ""))
+        lines.append(f"session {session['id']} ({clock.minute(session.get('started_at'))})" + (f": {summary}" if summary else ""))
     if memory.is_superseded:
-        lines.append(f"SUPERSEDED on {stamp(memory.valid_until)} by {superseded_by or 'a newer memory'}")
+        lines.append(f"SUPERSEDED on {clock.minute(memory.valid_until)} by {superseded_by or 'a newer memory'}")
     if stale:
         lines.append("STALE: " + "; ".join(staleness.describe(dict(entry)) for entry in stale))
     if memory.is_deleted:
-        lines.append(f"DELETED on {stamp(memory.deleted_at)} (soft; `ccmemory restore {memory.id}` brings it back)")
+        lines.append(f"DELETED on {clock.minute(memory.deleted_at)} (soft; `ccmemory restore {memory.id}` brings it back)")
     lines.append(memory.content)
     return "\n".join(lines)
 
@@ -178,13 +173,13 @@ def timeline(result: Mapping[str, Any], superseded: Mapping[str, str]) -> str:
     for memory in memories:
         marker = ">>>" if memory.id == anchor.id else "   "
         mark = f" [SUPERSEDED by {superseded.get(memory.id, 'a newer memory')}]" if memory.is_superseded else ""
-        lines.append(marker + quoting.escape(f" [{stamp(memory.created_at)}] {memory.id} ({memory.sector}){mark}"))
+        lines.append(marker + quoting.escape(f" [{clock.minute(memory.created_at)}] {memory.id} ({memory.sector}){mark}"))
         lines.append(quoting.escape(f"    {one_line(memory.content, TIMELINE_SNIPPET_CHARS)}"))
     sessions: Mapping[str, Mapping[str, Any]] = result["sessions"]
     if sessions:
         lines += ["", "Sessions in timeline:"]
         for session_id, session in sessions.items():
-            lines.append(quoting.escape(f"  - {stamp(session.get('started_at'))} {session_id}: "
+            lines.append(quoting.escape(f"  - {clock.minute(session.get('started_at'))} {session_id}: "
                                         f"{gist(session.get('summary'), 300) or 'No summary yet'}"))
     header = f"Timeline: {len(result['before'])} before and {len(result['after'])} after {anchor.id}"
     return header + "\n" + quoting.quote_escaped("\n".join(lines), STORED)
