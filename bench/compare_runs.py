@@ -1,0 +1,111 @@
+"""Two builds side by side on the three retrieval benchmarks, from the JSON each benchmark wrote.
+
+Every retrieval figure is deterministic for a given build and data set, so the two builds' runs need
+not interleave (speed is measured elsewhere, interleaved). Each run directory holds the ``--json``
+outputs of one build: ``locomo.json`` (``bench/locomo.py``), ``lme.json`` (``bench/longmemeval.py``) and
+``coderecall.json`` (``bench/coderecall.py``); a missing file leaves its table out.
+
+    python bench/compare_runs.py --before DIR --after DIR [--label-before X --label-after Y] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from report import write_section
+
+MODES = ("keyword", "semantic", "hybrid")
+
+
+def _load(folder: Path, name: str) -> dict[str, Any] | None:
+    path = folder / name
+    return json.loads(path.read_text())["summary"] if path.exists() else None
+
+
+def _pair(before: float | None, after: float | None, scale: float, digits: int) -> str:
+    shown = [("–" if value is None else f"{value * scale:.{digits}f}") for value in (before, after)]
+    return f"{shown[0]} → {shown[1]}"
+
+
+def locomo_table(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """R@5 / R@10 / MRR over categories 1–5, and R@5 of the two hardest categories, per mode."""
+    lines = ["| mode | R@5 (1–5) | R@10 (1–5) | R@5 (1–4) | MRR (1–5) | multi-hop R@5 | open-domain R@5 |",
+             "|---|---|---|---|---|---|---|"]
+    for mode in MODES:
+        cells = []
+        for category, metric in (("1-5", "R@5"), ("1-5", "R@10"), ("1-4", "R@5"), ("1-5", "MRR"),
+                                 ("1", "R@5"), ("3", "R@5")):
+            values = [run["modes"].get(mode, {}).get("by_category", {}).get(category, {}).get(metric)
+                      for run in (before, after)]
+            cells.append(_pair(values[0], values[1], 100, 1))
+        lines.append(f"| {'**hybrid (default)**' if mode == 'hybrid' else mode} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def longmemeval_table(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Any-gold and all-gold recall at 5 and 10 and NDCG@10, per system, over all questions."""
+    lines = ["| system | any@5 | all@5 | any@10 | all@10 | NDCG@10 |", "|---|---|---|---|---|---|"]
+    for system in ("FTS5 BM25", *MODES):
+        cells = []
+        for metric in ("Hit@5", "All@5", "Hit@10", "All@10", "NDCG@10"):
+            values = [run["systems"].get(system, {}).get("by_type", {}).get("all", {}).get(metric)
+                      for run in (before, after)]
+            cells.append(_pair(values[0], values[1], 100, 1))
+        name = "**hybrid (default)**" if system == "hybrid" else system
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def coderecall_table(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Hit@1/5, MRR@10 and session Hit@5 at function and file level, per system."""
+    lines = ["| system | level | Hit@1 | Hit@5 | MRR@10 | session Hit@5 |", "|---|---|---|---|---|---|"]
+    for system in ("FTS5 BM25", *MODES):
+        for level in ("function", "file"):
+            cells = []
+            for metric in ("Hit@1", "Hit@5", "MRR@10", "session Hit@5"):
+                values = [run["results"].get(system, {}).get(level, {}).get(metric) for run in (before, after)]
+                cells.append(_pair(values[0], values[1], 1, 3))
+            name = "**hybrid (default)**" if system == "hybrid" else system
+            lines.append(f"| {name} | {level} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def render(before_dir: Path, after_dir: Path, labels: tuple[str, str]) -> str:
+    """The tables of every benchmark both runs have, each cell ``before → after``."""
+    parts = [f"Each cell is **{labels[0]} → {labels[1]}**."]
+    for name, title, table in (
+        ("locomo.json", "LoCoMo dev (`bench/locomo.py`), 997 questions, limit 50", locomo_table),
+        ("lme.json", "LongMemEval_S dev (`bench/longmemeval.py`), 92 questions, session level", longmemeval_table),
+        ("coderecall.json", "Coding history dev (`bench/coderecall.py`), function level (64) and file level (98)",
+         coderecall_table),
+    ):
+        before, after = _load(before_dir, name), _load(after_dir, name)
+        if before and after:
+            parts.append(f"### {title}\n\n{table(before, after)}")
+    return "\n\n".join(parts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--before", type=Path, required=True, help="folder of the first build's JSON outputs")
+    parser.add_argument("--after", type=Path, required=True, help="folder of the second build's JSON outputs")
+    parser.add_argument("--label-before", default="before")
+    parser.add_argument("--label-after", default="after")
+    parser.add_argument("--key", default="compare", help="the BENCHMARKS.md section key to write")
+    parser.add_argument("--title", default="Two builds side by side")
+    parser.add_argument("--preamble", default="", help="text (machine, commands) put before the tables")
+    parser.add_argument("--write", action="store_true", help="write the section into BENCHMARKS.md")
+    args = parser.parse_args()
+    body = render(args.before, args.after, (args.label_before, args.label_after))
+    if args.preamble:
+        body = f"{args.preamble.strip()}\n\n{body}"
+    print(body)
+    if args.write:
+        write_section(args.key, args.title, body)
+
+
+if __name__ == "__main__":
+    main()
