@@ -231,8 +231,9 @@ def main() -> int:
     except ModelError as exc:
         with safe_files.open_text_for_writing(_failed_path()) as handle:
             handle.write(str(exc))
-        log.error("No embedding: %s. The items stay pending and are found by keywords; a worker tries again in "
-                  "%d minutes, or run `ccmemory embed` once it is fixed", exc, RETRY_SECONDS // 60)
+        log.error("Nothing embedded, the model did not load (%s); the items stay pending and are found by keywords. "
+                  "A worker tries again in %d minutes; `ccmemory embed` runs one now", str(exc).rstrip("."),
+                  RETRY_SECONDS // 60)
         return 1
     except Exception:
         log.exception("Embedding stopped; the items left stay pending and are found by keywords")
