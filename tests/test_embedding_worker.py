@@ -19,6 +19,7 @@ from ccmemory import embedding_worker
 from ccmemory.vocabulary import CAPTURE_SOURCE
 from testing.cli import spawn
 from testing.env import isolated_env
+from testing.mcp import running_server
 from testing.hooks import bash_call, common, rows, run_hook, tool_call, write_config, write_transcript
 from testing.repo import REPO_ROOT
 
@@ -139,7 +140,6 @@ def add_pending(home: Path, project: Path, texts: list[str]) -> None:
     """Memories stored as the hooks store them: without vectors."""
     for index, text in enumerate(texts):
         run_hook("post_tool_use", bash_call("s-pending", project, f"echo {index}", text, f"toolu_{index}"), home)
-    assert pending(home) == len(texts)
 
 
 def worker(home: Path) -> subprocess.Popen[str]:
@@ -150,6 +150,7 @@ def worker(home: Path) -> subprocess.Popen[str]:
 def test_two_workers_started_at_once_embed_each_item_once(home: Path, project_dir: Path) -> None:
     texts = [f"Observation number {i} about the build cache" for i in range(12)]
     add_pending(home, project_dir, texts)
+    assert pending(home) == len(texts)
     first, second = worker(home), worker(home)
     assert first.wait(WAIT_SECONDS) == 0 and second.wait(WAIT_SECONDS) == 0
     assert pending(home) == 0
@@ -162,6 +163,7 @@ def test_two_workers_started_at_once_embed_each_item_once(home: Path, project_di
 def test_a_worker_whose_model_cannot_load_leaves_the_items_pending_and_says_why(home: Path,
                                                                                 project_dir: Path) -> None:
     add_pending(home, project_dir, ["The kiwi exporter writes CSV files"])
+    assert pending(home) == 1
     write_config(home, {"embedding": {"model": "no/such-model", "path": str(project_dir / "missing-model")}})
     process = worker(home)
     assert process.wait(WAIT_SECONDS) == 1
@@ -171,3 +173,21 @@ def test_a_worker_whose_model_cannot_load_leaves_the_items_pending_and_says_why(
     assert not (home / embedding_worker.LOCK_FILE).exists()
     assert "Could not load embedding model" in (home / embedding_worker.FAILED_FILE).read_text()
     assert not embedding_worker.wanted()  # no worker starts again for a while: one process per turn would fail alike
+
+
+def test_a_running_server_embeds_what_a_hook_stores_within_seconds_and_a_worker_leaves_it_alone(
+        home: Path, project_dir: Path) -> None:
+    """The server holds the embedder lock and sees another process's commit by itself (no tool call wakes it)."""
+    with running_server(home, project_dir) as server:
+        server.list_tools()
+        deadline = time.monotonic() + WAIT_SECONDS
+        while (embedding_worker.holder() or {}).get("role") != "server":
+            assert time.monotonic() < deadline, "the server never took the embedder lock"
+            time.sleep(0.2)
+        assert not embedding_worker.wanted()  # so the hooks start no worker while it runs
+        add_pending(home, project_dir, ["psql reports PostgreSQL 17.2"])
+        assert worker(home).wait(WAIT_SECONDS) == 0 and "embeds already (server)" in worker_log(home)
+        while pending(home):
+            assert time.monotonic() < deadline, "the server did not embed the hook's capture"
+            time.sleep(0.2)
+    assert embedding_worker.holder() is None  # let go when the server ended

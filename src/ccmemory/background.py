@@ -141,7 +141,7 @@ class Background:
                             done = embeddings.embed_pending(db, batch_embedder, limit=ITEMS_PER_ROUND,
                                                             on_error=failed)
                         except Exception:
-                            log.exception("Background embedding failed; retrying in %s s", POLL_SECONDS)
+                            log.exception("Background embedding failed; it is tried again after the next write")
                         seen = None if done else version  # a full round may have left more
                 if done == 0 and time.monotonic() - checked >= CONSOLIDATION_CHECK_SECONDS:
                     checked = time.monotonic()
