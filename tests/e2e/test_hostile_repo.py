@@ -61,7 +61,7 @@ PENDING = "SELECT COUNT(*) AS n FROM memories WHERE needs_embedding = 1 AND is_d
 
 def settle(log: Path, data: Path) -> None:
     """Let the detached work of Stop and SessionEnd (the launcher's --embed) finish, bounded; it may have nothing to
-    do."""
+    do. ``data`` is the memory's data dir (no override: the user's default one)."""
     deadline = time.monotonic() + SETTLE_SECONDS
     while (time.monotonic() < deadline
            and "-P -m ccmemory.embedding_worker" not in (log.read_text() if log.exists() else "")):
@@ -93,12 +93,12 @@ def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         fake_ready_runtime(cc.plugin_data, log, clone)
         done = cc.run("-p", "Look around this repository and run its tests", *flags, cwd=hostile.root, env=env)
         requests = fake.agent_requests()
-        settle(log, cc.user_data)
+        settle(log, cc.home / ".local" / "share" / "ccmemory")
         fake.script = [[text("Nothing to do.")]]
         fake.requests.clear()
         cc.run("-p", "What happened last time?", *flags, cwd=hostile.root, env=env)
         second = fake.agent_requests()
-    settle(log, cc.user_data)
+    settle(log, cc.home / ".local" / "share" / "ccmemory")
     return {"hostile": hostile, "requests": requests, "uses": log.read_text().splitlines() if log.exists() else [],
             "result": json.loads(done.stdout), "cc": cc, "second": second, "outside": outside,
             "outside_before": before, "outside_after": snapshot(outside)}
