@@ -92,12 +92,16 @@ def main(argv: list[str]) -> int:
             say(f"dependencies ready in {python.parent.parent}")
             if sync_configured():
                 ensure_team(python.parent.parent)
-            if embed_pending(python) != 0:
-                say("embedding what was captured failed; the MCP server embeds it in the background instead")
+            if embed_backlog(python) != 0:
+                say("embedding what was captured failed (see logs/embedding.log in the data dir); the MCP server "
+                    "embeds it in the background instead")
             return 0
         if argv == ["--embed"]:
+            override = interpreter_override()
+            if override:
+                return embed_backlog(override)
             venv = runtime_dir()
-            return embed_pending(venv_python(venv)) if is_ready(venv) else 0
+            return embed_backlog(venv_python(venv)) if is_ready(venv) else 0
         if argv == ["--sync"]:
             venv = runtime_dir()
             if not is_ready(venv):
@@ -403,24 +407,16 @@ def remove_other_runtimes(current: Path) -> None:
             shutil.rmtree(other, ignore_errors=True)
 
 
-def embed_pending(python: Path) -> int:
-    """Embed what the hooks captured and nothing has embedded yet, once at a time.
+def embed_backlog(python: Path) -> int:
+    """Run the embedding worker (``ccmemory.embedding_worker``) on ``python``: what was captured and is not embedded.
 
-    Run after a build (what the sessions captured while it ran) and, detached, by the
-    SessionEnd hook (what the session's server had no time to embed), so the next
-    session's first search already finds everything by meaning. A pass under way may have
-    listed its work before this session's last memories were written: it is asked for one
-    more round instead of dropping them (:func:`ccmemory.locks.in_rounds`).
+    Run after a build (what the sessions captured while it ran) and, detached, by the Stop and
+    SessionEnd hooks when memories wait and no process embeds them, so the next search finds them by
+    meaning. The worker takes the data dir's embedder lock itself: one that finds it held asks its
+    holder for one more round and exits.
     """
-    lock = str(runtime_home() / "embed.lock")
-    try:
-        locks.in_rounds(lock, lambda: _embed(python), ask_holder=True, stale_after=LOCK_STALE_SECONDS,
-                        command="embed")
-    except locks.Busy:
-        say("another process is embedding; it will run once more for what came since")
-    except _EmbedFailed as failed:
-        return failed.code
-    return 0
+    return subprocess.run(isolation.python_command(str(python), "ccmemory.embedding_worker"), env=server_env(),
+                          stdin=subprocess.DEVNULL).returncode
 
 
 def sync_round(python: Path) -> int:
@@ -431,22 +427,6 @@ def sync_round(python: Path) -> int:
     """
     return subprocess.run(isolation.python_command(str(python), "ccmemory", "sync", "--background"), env=server_env(),
                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
-
-
-class _EmbedFailed(Exception):
-    """``ccmemory embed`` exited with ``code``: no more rounds."""
-
-    def __init__(self, code: int) -> None:
-        super().__init__(f"ccmemory embed exited with {code}")
-        self.code = code
-
-
-def _embed(python: Path) -> None:
-    """One round of ``ccmemory embed``."""
-    code = subprocess.run(isolation.python_command(str(python), "ccmemory", "embed"), env=server_env(),
-                          stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT).returncode
-    if code != 0:
-        raise _EmbedFailed(code)
 
 
 def server_env() -> dict[str, str]:

@@ -6,6 +6,12 @@ server (and the viewer) runs one background thread that loads the embedder and t
 embedding pending memories and document chunks, on its own connection, while
 the process lives. The server keeps it in ``ToolContext.state`` under :data:`STATE_KEY`.
 
+Only the process holding the data dir's embedder lock embeds (:mod:`ccmemory.embedding_worker`: a
+detached worker or another server may hold it; this loop takes it once it is free), so no item is
+embedded twice. The holder looks every :data:`POLL_SECONDS` whether any process committed since
+(``PRAGMA data_version``, which costs nothing), and embeds at once when a tool of this process
+wakes it: a hook's capture, an import or a pulled team memory is found by meaning within seconds.
+
 When there is nothing to embed, the same loop runs a consolidation pass when one is due
 (:func:`ccmemory.consolidation.run_if_due`: bounded, one process at a time, looked at every
 :data:`CONSOLIDATION_CHECK_SECONDS`), so no hook ever waits for one.
@@ -27,14 +33,16 @@ import threading
 import time
 from typing import Any, Callable, Protocol
 
-from . import consolidation, embeddings
+from . import consolidation, embeddings, embedding_worker
 
 STATE_KEY = "background"
 MODEL_WAIT_SECONDS = 1.5
-IDLE_SECONDS = 10.0
+#: How often an idle loop looks whether another process committed (and whether it may take the embedder lock).
+POLL_SECONDS = 1.0
 ITEMS_PER_ROUND = 16
 CONSOLIDATION_CHECK_SECONDS = 600.0
 BATCH_THREADS = 1
+ROLE = "server"
 
 log = logging.getLogger(__name__)
 
@@ -119,22 +127,30 @@ class Background:
                 log.warning("The model failed on %s %s (left to keyword search): %s", kind, row["seq"], exc)
 
         checked = 0.0
+        lease = embedding_worker.Lease(ROLE)
+        seen = None  # the database's data_version at the last round; None: look now
         try:
             while not self._stop.is_set():
+                woken = self._wake.is_set()
                 self._wake.clear()
-                try:
-                    done = embeddings.embed_pending(db, batch_embedder, limit=ITEMS_PER_ROUND, on_error=failed)
-                except Exception:
-                    log.exception("Background embedding failed; retrying in %s s", IDLE_SECONDS)
-                    done = 0
+                done = 0
+                if lease.held():
+                    version = db.scalar("PRAGMA data_version")
+                    if woken or version != seen:
+                        try:
+                            done = embeddings.embed_pending(db, batch_embedder, limit=ITEMS_PER_ROUND,
+                                                            on_error=failed)
+                        except Exception:
+                            log.exception("Background embedding failed; it is tried again after the next write")
+                        seen = None if done else version  # a full round may have left more
                 if done == 0 and time.monotonic() - checked >= CONSOLIDATION_CHECK_SECONDS:
                     checked = time.monotonic()
                     self._consolidate(db)
                 if done == 0:
-                    self._wake.wait(IDLE_SECONDS)
+                    self._wake.wait(POLL_SECONDS)
         finally:
+            lease.release()
             db.close()
-
 
     @staticmethod
     def _consolidate(db: Any) -> None:

@@ -20,8 +20,10 @@ A memory longer than the model reads is represented whole: one vector per
 window of its embedded text (:func:`ccmemory.tokens.windows`), and search scores
 it by its best window. Document chunks are sized to one window and get one.
 
-Capture never embeds: :func:`embed_pending` catches up later (MCP server in
-the background, on CLI search, or ``ccmemory embed``).
+Capture never embeds: :func:`embed_pending` catches up seconds later, in the one
+process that holds the data dir's embedder lock (:mod:`ccmemory.embedding_worker`: the
+MCP server's or viewer's background loop, else a detached worker that imports, backfills,
+CLI searches and the Stop/SessionEnd hooks start), or in ``ccmemory embed``.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ import pytest
 from testing.claude_code import claude_or_skip, ClaudeCode, VERSIONS
 from testing.fake_anthropic import Block, FakeAnthropic, offered_tools, text, tool_result, tool_results, tool_use
 
+from testing.hooks import rows
 from testing.hostile import make_hostile
 from testing.runtime import fake_ready_runtime
 
@@ -55,12 +56,17 @@ def script(body: dict[str, Any]) -> list[Block]:
     return [text("Done.")]
 
 
-def settle(log: Path, plugin_data: Path) -> None:
-    """Let the detached work of SessionEnd (the launcher's --embed) finish, bounded; it may have nothing to do."""
+PENDING = "SELECT COUNT(*) AS n FROM memories WHERE needs_embedding = 1 AND is_deleted = 0"
+
+
+def settle(log: Path, data: Path) -> None:
+    """Let the detached work of Stop and SessionEnd (the launcher's --embed) finish, bounded; it may have nothing to
+    do. ``data`` is the memory's data dir (no override: the user's default one)."""
     deadline = time.monotonic() + SETTLE_SECONDS
-    while time.monotonic() < deadline and "-P -m ccmemory embed" not in (log.read_text() if log.exists() else ""):
+    while (time.monotonic() < deadline
+           and "-P -m ccmemory.embedding_worker" not in (log.read_text() if log.exists() else "")):
         time.sleep(0.2)
-    while time.monotonic() < deadline and (plugin_data / "embed.lock").exists():
+    while time.monotonic() < deadline and ((data / "embedder.lock").exists() or rows(data, PENDING)[0]["n"]):
         time.sleep(0.2)
 
 
@@ -87,12 +93,12 @@ def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         fake_ready_runtime(cc.plugin_data, log, clone)
         done = cc.run("-p", "Look around this repository and run its tests", *flags, cwd=hostile.root, env=env)
         requests = fake.agent_requests()
-        settle(log, cc.plugin_data)
+        settle(log, cc.home / ".local" / "share" / "ccmemory")
         fake.script = [[text("Nothing to do.")]]
         fake.requests.clear()
         cc.run("-p", "What happened last time?", *flags, cwd=hostile.root, env=env)
         second = fake.agent_requests()
-    settle(log, cc.plugin_data)
+    settle(log, cc.home / ".local" / "share" / "ccmemory")
     return {"hostile": hostile, "requests": requests, "uses": log.read_text().splitlines() if log.exists() else [],
             "result": json.loads(done.stdout), "cc": cc, "second": second, "outside": outside,
             "outside_before": before, "outside_after": snapshot(outside)}

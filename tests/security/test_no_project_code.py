@@ -115,7 +115,7 @@ def test_the_launchers_embedding_pass_runs_nothing_of_the_project(hostile, plugi
     done = subprocess.run(launcher_command("--embed"), cwd=hostile.root, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert uses(log) == ["-P -m ccmemory embed"]
+    assert uses(log) == ["-P -m ccmemory.embedding_worker"]
     assert hostile.ran() == []
 
 
@@ -131,11 +131,14 @@ def test_the_hooks_and_the_embedding_pass_session_end_starts_run_nothing_of_the_
                     hostile.root, env)
     run_plugin_hook("SessionEnd", common("s1", hostile.root, "SessionEnd", reason="other"), home, hostile.root, env)
     # SessionEnd started the launcher's --embed in its own session: wait for it to embed what was captured
-    assert wait_until(lambda: "-P -m ccmemory embed" in uses(log)), uses(log)
-    assert wait_until(lambda: not (folder / "embed.lock").exists())
-    embedded = [row["needs_embedding"] for row in rows(home, "SELECT needs_embedding FROM memories")]
-    assert embedded and set(embedded) == {0}, embedded
-    assert uses(log) == ["-P -m ccmemory embed"]
+    assert wait_until(lambda: "-P -m ccmemory.embedding_worker" in uses(log)), uses(log)
+
+    def embedded() -> list[int]:
+        return [row["needs_embedding"] for row in rows(home, "SELECT needs_embedding FROM memories")]
+
+    assert wait_until(lambda: set(embedded()) == {0}), embedded()
+    assert wait_until(lambda: not (home / "embedder.lock").exists())
+    assert uses(log) == ["-P -m ccmemory.embedding_worker"]
     assert hostile.ran() == []
 
 

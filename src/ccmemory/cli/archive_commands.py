@@ -16,7 +16,8 @@ from .. import excerpts, projects, quoting
 from ..archive import jsonl, markdown, records
 from ..errors import ValidationError
 from ..redaction import redact
-from .common import CleanWriter, echo, echo_listed, emit_json, handles_errors, json_option, open_db
+from .common import (CleanWriter, echo, echo_listed, embed_in_background, emit_json, handles_errors, json_option,
+                     open_db)
 
 _SINCE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?Z?)?$")
 
@@ -128,6 +129,7 @@ def import_(source: BinaryIO, project_dir: str | None, all_projects: bool, inclu
     into = projects.project_id(db, project_dir) if project_dir else None
     report = jsonl.import_file(db, source, redact=redact, into_project=into, all_projects=all_projects,
                                user_files=include_user_files)
+    embed_in_background(db)
     if as_json:
         emit_json(report.to_dict())
     else:

@@ -13,7 +13,8 @@ import sys
 import click
 
 from .. import backfill as backfilling, clock
-from .common import INTERRUPTED_EXIT, echo, emit_json, fail, handles_errors, json_option, load_settings, open_db
+from .common import (INTERRUPTED_EXIT, echo, embed_in_background, emit_json, fail, handles_errors, json_option,
+                     load_settings, open_db)
 
 
 @click.command()
@@ -22,7 +23,7 @@ from .common import INTERRUPTED_EXIT, echo, emit_json, fail, handles_errors, jso
 @click.option("--since", help="Only sessions that ended on or after this date (ISO-8601, e.g. 2026-01-31).")
 @click.option("--dry-run", is_flag=True, help="Read every transcript and report, but store nothing.")
 @click.option("--embed", "embed_after", is_flag=True,
-              help="Embed what was stored before returning (else the MCP server's background worker does it).")
+              help="Embed what was stored before returning (else a background worker embeds it while you go on).")
 @json_option
 @handles_errors
 def backfill(project: str | None, since: str | None, dry_run: bool, embed_after: bool, as_json: bool) -> None:
@@ -48,6 +49,8 @@ def backfill(project: str | None, since: str | None, dry_run: bool, embed_after:
                 shown.update(done - shown.pos)
         backfilling.run(db, config, project=os.path.abspath(project) if project else None, since=since,
                         dry_run=dry_run, progress=progress, report=report)
+        if report.stored and not dry_run and not embed_after:
+            embed_in_background(db)
     except KeyboardInterrupt:
         report.interrupted = True
         if bar is not None:

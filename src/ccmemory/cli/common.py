@@ -104,9 +104,10 @@ def search_embedder(db: database.Database, mode: str) -> Any:
 
     A search embeds only its query, never the backlog (which can take minutes
     after a long session): items not embedded yet are still found by their
-    keywords, and a warning says how many there are and how to embed them.
-    None means keyword search (asked for, or vectors unavailable, which the
-    search itself reports as a warning); a model that fails to load is a warning too.
+    keywords, the embedding worker is started for them (:mod:`ccmemory.embedding_worker`,
+    detached) and a note says how many there are. None means keyword search (asked
+    for, or vectors unavailable, which the search itself reports as a warning); a model
+    that fails to load is a warning too.
     """
     if mode == "keyword" or not db.vectors_loaded:
         return None
@@ -119,9 +120,24 @@ def search_embedder(db: database.Database, mode: str) -> Any:
         return None
     pending = embeddings.pending_count(db, embedder.model_id)
     if pending:
-        echo(f"Note: {pending} items are not embedded yet and are matched by keywords only; "
-                   "`ccmemory embed` embeds them.", err=True)
+        from .. import embedding_worker
+
+        later = ("they are being embedded in the background" if embedding_worker.start()
+                 else "`ccmemory embed` embeds them")
+        echo(f"Note: {pending} items are not embedded yet and are matched by keywords only; {later}.", err=True)
     return embedder
+
+
+def embed_in_background(db: database.Database) -> None:
+    """After a command stored memories without vectors: start the embedding worker when anything waits; never waits.
+
+    So what an import or a backfill brought in is found by meaning seconds later, without ``ccmemory embed``
+    (:mod:`ccmemory.embedding_worker`; a running MCP server embeds it when it holds the worker's lock).
+    """
+    from .. import embedding_worker
+
+    if embedding_worker.waiting(db):
+        embedding_worker.start()
 
 
 def report_search(result: Any, query: str, as_json: bool) -> bool:

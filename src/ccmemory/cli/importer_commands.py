@@ -15,7 +15,8 @@ import click
 
 from .. import excerpts
 from ..importers.base import Report
-from .common import INTERRUPTED_EXIT, echo, echo_listed, emit_json, handles_errors, json_option, open_db
+from .common import (INTERRUPTED_EXIT, echo, echo_listed, embed_in_background, emit_json, handles_errors, json_option,
+                     open_db)
 from .groups import WholeHelpGroup
 
 dry_run_option = click.option("--dry-run", is_flag=True, help="Read everything and report, but write nothing.")
@@ -38,6 +39,8 @@ def reported(source: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
             db = open_db()
             try:
                 run(db, report, *args, **kwargs)
+                if not dry_run:
+                    embed_in_background(db)
             except KeyboardInterrupt:
                 _print(report, as_json)
                 echo("Interrupted: what was imported is kept; run the command again to continue.", err=True)

@@ -12,14 +12,14 @@ longer, so this does only short SQLite writes (a few milliseconds; :func:`ccmemo
 4. promote the session-tier memories whose salience is above
    ``promotion.min_salience`` (0.7: failures, reinforced memories) to the project tier.
 
-The slow work runs detached and ends by itself: an opt-in model-written summary
+The slow work runs detached and ends by itself (:mod:`.launch`): an opt-in model-written summary
 (:mod:`ccmemory.hooks.model_summary`), and, inside Claude Code, embedding what the
-session captured and its MCP server had no time to embed (the plugin launcher's
-``--embed``, which does nothing until the server's runtime is installed), so the
-next session's first search finds it by meaning. Vectors are never computed here. When a team
-server is configured (``sync.url`` or ``CCMEMORY_SYNC_URL``: read from the settings, no
-connection made), the launcher's ``--sync`` runs one bounded sync round the same detached way
-(``ccmemory sync --background``); the hook itself never touches the network.
+session captured and no process embeds (the embedding worker, :mod:`ccmemory.embedding_worker`,
+through the plugin launcher's ``--embed``, which does nothing until the server's runtime is
+installed), so the next session's first search finds it by meaning. Vectors are never computed
+here. When a team server is configured (``sync.url`` or ``CCMEMORY_SYNC_URL``: read from the
+settings, no connection made), the launcher's ``--sync`` runs one bounded sync round the same
+detached way (``ccmemory sync --background``); the hook itself never touches the network.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from ..config import Config
-from . import log, payload as payloads
+from . import launch, log, payload as payloads
 
 
 def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
@@ -50,35 +50,14 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         new_summary, promoted = lifecycle.end_session(
             db, config, project_id=known, session_id=session_id, cwd=cwd, root=str(projects.project_root(cwd)),
             prompts=user_prompts(payloads.text(data, "transcript_path")))
-        pending = db.scalar("SELECT 1 FROM memories WHERE needs_embedding = 1 AND is_deleted = 0 LIMIT 1")
+        launch.embed_if_pending(db, "session_end")
     finally:
         db.close()
     log.debug("session_end", f"session {session_id} ended ({data.get('reason')}); promoted {promoted}")
     if new_summary is not None:
         start_model_summary(config, session_id, new_summary)
-    if pending:
-        start_launcher("--embed")
     import os
 
     if config.get("sync", "url") or os.environ.get("CCMEMORY_SYNC_URL"):
-        start_launcher("--sync")
+        launch.start_launcher("--sync", "session_end")
 
-
-def start_launcher(flag: str) -> None:
-    """Start the plugin launcher with ``flag`` (``--embed``, ``--sync``) in its own session, inside Claude Code."""
-    import os
-    import subprocess
-    import sys
-
-    from ..isolation import child_env
-
-    root = os.environ.get("CLAUDE_PLUGIN_ROOT")
-    launcher = os.path.join(root, "scripts", "mcp_launcher.py") if root else ""
-    if not launcher or not os.path.isabs(launcher) or not os.path.isfile(launcher):
-        return
-    try:
-        subprocess.Popen([sys.executable, "-I", launcher, flag], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
-                         env=child_env())
-    except OSError as exc:
-        log.error("session_end", f"could not start {flag} after the session: {exc}")

@@ -4,6 +4,8 @@ Both are built from what capture already stored for the session, so the capture 
 extra work (:func:`ccmemory.lifecycle.end_turn`): the summary by :mod:`ccmemory.session_summary`
 (extractive now; with ``summary.mode = "claude"`` a detached model-written one follows,
 :mod:`.model_summary`), the turn's entry of the rolling local context by :mod:`ccmemory.activity`.
+When the turn's captures wait for vectors and no process embeds them (no MCP server runs), the
+embedding worker starts detached (:func:`.launch.embed_if_pending`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from ..config import Config
-from . import log, payload as payloads
+from . import launch, log, payload as payloads
 from .summary import start_model_summary, user_prompts
 
 
@@ -33,6 +35,7 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         memory_id = lifecycle.end_turn(db, config, project_id=project, session_id=session_id, cwd=cwd,
                                        root=str(projects.project_root(cwd)), prompts=user_prompts(transcript),
                                        last_message=last_message)
+        launch.embed_if_pending(db, "stop")
     finally:
         db.close()
     if memory_id is None:
