@@ -3,7 +3,8 @@
 Every retrieval figure is deterministic for a given build and data set, so the two builds' runs need
 not interleave (speed is measured elsewhere, interleaved). Each run directory holds the ``--json``
 outputs of one build: ``locomo.json`` (``bench/locomo.py``), ``lme.json`` (``bench/longmemeval.py``) and
-``coderecall.json`` (``bench/coderecall.py``); a missing file leaves its table out.
+``coderecall.json`` (``bench/coderecall.py``, whose replayed store in ``replay/`` gives the index size);
+a missing file leaves its table out.
 
     python bench/compare_runs.py --before DIR --after DIR [--label-before X --label-after Y] [--write]
 """
@@ -73,6 +74,33 @@ def coderecall_table(before: dict[str, Any], after: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _store_size(folder: Path) -> dict[str, float] | None:
+    """Bytes per memory of the coderecall replay's store (``dbstat``: pages in use), vectors and all."""
+    path = folder / "replay" / "home" / "ccmemory.db"
+    if not path.exists():
+        return None
+    import apsw
+
+    connection = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        pages = dict(connection.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name"))
+        memories = connection.execute("SELECT COUNT(*) FROM memories WHERE is_deleted = 0").fetchone()[0]
+        windows = connection.execute("SELECT COUNT(*) FROM memory_embeddings").fetchone()[0]
+    finally:
+        connection.close()
+    vectors = sum(size for name, size in pages.items() if name.startswith(("memory_embeddings", "memory_vec")))
+    return {"memories": memories, "windows per memory": windows / memories,
+            "vector bytes per memory": vectors / memories, "database bytes per memory": sum(pages.values()) / memories}
+
+
+def size_table(before: dict[str, float], after: dict[str, float]) -> str:
+    lines = ["| measure | value |", "|---|---|"]
+    for key in ("memories", "windows per memory", "vector bytes per memory", "database bytes per memory"):
+        digits = 2 if key == "windows per memory" else 0
+        lines.append(f"| {key} | {_pair(before[key], after[key], 1, digits)} |")
+    return "\n".join(lines)
+
+
 def render(before_dir: Path, after_dir: Path, labels: tuple[str, str]) -> str:
     """The tables of every benchmark both runs have, each cell ``before → after``."""
     parts = [f"Each cell is **{labels[0]} → {labels[1]}**."]
@@ -85,6 +113,10 @@ def render(before_dir: Path, after_dir: Path, labels: tuple[str, str]) -> str:
         before, after = _load(before_dir, name), _load(after_dir, name)
         if before and after:
             parts.append(f"### {title}\n\n{table(before, after)}")
+    sizes = _store_size(before_dir), _store_size(after_dir)
+    if sizes[0] and sizes[1]:
+        parts.append("### Index size: the coderecall store (2,124 memories), pages in use (`dbstat`)\n\n"
+                     + size_table(sizes[0], sizes[1]))
     return "\n\n".join(parts)
 
 
