@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any, Sequence
 
+#: The model the benchmark runs (``--model``; None: the built-in one), set by :func:`parse`.
+_model: dict[str, str] | None = None
+
 
 def add_shared_options(parser: argparse.ArgumentParser, *, default_modes: str) -> None:
     parser.add_argument("--mode", default=default_modes,
@@ -14,6 +17,11 @@ def add_shared_options(parser: argparse.ArgumentParser, *, default_modes: str) -
                         help="override a ranking constant of ccmemory.search for an ablation, e.g. NEIGHBOUR_WEIGHT=0")
     parser.add_argument("--no-cache", action="store_true",
                         help="embed everything again instead of reading vectors cached under ~/.cache/ccmemory-bench")
+    parser.add_argument("--model", metavar="DIR",
+                        help="run another model instead of the built-in one: a folder with model.onnx and "
+                             "tokenizer.json (mean pooling, as the built-in encoder runs it)")
+    parser.add_argument("--query-prefix", default="", help="with --model: text put before every query")
+    parser.add_argument("--document-prefix", default="", help="with --model: text put before every memory")
 
 
 def parse(parser: argparse.ArgumentParser) -> argparse.Namespace:
@@ -25,6 +33,9 @@ def parse(parser: argparse.ArgumentParser) -> argparse.Namespace:
         if mode not in search.MODES:
             parser.error(f"unknown mode {mode!r}; use {', '.join(search.MODES)}")
     apply_overrides(args.set)
+    global _model
+    if args.model:
+        _model = {"path": args.model, "query_prefix": args.query_prefix, "document_prefix": args.document_prefix}
     return args
 
 
@@ -40,9 +51,33 @@ def apply_overrides(assignments: Sequence[str]) -> None:
 
 
 def embedder(no_cache: bool) -> Any:
-    """The built-in model, behind the vector cache unless ``no_cache``."""
+    """The built-in model (or the ``--model`` folder), behind the vector cache unless ``no_cache``."""
     from ccmemory import embeddings
     from embed_cache import CachedEmbedder
 
-    model = embeddings.Embedder(embeddings.ModelSpec())
+    model = embeddings.Embedder(embeddings.ModelSpec()) if _model is None else folder_embedder(**_model)
     return model if no_cache else CachedEmbedder(model)
+
+
+def folder_embedder(path: str, query_prefix: str = "", document_prefix: str = "") -> Any:
+    """An embedder running a local ``model.onnx`` + ``tokenizer.json`` through ccmemory's own ONNX encoder.
+
+    The product runs a configured model through fastembed; the benchmarks measure a candidate folder on the
+    encoder the built-in model uses (same batching, pooling and cut-off), with the spec's prefixes.
+    """
+    import threading
+    from collections import OrderedDict
+    from pathlib import Path
+
+    from ccmemory import embeddings
+
+    folder = Path(path).resolve()
+    model = embeddings.Embedder.__new__(embeddings.Embedder)
+    model.spec = embeddings.ModelSpec(name=f"folder:{folder.name}", path=str(folder), query_prefix=query_prefix,
+                                      document_prefix=document_prefix)
+    model.model_id = model.spec.model_id
+    model._encoder = embeddings._OnnxEncoder(folder, None, graph=b"")
+    model.dims = len(model._encoder.encode(["dimension probe"])[0]) // 4
+    model._cache = OrderedDict()
+    model._lock = threading.Lock()
+    return model

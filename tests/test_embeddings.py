@@ -162,3 +162,17 @@ def test_a_text_the_model_fails_on_is_reported_and_the_rest_embedded(vdb, projec
     assert failures == [("memory", vdb.scalar("SELECT seq FROM memories WHERE id = ?", (made[1].id,)))]
     assert [row["id"] for row in vdb.rows("SELECT id FROM memories WHERE needs_embedding = 1")] == [made[1].id]
     assert embeddings.pending_count(vdb, short.model_id) == 1  # left for a later run, not marked done
+
+
+def test_a_models_query_and_document_prefixes_go_before_what_it_embeds(home, tmp_path):
+    pytest.importorskip("onnx")
+    folder = str(tiny_model(tmp_path / "tiny", 32))
+    plain = embeddings.Embedder(ModelSpec(name=embeddings.DEFAULT_MODEL, path=folder))
+    settings = {"model": embeddings.DEFAULT_MODEL, "path": folder, "query_prefix": "query: ",
+                "document_prefix": "passage: "}
+    e5_like = embeddings.Embedder(ModelSpec.from_settings(settings))
+    assert e5_like.spec.query_prefix == "query: " and e5_like.spec.document_prefix == "passage: "
+    assert e5_like.embed(["We moved to PostgreSQL 17"]) == plain.embed(["passage: We moved to PostgreSQL 17"])
+    assert e5_like.embed_query("postgres version") == plain.embed(["query: postgres version"])[0]
+    assert e5_like.model_id != plain.model_id  # vectors of other input texts are another model's
+    assert not ModelSpec(query_prefix="query: ").is_builtin

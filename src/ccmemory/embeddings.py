@@ -107,28 +107,39 @@ class ModelError(CCMemoryError):
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """Which fastembed model to run and where its files are."""
+    """Which fastembed model to run, where its files are, and the prefixes it was trained with.
+
+    Some retrieval models read a query and a document differently and expect a
+    marker before each (e5: ``"query: "`` and ``"passage: "``; arctic-embed and
+    bge: an instruction before queries only); without it they retrieve worse.
+    """
 
     name: str = DEFAULT_MODEL
     path: str | None = None
+    query_prefix: str = ""
+    document_prefix: str = ""
 
     @property
     def is_builtin(self) -> bool:
-        return self.name == DEFAULT_MODEL and self.path is None
+        return self.name == DEFAULT_MODEL and self.path is None and not self.query_prefix and not self.document_prefix
 
     @property
     def model_id(self) -> str:
         """The id of the model that made a vector (stored once, in ``embedding_models``; see :func:`model_number`)."""
         if self.is_builtin:
             return BUILTIN_MODEL_ID
+        name = self.name
+        if self.query_prefix or self.document_prefix:  # other texts go in, so the vectors are another model's
+            name += f"+{hashlib.sha256(f'{self.query_prefix}|{self.document_prefix}'.encode()).hexdigest()[:8]}"
         if self.path:
-            return f"{self.name}@{hashlib.sha256(str(Path(self.path).resolve()).encode()).hexdigest()[:8]}"
-        return self.name
+            return f"{name}@{hashlib.sha256(str(Path(self.path).resolve()).encode()).hexdigest()[:8]}"
+        return name
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any] | None) -> "ModelSpec":
         settings = settings or {}
-        return cls(name=settings.get("model") or DEFAULT_MODEL, path=settings.get("path") or None)
+        return cls(name=settings.get("model") or DEFAULT_MODEL, path=settings.get("path") or None,
+                   query_prefix=settings.get("query_prefix") or "", document_prefix=settings.get("document_prefix") or "")
 
 
 def configured_spec() -> ModelSpec:
@@ -343,8 +354,9 @@ class Embedder:
 
     def embed(self, texts: Sequence[str]) -> list[bytes]:
         """Vectors for a batch of documents."""
+        prefix = self.spec.document_prefix
         with self._lock:
-            return self._encoder.encode(texts)
+            return self._encoder.encode([prefix + text for text in texts] if prefix else texts)
 
     def embed_query(self, text: str) -> bytes:
         """The vector of a search query (recent queries are cached)."""
@@ -352,7 +364,7 @@ class Embedder:
             if text in self._cache:
                 self._cache.move_to_end(text)
                 return self._cache[text]
-            vector = self._encoder.encode([text])[0]
+            vector = self._encoder.encode([self.spec.query_prefix + text])[0]
             self._cache[text] = vector
             if len(self._cache) > _QUERY_CACHE_SIZE:
                 self._cache.popitem(last=False)
