@@ -112,9 +112,9 @@ SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
                   "help": "fastembed model name (the built-in one needs no download)."},
         "path": {"type": "text", "default": None, "nullable": True,
                  "help": "Local folder holding that model's files."},
-        "query_prefix": {"type": "text", "default": "",
+        "query_prefix": {"type": "text", "default": None, "nullable": True,
                          "help": "Text put before every search query, for a model trained with one (e5: 'query: ')."},
-        "document_prefix": {"type": "text", "default": "",
+        "document_prefix": {"type": "text", "default": None, "nullable": True,
                             "help": "Text put before every memory and document embedded, for a model trained with "
                                     "one (e5: 'passage: ')."},
     },
