@@ -162,3 +162,90 @@ def test_a_text_the_model_fails_on_is_reported_and_the_rest_embedded(vdb, projec
     assert failures == [("memory", vdb.scalar("SELECT seq FROM memories WHERE id = ?", (made[1].id,)))]
     assert [row["id"] for row in vdb.rows("SELECT id FROM memories WHERE needs_embedding = 1")] == [made[1].id]
     assert embeddings.pending_count(vdb, short.model_id) == 1  # left for a later run, not marked done
+
+
+def test_a_models_query_and_document_prefixes_go_before_what_it_embeds(home, tmp_path):
+    pytest.importorskip("onnx")
+    folder = str(tiny_model(tmp_path / "tiny", 32))
+    plain = embeddings.Embedder(ModelSpec(name=embeddings.DEFAULT_MODEL, path=folder))
+    settings = {"model": embeddings.DEFAULT_MODEL, "path": folder, "query_prefix": "query: ",
+                "document_prefix": "passage: "}
+    e5_like = embeddings.Embedder(ModelSpec.from_settings(settings))
+    assert e5_like.spec.query_prefix == "query: " and e5_like.spec.document_prefix == "passage: "
+    assert e5_like.embed(["We moved to PostgreSQL 17"]) == plain.embed(["passage: We moved to PostgreSQL 17"])
+    assert e5_like.embed_query("postgres version") == plain.embed(["query: postgres version"])[0]
+    assert e5_like.model_id != plain.model_id  # vectors of other input texts are another model's
+    assert not ModelSpec(query_prefix="query: ").is_builtin
+
+
+def test_a_local_folder_runs_on_ccmemorys_encoder_as_the_shipped_graph_does(home, tmp_path):
+    import shutil
+
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    for name in embeddings.FOLDER_FILES:  # the built-in model's own files, copied (its model.onnx is a link)
+        shutil.copyfile(embeddings.builtin_model_dir() / name, folder / name)
+    local = embeddings.Embedder(ModelSpec.from_settings({"path": str(folder)}))
+    assert isinstance(local._encoder, embeddings._OnnxEncoder)  # not fastembed: nothing to download or name
+    assert local.model_id.startswith("folder@") and local.dims == 384
+    texts = ["We moved to PostgreSQL 17", "x " * 400]
+    shipped = embeddings._OnnxEncoder(embeddings.builtin_model_dir(), None, graph=b"")
+    assert local.embed(texts) == shipped.encode(texts)  # same pooling, normalisation and 256-token cut
+
+
+def test_a_folder_models_id_follows_its_files_not_its_place(vdb, project_dir, tmp_path):
+    pytest.importorskip("onnx")
+    import os
+    import shutil
+
+    project = projects.project_id(vdb, project_dir)
+    for text in ("Builds run on GitHub Actions", "Secrets live in Vault"):
+        memories.add(vdb, project_id=project, content=text)
+    folder = tiny_model(tmp_path / "tiny", 16)
+    first = embeddings.Embedder(ModelSpec(path=str(folder)))
+    assert embeddings.embed_pending(vdb, first) == 2 and embeddings.pending_count(vdb, first.model_id) == 0
+
+    os.utime(folder / "model.onnx")  # touched, same bytes
+    shutil.copytree(folder, tmp_path / "moved")
+    assert ModelSpec(path=str(folder)).model_id == first.model_id
+    assert ModelSpec(path=str(tmp_path / "moved")).model_id == first.model_id
+
+    shutil.rmtree(folder)
+    tiny_model(folder, 24)  # another model in the same place
+    second = embeddings.Embedder(ModelSpec(path=str(folder)))
+    assert second.model_id != first.model_id and second.dims == 24
+    assert embeddings.pending_count(vdb, second.model_id) == 2  # re-embedded, never mixed
+    assert embeddings.embed_pending(vdb, second) == 2
+    assert {row["size"] for row in vdb.rows("SELECT length(vector) AS size FROM memory_embeddings")} == {24}
+
+
+def test_a_folder_that_is_incomplete_or_leads_out_of_itself_is_refused(home, tmp_path):
+    pytest.importorskip("onnx")
+    outside = tiny_model(tmp_path / "elsewhere", 8)
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "tokenizer.json").write_bytes((outside / "tokenizer.json").read_bytes())
+    (linked / "model.onnx").symlink_to(outside / "model.onnx")
+    incomplete = tmp_path / "incomplete"
+    incomplete.mkdir()
+    (incomplete / "model.onnx").write_bytes((outside / "model.onnx").read_bytes())
+    for path, problem in ((linked, "model.onnx leads out of the folder"), (incomplete, "has no tokenizer.json"),
+                          (tmp_path / "absent", "is not a folder")):
+        spec = ModelSpec(path=str(path))
+        with pytest.raises(embeddings.ModelError, match=problem) as refused:
+            embeddings.Embedder(spec)
+        assert "model.onnx and tokenizer.json" in str(refused.value)
+        assert "ccmemory config unset embedding.path" in str(refused.value)
+        assert spec.model_id.startswith("folder@unusable-")  # no vector has it: all pending, nothing mixed
+    linked_folder = tmp_path / "folder-link"
+    linked_folder.symlink_to(outside, target_is_directory=True)  # the folder itself may be a link
+    assert embeddings.Embedder(ModelSpec(path=str(linked_folder))).dims == 8
+
+
+def test_doctor_names_an_unusable_model_folder(home, project_dir, tmp_path):
+    from testing.cli import invoke
+
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.json").write_text(json.dumps({"embedding": {"path": str(tmp_path / "nowhere")}}))
+    result = invoke(home, project_dir, "doctor")
+    assert "is not a folder" in result.stdout and "ccmemory config unset embedding.path" in result.stdout

@@ -109,9 +109,16 @@ SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
     },
     "embedding": {
         "model": {"type": "text", "default": "sentence-transformers/all-MiniLM-L6-v2",
-                  "help": "fastembed model name (the built-in one needs no download)."},
+                  "help": "fastembed model name (the built-in one needs no download; another is downloaded once)."},
         "path": {"type": "text", "default": None, "nullable": True,
-                 "help": "Local folder holding that model's files."},
+                 "help": "Local folder with model.onnx and tokenizer.json, run by ccmemory's own encoder (mean "
+                         "pooling), nothing downloaded (docs/multilingual.md); with a fastembed model name: "
+                         "that model's files."},
+        "query_prefix": {"type": "text", "default": None, "nullable": True,
+                         "help": "Text put before every search query, for a model trained with one (e5: 'query: ')."},
+        "document_prefix": {"type": "text", "default": None, "nullable": True,
+                            "help": "Text put before every memory and document embedded, for a model trained with "
+                                    "one (e5: 'passage: ')."},
     },
     "sync": {
         "url": {"type": "text", "default": None, "nullable": True, "secret": True,

@@ -11,10 +11,12 @@ trained on, [CLS] and [SEP] included; the chunkers size to the same limit) and
 batched by length. The graph that runs is not the shipped one but a small one
 shipped with ccmemory (:data:`FAST_GRAPH_FILE`) that reads the same int8 weights
 from the shipped file and multiplies them in integers, about twice as fast.
-A user may configure another
-fastembed model (``embedding.model`` and optional local ``embedding.path`` in
-config.json); vectors carry the id of their model, and those of another model
-are re-embedded, never mixed.
+A user may configure another model in config.json: a folder of their own
+(``embedding.path``: ``model.onnx`` + ``tokenizer.json``, run by the same encoder
+as the built-in model, nothing downloaded; :func:`local_model_folder`), or a
+fastembed model by name (``embedding.model``). Vectors carry the id of their
+model (for a folder, a digest of its files), and those of another model are
+re-embedded, never mixed.
 
 A memory longer than the model reads is represented whole: one vector per
 window of its embedded text (:func:`ccmemory.tokens.windows`), and search scores
@@ -109,28 +111,120 @@ class ModelError(CCMemoryError):
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """Which fastembed model to run and where its files are."""
+    """Which model to run, where its files are, and the prefixes it was trained with.
+
+    A ``path`` without a model name (or with the built-in one's) is a local folder run by ccmemory's own
+    encoder (:func:`local_model_folder`); a model ``name`` goes to fastembed, with ``path`` as its files.
+
+    Some retrieval models read a query and a document differently and expect a
+    marker before each (e5: ``"query: "`` and ``"passage: "``; arctic-embed and
+    bge: an instruction before queries only); without it they retrieve worse.
+    """
 
     name: str = DEFAULT_MODEL
     path: str | None = None
+    query_prefix: str = ""
+    document_prefix: str = ""
 
     @property
     def is_builtin(self) -> bool:
-        return self.name == DEFAULT_MODEL and self.path is None
+        return self.name == DEFAULT_MODEL and self.path is None and not self.query_prefix and not self.document_prefix
+
+    @property
+    def is_folder(self) -> bool:
+        """A local ``model.onnx`` + ``tokenizer.json`` run by ccmemory's encoder, not fastembed."""
+        return self.path is not None and self.name == DEFAULT_MODEL
 
     @property
     def model_id(self) -> str:
-        """The id of the model that made a vector (stored once, in ``embedding_models``; see :func:`model_number`)."""
+        """The id of the model that made a vector (stored once, in ``embedding_models``; see :func:`model_number`).
+
+        A folder's id is a digest of its files (:func:`folder_digest`), so replacing them re-embeds the store
+        and moving or copying the folder does not. A folder that cannot be read gets an id no vector has, so
+        everything counts as pending; loading it (:class:`Embedder`) says what is wrong.
+        """
         if self.is_builtin:
             return BUILTIN_MODEL_ID
+        prefixes = ""
+        if self.query_prefix or self.document_prefix:  # other texts go in, so the vectors are another model's
+            prefixes = f"+{hashlib.sha256(f'{self.query_prefix}|{self.document_prefix}'.encode()).hexdigest()[:8]}"
+        if self.is_folder:
+            try:
+                digest = folder_digest(local_model_folder(str(self.path)))[:16]
+            except ModelError:
+                digest = "unusable-" + hashlib.sha256(str(self.path).encode()).hexdigest()[:8]
+            return f"folder{prefixes}@{digest}"
         if self.path:
-            return f"{self.name}@{hashlib.sha256(str(Path(self.path).resolve()).encode()).hexdigest()[:8]}"
-        return self.name
+            return f"{self.name}{prefixes}@{hashlib.sha256(str(Path(self.path).resolve()).encode()).hexdigest()[:8]}"
+        return self.name + prefixes
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any] | None) -> "ModelSpec":
         settings = settings or {}
-        return cls(name=settings.get("model") or DEFAULT_MODEL, path=settings.get("path") or None)
+        return cls(name=settings.get("model") or DEFAULT_MODEL, path=settings.get("path") or None,
+                   query_prefix=settings.get("query_prefix") or "", document_prefix=settings.get("document_prefix") or "")
+
+
+#: What a local model folder (``embedding.path``) must hold.
+FOLDER_FILES = ("model.onnx", "tokenizer.json")
+
+
+def local_model_folder(path: str) -> Path:
+    """The resolved folder of ``embedding.path``, checked: both :data:`FOLDER_FILES` are regular files in it.
+
+    A file that is a link out of the folder is refused (as onnxruntime refuses external data outside its
+    model's folder): what runs, and what its digest covers, is what the folder holds.
+    """
+    folder = Path(path).expanduser().resolve()
+    fix = ("Put model.onnx and tokenizer.json (regular files, not links out of the folder) in it, or remove "
+           "`embedding.path` from config.json to use the built-in model (`ccmemory config unset embedding.path`).")
+    if not folder.is_dir():
+        raise ModelError(f"embedding.path {path!r} is not a folder. {fix}")
+    for name in FOLDER_FILES:
+        file = folder / name
+        if not file.exists():
+            raise ModelError(f"embedding.path {str(folder)!r} has no {name}. {fix}")
+        real = file.resolve()
+        if real.parent != folder or not real.is_file():
+            raise ModelError(f"embedding.path {str(folder)!r}: {name} leads out of the folder (to {real}). {fix}")
+    return folder
+
+
+_digests: dict[str, str] = {}
+_digests_lock = threading.Lock()
+
+
+def folder_digest(folder: Path) -> str:
+    """sha256 over a checked model folder's ``model.onnx`` and ``tokenizer.json``, hashed once per version.
+
+    A model file is 100-500 MB, so the digest is kept in ``models/folder-digests.json`` under the data dir
+    beside the files' sizes and modification times; while those match, a start costs two ``stat`` calls.
+    """
+    stats = [(folder / name).stat() for name in FOLDER_FILES]
+    stamp = f"{folder}|" + "|".join(f"{stat.st_size}:{stat.st_mtime_ns}" for stat in stats)
+    with _digests_lock:
+        if stamp in _digests:
+            return _digests[stamp]
+        record = Path(paths.ensure_private_dir(os.path.join(paths.ensure_private_dir(paths.data_dir()), "models"))) \
+            / "folder-digests.json"
+        try:
+            known = json.loads(record.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            known = {}
+        known = known if isinstance(known, dict) else {}
+        entry = known.get(str(folder))
+        digest = entry.get("sha256") if isinstance(entry, dict) and entry.get("stamp") == stamp else None
+        if not isinstance(digest, str):
+            combined = hashlib.sha256()
+            for name in FOLDER_FILES:
+                combined.update(f"{name}:{_sha256(folder / name)}\n".encode())
+            digest = combined.hexdigest()
+            known[str(folder)] = {"stamp": stamp, "sha256": digest}
+            temporary = record.with_name(f"{record.name}.{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(known, indent=1), encoding="utf-8")
+            os.replace(temporary, record)
+        _digests[stamp] = digest
+        return digest
 
 
 def configured_spec() -> ModelSpec:
@@ -246,16 +340,18 @@ def length_batches(lengths: Sequence[int], *, max_tokens: int = BATCH_TOKENS,
 
 
 class _OnnxEncoder:
-    """The built-in model run directly on onnxruntime and tokenizers (fastembed costs ~1 s to import).
+    """A BERT-style model run directly on onnxruntime and tokenizers (fastembed costs ~1 s to import).
 
     Mean pooling over the attention mask, then L2 normalisation: what
-    sentence-transformers does for all-MiniLM-L6-v2.
+    sentence-transformers does for all-MiniLM-L6-v2 (and e5 expects). Every text
+    is cut at :data:`MODEL_MAX_TOKENS` of the folder's own tokenizer.
     """
 
     def __init__(self, folder: Path, threads: int | None, *, graph: bytes | None = None) -> None:
         """Run ``graph`` (the fast graph by default), reading its weights from the folder's ``model.onnx``.
 
-        ``graph=b""`` runs the shipped ``model.onnx`` as it is (the benchmarks compare the two).
+        ``graph=b""`` runs the folder's ``model.onnx`` as it is (a configured folder; the benchmarks compare the
+        built-in model's two graphs).
         """
         import onnxruntime
 
@@ -264,16 +360,16 @@ class _OnnxEncoder:
         if threads:
             options.intra_op_num_threads = threads
         shipped = folder / "model.onnx"
-        graph = fast_graph() if graph is None else graph
+        graph = fast_graph() if graph is None else graph or shipped.read_bytes()
         # onnxruntime refuses external data behind a symlink out of the model's folder, so the graph is
         # loaded from bytes and told where the (verified) shipped file really is.
         options.add_session_config_entry(_EXTERNAL_DATA_FOLDER, str(shipped.resolve().parent))
-        self._session = onnxruntime.InferenceSession(graph or shipped.read_bytes(), options,
-                                                     providers=["CPUExecutionProvider"])
+        self._session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
         self._inputs = {item.name for item in self._session.get_inputs()}
-        # The fast graph quantises each product's input with one scale for the whole call, so a text in a
-        # batch would get a vector that depends on its neighbours (and their padding): it runs texts one by one.
-        self._max_items = 1 if graph != b"" else MAX_BATCH_ITEMS
+        # A dynamic-int8 graph (the fast graph, a quantize_dynamic output) quantises each product's input with
+        # one scale for the whole call, so a text in a batch would get a vector that depends on its neighbours
+        # (and their padding): it runs texts one by one. The operator's name is stored as plain text in the graph.
+        self._max_items = 1 if b"DynamicQuantizeLinear" in graph else MAX_BATCH_ITEMS
 
     def encode(self, texts: Sequence[str]) -> list[bytes]:
         import numpy
@@ -288,10 +384,8 @@ class _OnnxEncoder:
             for row, index in enumerate(batch):
                 ids[row, :lengths[index]] = encodings[index].ids
                 mask[row, :lengths[index]] = 1
-            feed = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._inputs:
-                feed["token_type_ids"] = numpy.zeros_like(ids)
-            hidden = self._session.run(None, feed)[0]
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": numpy.zeros_like(ids)}
+            hidden = self._session.run(None, {name: feed[name] for name in self._inputs})[0]
             pooled = (hidden * mask[:, :, None]).sum(axis=1) / numpy.maximum(mask.sum(axis=1, keepdims=True), 1)
             pooled /= numpy.maximum(numpy.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
             for row, index in enumerate(batch):
@@ -329,24 +423,30 @@ class Embedder:
                 folder = builtin_model_dir()
                 where = f" from {folder}"
                 self._encoder: Any = _OnnxEncoder(folder, threads)
+            elif self.spec.is_folder:
+                folder = local_model_folder(str(self.spec.path))
+                where = f" from {folder}"
+                self._encoder = _OnnxEncoder(folder, threads, graph=b"")
             else:
                 where = f" from {self.spec.path}" if self.spec.path else ""
                 self._encoder = _FastembedEncoder(self.spec, threads)
+            self.dims = len(self._encoder.encode(["dimension probe"])[0]) // 4
         except ModelError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # a folder's graph may want other inputs or give no vectors: said when loading
+            what = "folder" if self.spec.is_folder else repr(self.spec.name)
             raise ModelError(
-                f"Could not load embedding model {self.spec.name!r}{where}: {exc}. "
+                f"Could not load embedding model {what}{where}: {exc}. "
                 "Check the `embedding` section of config.json, or run `ccmemory doctor`."
             ) from exc
-        self.dims = len(self._encoder.encode(["dimension probe"])[0]) // 4
         self._cache: OrderedDict[str, bytes] = OrderedDict()
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> list[bytes]:
         """Vectors for a batch of documents."""
+        prefix = self.spec.document_prefix
         with self._lock:
-            return self._encoder.encode(texts)
+            return self._encoder.encode([prefix + text for text in texts] if prefix else texts)
 
     def embed_query(self, text: str) -> bytes:
         """The vector of a search query (recent queries are cached)."""
@@ -354,7 +454,7 @@ class Embedder:
             if text in self._cache:
                 self._cache.move_to_end(text)
                 return self._cache[text]
-            vector = self._encoder.encode([text])[0]
+            vector = self._encoder.encode([self.spec.query_prefix + text])[0]
             self._cache[text] = vector
             if len(self._cache) > _QUERY_CACHE_SIZE:
                 self._cache.popitem(last=False)
