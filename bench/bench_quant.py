@@ -7,8 +7,8 @@ The reference is the shipped float graph of the built-in model (``model.onnx`` o
 int8 weights made float at load; ``_OnnxEncoder(..., graph=b"")``). Each variant is a graph made by
 ``scripts/quantize_model.py``'s ``build`` with PRODUCTS (``+``-joined keys of ``products``, e.g.
 ``5.ffn-down+*.ffn-down``; ``*`` stands for every layer or every role; empty = every product quantised)
-left in float, optionally followed by ``@asymmetric`` or ``@symmetric``: activations quantised per token
-(``per_row``) rather than with one range per call. The texts, chosen without looking at any benchmark's answers:
+left in float, optionally followed by ``@`` and a key of ``SHIFTED`` (e.g. ``@per-token``): activations
+quantised per token (``per_token``) rather than with one range per call. The texts, chosen without looking at any benchmark's answers:
 
 - documents: ``--sample`` embedded texts of a finished coderecall replay (``texts_to_embed``, first window;
   ``bench/bench_embed.py`` makes the replay) and ``--sample`` LoCoMo turns as ``bench/locomo.py`` stores
@@ -19,9 +19,10 @@ Fidelity: the cosine of each document's vector to its float vector (mean, 1st pe
 each query, how many of its 10 nearest documents under the float graph (float query, float documents) are
 also among its 10 nearest under the variant (variant query, variant documents) and under a float query
 over the variant's documents ("mixed": queries embedded by the float graph). Speed: the documents are cut
-into 20 slices; every graph embeds each slice in turn (float in batches of <= 16 by length, int8 one text
-per call, as the product runs them), so load changes on shared cores fall on all alike; a round's time is
-the sum over slices, the best of ``--rounds`` counts, and the ratio to float is the comparable figure.
+into 20 slices per kind (coderecall texts, LoCoMo turns); every graph embeds each slice in turn (float in
+batches of <= 16 by length, int8 one text per call, as the product runs them), so load changes on shared
+cores fall on all alike; a round's time is the sum over slices, the best of ``--rounds`` counts, and the
+ratios (to float, and to today's graph) are the comparable figures, for the mix and for each kind.
 
 ``--scan N`` first measures, on N documents of each kind, what leaving ONE product in float (all others
 quantised) gives back: the mean of (1 - cosine to float) of each such graph, against today's graph.
@@ -56,6 +57,7 @@ DEFAULT_STORE = Path.home() / ".cache" / "ccmemory-bench" / "coderecall-replay"
 BENCH_DATA = REPO.parent / "shared" / "bench-data"
 SLICES = 20
 NEIGHBOURS = 10
+TODAY = "today (all 36 products int8)"
 
 
 def spaced(items: list[Any], count: int) -> list[Any]:
@@ -188,8 +190,8 @@ def main() -> None:
         ]
         write_section("quant-sensitivity", "Which int8 products move the built-in model's vectors most (issue 25)",
                       "\n".join(lines))
-    variants: dict[str, list[str]] = {"today (all 36 products int8)": []}
-    modes = {"today (all 36 products int8)": ""}
+    variants: dict[str, list[str]] = {TODAY: []}
+    modes = {TODAY: ""}
     for option in args.variant:
         label, _, pattern = option.partition("=")
         pattern, _, modes[label] = pattern.partition("@")
@@ -202,7 +204,11 @@ def main() -> None:
         sizes[label] = len(graph)
     for encoder in systems.values():
         encoder.encode(documents[:16])
-    seconds, vectors = timed_slices(systems, documents, args.rounds)
+    code_seconds, code_vectors = timed_slices(systems, code, args.rounds)
+    turn_seconds, turn_vectors = timed_slices(systems, turns, args.rounds)
+    seconds = {name: code_seconds[name] + turn_seconds[name] for name in systems}
+    vectors = {name: [vector for pair in zip(code_vectors[name], turn_vectors[name]) for vector in pair]
+               for name in systems}
     query_vectors = {name: as_matrix(encoder.encode(queries)) for name, encoder in systems.items()}
     reference_name = "float (shipped graph)"
     reference = as_matrix(vectors[reference_name])
@@ -215,10 +221,14 @@ def main() -> None:
         own = overlap(top(query_vectors[label], matrix), reference_top)
         mixed = overlap(top(query_vectors[reference_name], matrix), reference_top)
         ratio = seconds[reference_name] / seconds[label]
+        code_ratio = code_seconds[reference_name] / code_seconds[label]
+        turn_ratio = turn_seconds[reference_name] / turn_seconds[label]
+        today = seconds[TODAY] / seconds[label]
         rows.append(
             f"| {label} | {', '.join(variants[label]) or '-'} | {modes[label] or 'per call'} | {cosines.mean():.4f} | "
             f"{numpy.percentile(cosines, 1):.4f} | {cosines.min():.4f} | {code_cos.mean():.4f} / {turn_cos.mean():.4f} | "
-            f"{own:.3f} | {mixed:.3f} | {ratio:.2f}x | {sizes[label] // 1024} KB |")
+            f"{own:.3f} | {mixed:.3f} | {ratio:.2f}x | {code_ratio:.2f}x / {turn_ratio:.2f}x | {today:.2f}x | "
+            f"{sizes[label] // 1024} KB |")
         print(rows[-1], flush=True)
     load_average = os.getloadavg()[0]
     variant_flags = " ".join(f"--variant '{option}'" for option in args.variant)
@@ -234,8 +244,8 @@ def main() -> None:
         "nearest documents under float that the variant also ranks top 10 (own: query and documents by the "
         "variant; mixed: float query, variant's documents).", "",
         "| graph | products left in float | activation scale | cosine mean | p1 | min | mean code / turns | overlap@10 own | "
-        "overlap@10 mixed | speed vs float | graph file |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "overlap@10 mixed | speed vs float | code / turns vs float | speed vs today | graph file |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *rows,
     ]
     write_section("quant-fidelity", "Fidelity of the int8 graph to the float one, per variant (issue 25)",

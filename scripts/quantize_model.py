@@ -38,9 +38,13 @@ EXTERNAL_BYTES = 1024
 TARGET = REPO / "src" / "ccmemory" / "model_files" / embeddings.FAST_GRAPH_FILE
 #: Products left in float (``products`` keys): those whose quantised input moves the vectors most.
 FLOAT_PRODUCTS: tuple[str, ...] = ()
-#: Activations quantised per token rather than per call (:func:`per_row`).
+#: Activations quantised per token rather than per call: a key of :data:`SHIFTED`, or "" (per call).
 PER_ROW = ""
 
+
+#: ``rows`` settings of :func:`per_token` -> the ops whose outputs are quantised asymmetrically.
+SHIFTED = {"per-token": ("Reshape", "Mul", "LayerNormalization"), "per-token-norm": ("LayerNormalization",),
+           "per-token-symmetric": ()}
 
 #: The weight products of each encoder layer, in graph order.
 ROLES = ("query", "key", "value", "attention-out", "ffn-up", "ffn-down")
@@ -107,109 +111,145 @@ def point_at_shipped(model: onnx.ModelProto, shipped: bytes) -> int:
     return inline
 
 
-def per_row(model: onnx.ModelProto, symmetric: bool = False) -> onnx.ModelProto:
-    """Quantise each product's input with one scale and zero point per token (row) instead of one per call.
+def per_token(model: onnx.ModelProto, shifted: Collection[str]) -> onnx.ModelProto:
+    """Quantise each product's input with its own range per token (row), in few nodes.
 
-    onnxruntime's ``DynamicQuantizeLinear`` takes one range for the whole input, so a few large values
-    (some tokens' activations are far larger than the rest) coarsen every other token's 8 bits.
-    Here each row gets its own range; ``MatMulInteger`` takes only one zero point for A, so the product
-    runs without it and ``zero point x column sums of the weights`` (folded to a constant at load) is
-    subtracted after, before the scales: ``y = (A_q W_q - zp * sum_k W_q) * scale_row * scale_column``.
+    One ``DynamicQuantizeLinear`` range per call lets a few tokens with large activations coarsen every
+    other token's 8 bits. Here each row gets its own scale, in one ``QuantizeLinear`` per input (Q, K
+    and V share theirs), and onnxruntime's ``MatMulIntegerToFloat`` (com.microsoft), which takes a scale
+    per row of A (shape [..., T, 1]), and one per column of the weights, does the rest (its bias input
+    is wrong with a scale per row in onnxruntime 1.32, so the bias is added after). The products that
+    read the same input (Q, K, V) run as one, their weights side by side (joined when the session loads).
+
+    Inputs made by an op in ``shifted`` (``LayerNormalization``: the inputs of Q/K/V and of the first
+    feed-forward product; ``Reshape``: the attention's output; ``Mul``: the GELU's output) are quantised
+    asymmetrically, ``q = round((x - min) / scale)`` over the row's [min, max]; neither
+    ``MatMulInteger`` nor ``MatMulIntegerToFloat`` takes a zero point per row, so
+    ``min x column sums of W + bias`` is added after, as one small product ``[min, 1] @ [sums; bias]``
+    (the sums folded to a constant when the session loads).
+    The others symmetrically, ``q = round(x / scale) + 128`` over [-max|x|, max|x|]: the zero point 128
+    is the same for every row, which ``MatMulIntegerToFloat`` takes, so the product is one node.
     """
     graph = model.graph
-    nodes: list[onnx.NodeProto] = []
+    make = onnx.helper.make_node
+    producer = {output: node for node in graph.node for output in node.output}
+    shapes = {tensor.name: list(tensor.dims) for tensor in graph.initializer}
     consumers: dict[str, list[onnx.NodeProto]] = {}
     for node in graph.node:
         for name in node.input:
             consumers.setdefault(name, []).append(node)
-    constants = [
-        numpy_helper.from_array(numpy.array(0.0, numpy.float32), "per_row_zero"),
-        numpy_helper.from_array(numpy.array(255.0, numpy.float32), "per_row_levels"),
-        numpy_helper.from_array(numpy.array(1e-12, numpy.float32), "per_row_tiny"),
-        numpy_helper.from_array(numpy.array(127.0, numpy.float32), "per_row_half"),
-        numpy_helper.from_array(numpy.array(128.0, numpy.float32), "per_row_middle"),
-    ]
-    graph.initializer.extend(constants)
-    zero_points: dict[str, str] = {}
-    row_scales: dict[str, str] = {}
-    scaled: dict[str, str] = {}
-    corrections: dict[str, onnx.NodeProto] = {}
+    graph.initializer.extend([
+        numpy_helper.from_array(numpy.array(1 / 255, numpy.float32), "per_token_step"),
+        numpy_helper.from_array(numpy.array(1 / 127, numpy.float32), "per_token_half_step"),
+        numpy_helper.from_array(numpy.array(1e-12, numpy.float32), "per_token_tiny"),
+        numpy_helper.from_array(numpy.array(1.0, numpy.float32), "per_token_one"),
+        numpy_helper.from_array(numpy.array(0, numpy.uint8), "per_token_zero"),
+        numpy_helper.from_array(numpy.array(128, numpy.uint8), "per_token_middle"),
+        numpy_helper.from_array(numpy.array([0], numpy.int64), "per_token_rows"),
+        numpy_helper.from_array(numpy.array([1, -1], numpy.int64), "per_token_row_shape"),
+        numpy_helper.from_array(numpy.array([-1], numpy.int64), "per_token_vector"),
+        numpy_helper.from_array(numpy.array(0.0, numpy.float32), "per_token_zero_float"),
+    ])
+    rows: dict[str, tuple[str, str]] = {}  # quantised input -> (its rows' [min, 1] or "", its row scale)
+    dropped: set[int] = set()
+    nodes: list[onnx.NodeProto] = []
+    def product(quantized: str, users: list[onnx.NodeProto]) -> list[onnx.NodeProto]:
+        """One product for all the weight products reading ``quantized`` (Q, K and V: weights side by side)."""
+        shift, scale = rows.pop(quantized)
+        outputs, weights, column_scales, biases, widths = [], [], [], [], []
+        for user in users:
+            (cast,) = consumers[user.output[0]]
+            (rescale,) = consumers[cast.output[0]]
+            dropped.update((id(user), id(cast), id(rescale)))
+            (add,) = consumers[rescale.output[0]]
+            if add.op_type != "Add" or add.input[0] != rescale.output[0] or add.input[1] not in shapes:
+                raise SystemExit(f"unexpected graph: {user.name} is not followed by the addition of its bias")
+            dropped.add(id(add))
+            outputs.append(add.output[0])
+            biases.append(add.input[1])
+            weights.append(user.input[1])
+            column_scales.append(producer[rescale.input[1]].input[1])
+            widths.append(shapes[user.input[1]][1])
+        p = f"{users[0].name}_per_token"
+        made: list[onnx.NodeProto] = []
+        if len(users) > 1:  # folded to constants when the session loads
+            made += [make("Concat", weights, [f"{p}_weights"], axis=1),
+                     make("Concat", column_scales, [f"{p}_column_scales"], axis=0),
+                     make("Concat", biases, [f"{p}_biases"], axis=0)]
+            graph.initializer.append(numpy_helper.from_array(numpy.array(widths, numpy.int64), f"{p}_widths"))
+            weight, column_scale, bias = f"{p}_weights", f"{p}_column_scales", f"{p}_biases"
+            output = f"{p}_joined"
+        else:
+            weight, column_scale, bias, output = weights[0], column_scales[0], biases[0], outputs[0]
+        if shift:
+            made += [
+                make("MatMulIntegerToFloat", [quantized, weight, scale, column_scale], [f"{p}_product"],
+                     domain="com.microsoft"),
+                make("Cast", [weight], [f"{p}_weight"], to=onnx.TensorProto.FLOAT),
+                make("ReduceSum", [f"{p}_weight", "per_token_rows"], [f"{p}_column_sums"], keepdims=1),
+                make("Mul", [f"{p}_column_sums", column_scale], [f"{p}_float_sums"]),
+                make("Reshape", [bias, "per_token_row_shape"], [f"{p}_bias_row"]),
+                make("Concat", [f"{p}_float_sums", f"{p}_bias_row"], [f"{p}_table"], axis=0),
+                make("MatMul", [shift, f"{p}_table"], [f"{p}_offset"]),
+                make("Add", [f"{p}_product", f"{p}_offset"], [output]),
+            ]
+        else:
+            made += [make("MatMulIntegerToFloat", [quantized, weight, scale, column_scale, "per_token_middle"],
+                          [f"{p}_product"], domain="com.microsoft"),
+                     make("Add", [f"{p}_product", bias], [output])]
+        if len(users) > 1:
+            made.append(make("Split", [output, f"{p}_widths"], outputs, axis=-1))
+        return made
+
     for node in graph.node:
+        if id(node) in dropped:
+            continue
         if node.op_type == "DynamicQuantizeLinear":
-            (x,), (quantized, scale, zero_point) = node.input, node.output
-            p = f"{x}_per_row"
-            make = onnx.helper.make_node
-            if symmetric:
+            x, quantized = node.input[0], node.output[0]
+            p = f"{x}_per_token"
+            if producer[x].op_type in shifted:
+                nodes += [
+                    make("ReduceMin", [x], [f"{p}_min"], axes=[-1], keepdims=1),
+                    make("ReduceMax", [x], [f"{p}_max"], axes=[-1], keepdims=1),
+                    make("Sub", [f"{p}_max", f"{p}_min"], [f"{p}_range"]),
+                    make("Max", [f"{p}_range", "per_token_tiny"], [f"{p}_span"]),
+                    make("Mul", [f"{p}_span", "per_token_step"], [f"{p}_scale"]),
+                    make("Sub", [x, f"{p}_min"], [f"{p}_shifted"]),
+                    make("Div", [f"{p}_shifted", f"{p}_scale"], [f"{p}_steps"]),
+                    make("QuantizeLinear", [f"{p}_steps", "per_token_one", "per_token_zero"], [quantized]),
+                ]
+                # [min, 1] per row: times [column sums; bias] gives the offset and the bias in one product
+                nodes += [make("Div", [f"{p}_scale", f"{p}_scale"], [f"{p}_ones"]),
+                          make("Concat", [f"{p}_min", f"{p}_ones"], [f"{p}_shift"], axis=-1)]
+                rows[quantized] = (f"{p}_shift", f"{p}_scale")
+            else:
                 nodes += [
                     make("Abs", [x], [f"{p}_abs"]),
                     make("ReduceMax", [f"{p}_abs"], [f"{p}_max"], axes=[-1], keepdims=1),
-                    make("Max", [f"{p}_max", "per_row_tiny"], [f"{p}_span"]),
-                    make("Div", [f"{p}_span", "per_row_half"], [f"{p}_scale"]),
+                    make("Max", [f"{p}_max", "per_token_tiny"], [f"{p}_span"]),
+                    make("Mul", [f"{p}_span", "per_token_half_step"], [f"{p}_scale"]),
                     make("Div", [x, f"{p}_scale"], [f"{p}_steps"]),
-                    make("Round", [f"{p}_steps"], [f"{p}_rounded"]),
-                    make("Add", [f"{p}_rounded", "per_row_middle"], [f"{p}_shifted"]),
-                    make("Cast", [f"{p}_shifted"], [quantized], to=onnx.TensorProto.UINT8),
+                    make("QuantizeLinear", [f"{p}_steps", "per_token_one", "per_token_middle"], [quantized]),
                 ]
-                graph.initializer.append(numpy_helper.from_array(numpy.array(128, numpy.uint8), zero_point))
-                graph.initializer.append(numpy_helper.from_array(numpy.array(1.0, numpy.float32), scale))
-                row_scales[scale] = f"{p}_scale"
-                continue
-            nodes += [
-                make("ReduceMin", [x], [f"{p}_min"], axes=[-1], keepdims=1),
-                make("ReduceMax", [x], [f"{p}_max"], axes=[-1], keepdims=1),
-                make("Min", [f"{p}_min", "per_row_zero"], [f"{p}_low"]),
-                make("Max", [f"{p}_max", "per_row_zero"], [f"{p}_high"]),
-                make("Sub", [f"{p}_high", f"{p}_low"], [f"{p}_range"]),
-                make("Max", [f"{p}_range", "per_row_tiny"], [f"{p}_span"]),
-                make("Div", [f"{p}_span", "per_row_levels"], [scale]),
-                make("Div", [f"{p}_low", scale], [f"{p}_low_steps"]),
-                make("Neg", [f"{p}_low_steps"], [f"{p}_neg"]),
-                make("Round", [f"{p}_neg"], [f"{p}_zp"]),
-                make("Div", [x, scale], [f"{p}_steps"]),
-                make("Round", [f"{p}_steps"], [f"{p}_rounded"]),
-                make("Add", [f"{p}_rounded", f"{p}_zp"], [f"{p}_shifted"]),
-                make("Clip", [f"{p}_shifted", "per_row_zero", "per_row_levels"], [f"{p}_clipped"]),
-                make("Cast", [f"{p}_clipped"], [quantized], to=onnx.TensorProto.UINT8),
-            ]
-            zero_points[zero_point] = f"{p}_zp"
+                rows[quantized] = ("", f"{p}_scale")
+            for user in consumers[node.output[1]]:  # per-call scale x column scales: not needed any more
+                dropped.add(id(user))
             continue
-        if node.op_type == "MatMulInteger" and node.input[2] in zero_points:
-            weight = node.input[1]
-            row_zp = zero_points[node.input[2]]
-            del node.input[2:]
-            node.input.extend(["", ""])  # A's zero point is subtracted after; B's is 0 (symmetric)
-            p = f"{node.name}_per_row"
-            make = onnx.helper.make_node
-            nodes += [
-                node,
-                make("Cast", [weight], [f"{p}_weight"], to=onnx.TensorProto.FLOAT),
-                make("ReduceSum", [f"{p}_weight", f"{p}_axis"], [f"{p}_column_sums"], keepdims=0),
-                make("Mul", [row_zp, f"{p}_column_sums"], [f"{p}_offset"]),
-            ]
-            graph.initializer.append(numpy_helper.from_array(numpy.array([0], numpy.int64), f"{p}_axis"))
-            (cast,) = consumers[node.output[0]]
-            corrections[cast.output[0]] = make("Sub", [cast.output[0], f"{p}_offset"], [f"{p}_corrected"])
+        if node.op_type == "MatMulInteger" and node.input[0] in rows:
+            nodes += product(node.input[0], [user for user in consumers[node.input[0]]
+                                             if user.op_type == "MatMulInteger"])
             continue
-        if node.op_type == "Mul" and node.input[0] in row_scales:
-            scaled[node.output[0]] = row_scales[node.input[0]]
-        if node.op_type == "Mul" and node.input[1] in scaled:
-            output = node.output[0]
-            node.output[0] = f"{output}_per_column"
-            nodes += [node, onnx.helper.make_node("Mul", [node.output[0], scaled[node.input[1]]], [output])]
-            continue
-        for index, name in enumerate(node.input):
-            if name in corrections and node.op_type == "Mul":
-                nodes.append(corrections[name])
-                node.input[index] = corrections[name].output[0]
         nodes.append(node)
-    if not symmetric and len(corrections) != sum(node.op_type == "MatMulInteger" for node in nodes):
-        raise SystemExit("unexpected graph: a MatMulInteger without a per-call zero point")
+    if any(node.op_type in ("DynamicQuantizeLinear", "MatMulInteger") for node in nodes):
+        raise SystemExit("unexpected graph: a quantised product this rewrite does not recognise")
     del graph.node[:]
     graph.node.extend(nodes)
     used = {name for node in graph.node for name in node.input}
     kept = [tensor for tensor in graph.initializer if tensor.name in used]
     del graph.initializer[:]
     graph.initializer.extend(kept)
+    if not any(entry.domain == "com.microsoft" for entry in model.opset_import):
+        model.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))
     return model
 
 
@@ -225,7 +265,8 @@ def build(float_products: Collection[str] = FLOAT_PRODUCTS, shipped: bytes | Non
           rows: str = PER_ROW) -> tuple[bytes, int]:
     """The fast graph with the products in ``float_products`` (``products`` keys) left in float; and its inline bytes.
 
-    ``rows``: quantise each product's input per token (:func:`per_row`) rather than per call.
+    ``rows``: quantise each product's input per token (:func:`per_token`, a key of :data:`SHIFTED`) rather
+    than per call.
     """
     shipped = shipped or shipped_bytes()
     model = onnx.load_from_string(shipped)
@@ -242,7 +283,7 @@ def build(float_products: Collection[str] = FLOAT_PRODUCTS, shipped: bytes | Non
                          op_types_to_quantize=["MatMul"], nodes_to_exclude=sorted(keep))
         model = onnx.load(quantized)
     if rows:
-        model = per_row(model, symmetric=rows == "symmetric")
+        model = per_token(model, SHIFTED[rows])
     inline = point_at_shipped(model, shipped)
     return model.SerializeToString(deterministic=True), inline
 
