@@ -42,9 +42,14 @@ FLOAT_PRODUCTS: tuple[str, ...] = ()
 PER_ROW = ""
 
 
-#: ``rows`` settings of :func:`per_token` -> the ops whose outputs are quantised asymmetrically.
-SHIFTED = {"per-token": ("Reshape", "Mul", "LayerNormalization"), "per-token-norm": ("LayerNormalization",),
-           "per-token-symmetric": ()}
+#: ``rows`` settings of :func:`per_token` -> (the ops whose outputs are quantised per token, those of them
+#: quantised asymmetrically); the inputs of the other products keep one range per call. The ops: ``LayerNormalization``
+#: (the inputs of Q/K/V and of the first feed-forward product), ``Reshape`` (the attention's output), ``Mul`` (GELU's).
+SHIFTED = {
+    "per-token": (("Reshape", "Mul", "LayerNormalization"), ("Reshape", "Mul", "LayerNormalization")),
+    "per-token-no-attention": (("Mul", "LayerNormalization"), ("Mul", "LayerNormalization")),
+    "per-token-symmetric": (("Reshape", "Mul", "LayerNormalization"), ()),
+}
 
 #: The weight products of each encoder layer, in graph order.
 ROLES = ("query", "key", "value", "attention-out", "ffn-up", "ffn-down")
@@ -111,7 +116,7 @@ def point_at_shipped(model: onnx.ModelProto, shipped: bytes) -> int:
     return inline
 
 
-def per_token(model: onnx.ModelProto, shifted: Collection[str]) -> onnx.ModelProto:
+def per_token(model: onnx.ModelProto, sites: Collection[str], shifted: Collection[str]) -> onnx.ModelProto:
     """Quantise each product's input with its own range per token (row), in few nodes.
 
     One ``DynamicQuantizeLinear`` range per call lets a few tokens with large activations coarsen every
@@ -121,9 +126,9 @@ def per_token(model: onnx.ModelProto, shifted: Collection[str]) -> onnx.ModelPro
     is wrong with a scale per row in onnxruntime 1.32, so the bias is added after). The products that
     read the same input (Q, K, V) run as one, their weights side by side (joined when the session loads).
 
-    Inputs made by an op in ``shifted`` (``LayerNormalization``: the inputs of Q/K/V and of the first
-    feed-forward product; ``Reshape``: the attention's output; ``Mul``: the GELU's output) are quantised
-    asymmetrically, ``q = round((x - min) / scale)`` over the row's [min, max]; neither
+    Only inputs made by an op in ``sites`` are rewritten (the others keep onnxruntime's one range per call,
+    which it fuses with the product into one node); those made by an op in ``shifted`` (see
+    :data:`SHIFTED`) are quantised asymmetrically, ``q = round((x - min) / scale)`` over the row's [min, max]; neither
     ``MatMulInteger`` nor ``MatMulIntegerToFloat`` takes a zero point per row, so
     ``min x column sums of W + bias`` is added after, as one small product ``[min, 1] @ [sums; bias]``
     (the sums folded to a constant when the session loads).
@@ -204,7 +209,7 @@ def per_token(model: onnx.ModelProto, shifted: Collection[str]) -> onnx.ModelPro
     for node in graph.node:
         if id(node) in dropped:
             continue
-        if node.op_type == "DynamicQuantizeLinear":
+        if node.op_type == "DynamicQuantizeLinear" and producer[node.input[0]].op_type in sites:
             x, quantized = node.input[0], node.output[0]
             p = f"{x}_per_token"
             if producer[x].op_type in shifted:
@@ -240,7 +245,7 @@ def per_token(model: onnx.ModelProto, shifted: Collection[str]) -> onnx.ModelPro
                                              if user.op_type == "MatMulInteger"])
             continue
         nodes.append(node)
-    if any(node.op_type in ("DynamicQuantizeLinear", "MatMulInteger") for node in nodes):
+    if any(node.op_type == "MatMulInteger" and node.input[0] in rows for node in nodes):
         raise SystemExit("unexpected graph: a quantised product this rewrite does not recognise")
     del graph.node[:]
     graph.node.extend(nodes)
@@ -283,7 +288,7 @@ def build(float_products: Collection[str] = FLOAT_PRODUCTS, shipped: bytes | Non
                          op_types_to_quantize=["MatMul"], nodes_to_exclude=sorted(keep))
         model = onnx.load(quantized)
     if rows:
-        model = per_token(model, SHIFTED[rows])
+        model = per_token(model, *SHIFTED[rows])
     inline = point_at_shipped(model, shipped)
     return model.SerializeToString(deterministic=True), inline
 
