@@ -65,7 +65,7 @@ def test_index_with_a_model_that_cannot_load_stores_every_entry_and_exits_2(tmp_
     assert rows(home, "SELECT COUNT(*) AS n FROM memories WHERE source = 'knowledge' AND needs_embedding = 1")[0]["n"] == 4
     warning = [line for line in done.stderr.splitlines() if line.startswith("Warning:")]
     assert len(warning) == 1, done.stderr
-    assert "Entries stored without vectors" in warning[0] and "Could not load embedding model" in warning[0]
+    assert "Entries stored without vectors" in warning[0] and "is not a folder" in warning[0]
     assert str(missing) in warning[0] and "ccmemory embed" in warning[0]
     keyword = ccmemory(home, repo, "search", "scheduler clock", "--mode", "keyword")
     assert keyword.returncode == 0 and "gotchas.md#cron-runs-in-server-time" in keyword.stdout
