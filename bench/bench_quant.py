@@ -46,8 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(REPO / "scripts"))
 
 from bench_embed import cpu_summary  # noqa: E402
-from ccmemory import db as database  # noqa: E402
-from ccmemory import embeddings, tokens  # noqa: E402
+from bench_models import sample_texts  # noqa: E402
+from ccmemory import embeddings  # noqa: E402
 from locomo import session_numbers, turn_content  # noqa: E402
 from report import shared_machine, write_section  # noqa: E402
 
@@ -63,18 +63,6 @@ TODAY = "today (all 36 products int8)"
 def spaced(items: list[Any], count: int) -> list[Any]:
     step = max(1, len(items) // count)
     return items[::step][:count]
-
-
-def code_texts(store: Path, count: int) -> list[str]:
-    source = store / "home" / "ccmemory.db"
-    if not source.exists():
-        raise SystemExit(f"no replayed store at {source}; run bench/bench_embed.py once to make it")
-    check = database.connect(source)
-    rows = check.rows(
-        "SELECT m.seq, m.content, m.source, m.metadata, s.transcript_path FROM memories m "
-        "LEFT JOIN sessions s ON s.id = m.session_id WHERE m.is_deleted = 0 ORDER BY m.seq")
-    check.close()
-    return [tokens.windows(text)[0] for text in embeddings.texts_to_embed(spaced(rows, count), {})]
 
 
 def locomo_texts(path: Path, count: int, questions: int) -> tuple[list[str], list[str]]:
@@ -167,7 +155,7 @@ def main() -> None:
     parser.add_argument("--locomo", type=Path, default=BENCH_DATA / "locomo10-dev.json")
     parser.add_argument("--coderecall", type=Path, default=BENCH_DATA / "coderecall-dev.json.gz")
     args = parser.parse_args()
-    code = code_texts(args.store, args.sample)
+    code = sample_texts(args.store, args.sample)
     turns, questions = locomo_texts(args.locomo, args.sample, args.queries)
     documents = [text for pair in zip(code, turns) for text in pair]
     queries = code_queries(args.coderecall, args.queries) + questions
@@ -175,7 +163,7 @@ def main() -> None:
     shipped = quantize_model.shipped_bytes()
     names = quantize_model.products(__import__("onnx").load_from_string(shipped))
     if args.scan:
-        scanned = code_texts(args.store, args.scan) + locomo_texts(args.locomo, args.scan, 1)[0]
+        scanned = sample_texts(args.store, args.scan) + locomo_texts(args.locomo, args.scan, 1)[0]
         results = scan(folder, shipped, names, scanned)
         baseline = results[0][1]
         rows = sorted(results[1:], key=lambda item: item[1])

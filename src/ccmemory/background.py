@@ -119,13 +119,7 @@ class Background:
         except Exception:
             log.exception("Background embedding could not start; new items are found by keywords only")
             return
-        reported: set[tuple[str, int]] = set()
-
-        def failed(kind: str, row: dict[str, Any], exc: Exception) -> None:
-            if (kind, row["seq"]) not in reported:  # retried every round: said once
-                reported.add((kind, row["seq"]))
-                log.warning("The model failed on %s %s (left to keyword search): %s", kind, row["seq"], exc)
-
+        failed = embeddings.failures_logged_once(log)
         checked = 0.0
         lease = embedding_worker.Lease(ROLE)
         seen = None  # the database's data_version at the last round; None: look now

@@ -181,13 +181,7 @@ def _embed_backlog() -> int:
         os.remove(_failed_path())
     except OSError:
         pass
-    reported: set[tuple[str, int]] = set()
-
-    def failed(kind: str, row: dict[str, Any], exc: Exception) -> None:
-        if (kind, row["seq"]) not in reported:  # retried each round: said once
-            reported.add((kind, row["seq"]))
-            log.warning("The model failed on %s %s (left to keyword search): %s", kind, row["seq"], exc)
-
+    failed = embeddings.failures_logged_once(log)
     started = time.monotonic()
     total = 0
     db = database.connect(vectors=True)

@@ -585,6 +585,22 @@ def _store(db: Database, kind: str, row: dict[str, Any], made: list[tuple[int, b
                    (row["seq"], part, model, vectors.quantize(vector)))
 
 
+def failures_logged_once(log: Any) -> Callable[[str, dict[str, Any], Exception], None]:
+    """An ``on_error`` for :func:`embed_pending` that warns on ``log`` once per failing item.
+
+    A failed item keeps its flag, so a loop that embeds round after round meets it again; one warning
+    says it is left to keyword search.
+    """
+    reported: set[tuple[str, int]] = set()
+
+    def failed(kind: str, row: dict[str, Any], exc: Exception) -> None:
+        if (kind, row["seq"]) not in reported:
+            reported.add((kind, row["seq"]))
+            log.warning("The model failed on %s %s (left to keyword search): %s", kind, row["seq"], exc)
+
+    return failed
+
+
 def embed_pending(
     db: Database,
     embedder: Embedder,
