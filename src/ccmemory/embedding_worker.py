@@ -28,6 +28,7 @@ Standard library only at import: the hooks ask :func:`wanted`.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .db import Database
+    from .embeddings import Embedder
 
 LOCK_FILE = "embedder.lock"
 FAILED_FILE = "embedder.failed"
@@ -109,8 +111,7 @@ def _embedding_elsewhere() -> bool:
         return False
     if found.get("role") != WORKER:
         return True  # a server's loop sees every commit by itself
-    with safe_files.open_text_for_writing(locks.request_path(lock_path())) as handle:
-        handle.write(str(os.getpid()))
+    locks.ask_for_another_round(lock_path())
     return holder() is not None
 
 
@@ -169,6 +170,14 @@ class Lease:
             self._stack = None
 
 
+@functools.cache
+def _embedder() -> Embedder:
+    """The configured model, loaded once per worker: a round asked for after the first reuses it."""
+    from . import embeddings
+
+    return embeddings.Embedder(embeddings.configured_spec(), threads=THREADS)
+
+
 def _embed_backlog() -> int:
     """Embed pending memories and chunks with the configured model until none is left or time is up; how many."""
     import logging
@@ -176,7 +185,7 @@ def _embed_backlog() -> int:
     from . import db as database, embeddings
 
     log = logging.getLogger(__name__)
-    embedder = embeddings.Embedder(embeddings.configured_spec(), threads=THREADS)
+    embedder = _embedder()
     try:
         os.remove(_failed_path())
     except OSError:

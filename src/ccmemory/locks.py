@@ -215,6 +215,12 @@ def request_path(path: str) -> str:
     return f"{stem}.again{extension}"
 
 
+def ask_for_another_round(path: str) -> None:
+    """Ask the run holding ``path`` for one more round (:func:`in_rounds`): it runs again for what came since."""
+    with safe_files.open_text_for_writing(request_path(path)) as handle:
+        handle.write(str(os.getpid()))
+
+
 def _requested(path: str) -> bool:
     return os.path.exists(request_path(path))
 
@@ -237,8 +243,7 @@ def in_rounds(path: str, work: Callable[[], T], *, ask_holder: bool = False, sta
     except Busy:
         if not ask_holder:
             raise
-        with safe_files.open_text_for_writing(request_path(path)) as handle:
-            handle.write(str(os.getpid()))
+        ask_for_another_round(path)
         return _rounds(path, work, stale_after, status)
 
 
