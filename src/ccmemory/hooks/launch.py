@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 
+from . import log
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..db import Database
 
-from . import log
 
 def embed_if_pending(db: Database, event: str) -> None:
     """Start the embedding worker (the launcher's ``--embed``) when items wait and no process embeds them."""
