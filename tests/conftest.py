@@ -13,6 +13,11 @@ from ccmemory import embeddings, projects
 
 from testing import home_guard
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from testing.postgres import Cluster
+    from testing.team import Server
+
 _real_home: Path | None = None
 _real_home_before: dict[str, tuple[int, int]] = {}
 
@@ -101,6 +106,30 @@ def embedder(tmp_path_factory: pytest.TempPathFactory) -> embeddings.Embedder:
             os.environ.pop("CCMEMORY_HOME", None)
         else:
             os.environ["CCMEMORY_HOME"] = previous
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    """A throwaway PostgreSQL with pgvector for a team test module (skipped when none can start, failed in CI)."""
+    from testing.team import cluster_or_skip
+
+    yield from cluster_or_skip()
+
+
+@pytest.fixture
+def server(cluster: Cluster) -> Server:
+    """A fresh team database on the cluster (modules that need the schema made otherwise define their own)."""
+    from testing.team import Server
+
+    return Server(cluster)
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> Path:
+    """A git repository the team tests' machines clone."""
+    from testing.team import make_origin
+
+    return make_origin(tmp_path / "origin")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -12,10 +12,10 @@ import hashlib
 import json
 import signal
 import socket
+import subprocess
 import time
 import uuid
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -23,21 +23,7 @@ from testing import postgres
 from testing.hooks import assert_quiet_success, bash_call, common, rows, run_hook, tool_call, write_transcript
 from testing.mcp import running_server
 from testing.secret_corpus import SECRETS, chunks
-from testing.team import Machine, Server, cluster_or_skip, make_origin
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[postgres.Cluster]:
-    yield from cluster_or_skip()
-
-
-@pytest.fixture
-def server(cluster: postgres.Cluster) -> Server:
-    return Server(cluster)
-
-
-@pytest.fixture
-def origin(tmp_path: Path) -> Path:
-    return make_origin(tmp_path / "origin")
+from testing.team import Machine, Server
 
 
 def _session(machine: Machine, session: str, calls: list[tuple[str, str]], **env: str) -> None:
@@ -121,22 +107,30 @@ def _wait_for_rows(server: Server, process, at_least: int = 1) -> int:
     raise AssertionError("no row reached the server in time")
 
 
-def test_a_client_killed_mid_push_loses_and_doubles_nothing(tmp_path: Path, server: Server, origin: Path) -> None:
-    url = server.member("alice")
-    laptop = Machine(tmp_path, "laptop", origin, url)
-    texts = [f"note {number} on the {uuid.uuid4().hex} rollout" for number in range(3000)]
+def _pushing(laptop: Machine, text: str) -> tuple[Machine, set[str], subprocess.Popen[str]]:
+    """The laptop holding 3,000 distinct memories (``text`` with a number and a uuid), its sync started; their hashes."""
+    texts = [text.format(number, uuid.uuid4().hex) for number in range(3000)]
     laptop.fill(texts)
-    expected = {hashlib.sha256(text.encode()).hexdigest() for text in texts}
-    process = laptop.start_sync()
-    reached = _wait_for_rows(server, process)
-    process.send_signal(signal.SIGKILL)
-    process.communicate(timeout=60)
-    assert process.returncode == -signal.SIGKILL
-    assert reached < len(texts), "the push finished before the kill"
+    return laptop, {hashlib.sha256(text.encode()).hexdigest() for text in texts}, laptop.start_sync()
+
+
+def _resynced_exactly_once(laptop: Machine, server: Server, expected: set[str]) -> None:
+    """A new sync finishes what the broken one began: nothing pending or in conflict, each memory once everywhere."""
     report = _sync_process(laptop)
     assert report["conflicts"] == 0 and report["pending"] == 0, report
     _exactly_once(server, expected)
     assert _hashes(laptop) == expected
+
+
+def test_a_client_killed_mid_push_loses_and_doubles_nothing(tmp_path: Path, server: Server, origin: Path) -> None:
+    url = server.member("alice")
+    laptop, expected, process = _pushing(Machine(tmp_path, "laptop", origin, url), "note {} on the {} rollout")
+    reached = _wait_for_rows(server, process)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGKILL
+    assert reached < len(expected), "the push finished before the kill"
+    _resynced_exactly_once(laptop, server, expected)
     desktop = Machine(tmp_path, "desktop", origin, url)
     desktop.fill(["warm-up"])
     _sync_process(desktop)
@@ -145,26 +139,19 @@ def test_a_client_killed_mid_push_loses_and_doubles_nothing(tmp_path: Path, serv
 
 def test_the_server_killed_mid_transaction_loses_and_doubles_nothing(
         tmp_path: Path, cluster: postgres.Cluster, server: Server, origin: Path) -> None:
-    url = server.member("alice")
-    laptop = Machine(tmp_path, "laptop", origin, url)
-    texts = [f"gotcha {number}: the {uuid.uuid4().hex} queue drops messages" for number in range(3000)]
-    laptop.fill(texts)
-    expected = {hashlib.sha256(text.encode()).hexdigest() for text in texts}
-    process = laptop.start_sync()
+    laptop, expected, process = _pushing(Machine(tmp_path, "laptop", origin, server.member("alice")),
+                                         "gotcha {}: the {} queue drops messages")
     try:
         reached = _wait_for_rows(server, process)
         cluster.halt()
         out, err = process.communicate(timeout=120)
     finally:
         cluster.resume()
-    assert reached < len(texts), "the push finished before the server stopped"
+    assert reached < len(expected), "the push finished before the server stopped"
     assert process.returncode == 1, out + err
     assert "failed on the server" in err and "Traceback" not in err, err
-    assert server.count() < len(texts)  # the batch in flight died with the server
-    report = _sync_process(laptop)
-    assert report["conflicts"] == 0 and report["pending"] == 0, report
-    _exactly_once(server, expected)
-    assert _hashes(laptop) == expected
+    assert server.count() < len(expected)  # the batch in flight died with the server
+    _resynced_exactly_once(laptop, server, expected)
 
 
 def test_with_the_server_stopped_hooks_and_search_work_and_sync_resumes(

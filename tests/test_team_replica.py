@@ -8,21 +8,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterator
 
-import pytest
 
 from testing import postgres
 from testing.mcp import running_server
-from testing.team import Machine, Server, cluster_or_skip, make_origin
+from testing.team import Machine, Server, make_origin
 
 WORDS = ["walrus", "pelican", "narwhal", "ocelot", "tapir", "quokka", "axolotl"]
 REPLICA_MAX = 3
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[postgres.Cluster]:
-    yield from cluster_or_skip()
 
 
 def _trimmed_machines(tmp_path: Path, cluster: postgres.Cluster) -> tuple[Server, Machine, Machine, dict[str, str]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -22,12 +22,6 @@ from ccmemory.team.connection import ServerError, Target
 
 from testing import postgres
 from testing.cli import invoke
-from testing.team import cluster_or_skip
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[postgres.Cluster]:
-    yield from cluster_or_skip()
 
 
 class Server:

@@ -12,29 +12,12 @@ import json
 import socket
 import uuid
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from testing import postgres
 from testing.cli import invoke
-from testing.team import Machine, Server, cluster_or_skip, make_origin, state
+from testing.team import Machine, Server, state
 from testing.hooks import assert_quiet_success, bash_call, common, run_hook, write_config
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[postgres.Cluster]:
-    yield from cluster_or_skip()
-
-
-@pytest.fixture
-def server(cluster: postgres.Cluster) -> Server:
-    return Server(cluster)
-
-
-@pytest.fixture
-def origin(tmp_path: Path) -> Path:
-    return make_origin(tmp_path / "origin")
 
 
 def test_a_memory_added_on_one_machine_is_found_on_the_other(tmp_path: Path, server: Server, origin: Path) -> None:
