@@ -365,8 +365,9 @@ def test_live_capture_and_backfill_store_the_same_rows_in_the_same_order_and_ran
     target = str(project_dir / "loader.py")
     read = {"type": "text", "file": {"filePath": target, "content": "def load_config(path):\n    return {}\n"}}
     sessions = []
+    recent = int(time.time()) - 1_780_000_000 - 900  # the hooks run as the calls happen: their times are close
     for number in range(2):
-        session = (Transcript(f"s{number}", project_dir, start=number * 1000).prompt("Fix the config loader")
+        session = (Transcript(f"s{number}", project_dir, start=recent + number * 100).prompt("Fix the config loader")
                    .call("Read", {"file_path": target}, read)
                    .call("Bash", {"command": "pytest tests/test_loader.py"}, {"stdout": "1 failed", "stderr": ""})
                    .call("Read", {"file_path": target}, read)

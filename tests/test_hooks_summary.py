@@ -140,11 +140,11 @@ def test_decisions_are_sentences_with_a_choice_or_reason() -> None:
     assert found == ["We went with SQLite.", "Chose WAL mode because readers never block."]
 
 
-def test_user_prompts_skips_meta_and_unknown_lines(tmp_path: Path) -> None:
+def test_the_prompts_read_skip_meta_and_unknown_lines(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     write_transcript(path, ["first", "<command-name>/clear</command-name>", "second"])
-    assert summary.user_prompts(str(path)) == ["first", "second"]
-    assert summary.user_prompts(str(tmp_path / "missing.jsonl")) == []
+    assert summary.read_transcript(str(path), "s").prompts == ["first", "second"]
+    assert summary.read_transcript(str(tmp_path / "missing.jsonl"), "s").prompts == []
 
 
 # -- the opt-in model-written summary, against a stand-in `claude` executable ----------------------------

@@ -64,7 +64,7 @@ def test_clear_starts_fresh_and_old_observations_do_not_come_back(db, tmp_path: 
     assert local_context.clear(db, str(tmp_path)) == 50
     text = local_context.render(db, str(tmp_path))
     assert text.splitlines()[2].startswith("Context cleared at ") and "task" not in text
-    assert local_context.watermark(db, str(tmp_path), "s") >= 0
+    assert local_context.watermark(db, str(tmp_path), "s")[0] >= 0
 
 
 def test_the_switch_is_per_directory_inherited_and_has_a_default(db, tmp_path: Path) -> None:

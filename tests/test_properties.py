@@ -304,7 +304,7 @@ def test_transcript_is_read_within_its_caps(tmp_path_factory: pytest.TempPathFac
     try:
         for name, value in caps.items():
             setattr(home[name], name, value)
-        assert summary.user_prompts(str(path)) == expected[:caps["MAX_PROMPTS"]]
+        assert summary.read_transcript(str(path), None).prompts == expected[:caps["MAX_PROMPTS"]]
     finally:
         for name, value in saved.items():
             setattr(home[name], name, value)

@@ -223,7 +223,7 @@ def test_lines_that_are_not_typed_prompts(tmp_path: Path) -> None:
     assert read(sub.write(tmp_path / "agent.jsonl")) == []
     write_transcript(tmp_path / "hooks.jsonl", ["first", "<command-name>/clear</command-name>", "second"])
     for each in (path, tmp_path / "hooks.jsonl"):  # the Stop hook reads the same prompts
-        assert [record.text for record in read(each) if isinstance(record, Prompt)] == summary.user_prompts(str(each))
+        assert [record.text for record in read(each) if isinstance(record, Prompt)] == summary.read_transcript(str(each), None).prompts
 
 
 def test_subagent_lines_and_odd_blocks(tmp_path: Path) -> None:

@@ -110,15 +110,22 @@ def build_entry(observations: Sequence[Any], *, prompt: str | None, last_message
 
 
 def record_turn(db: Database, *, directory: str, session_id: str, observations: Sequence[Any], prompt: str | None,
-                last_message: str | None, root: str, enabled_by_default: bool) -> bool:
-    """Add this turn's entry to the directory's log when the log is on there; True if one was added."""
+                last_message: str | None, root: str, enabled_by_default: bool, until: str | None = None) -> bool:
+    """Add this turn's entry to the directory's log when the log is on there; True if one was added.
+
+    The turn's observations are those of the session no earlier entry took: stored since it (by ``seq``, so
+    a call whose hook ran late is not lost) or happened after it (by ``created_at``: a call an earlier entry
+    left for later). ``until``, when the turn ended, leaves a call that happened after it (a subagent still at
+    work) to the next entry; the entry is then dated ``until``, else now.
+    """
     if not local_context.is_enabled(db, directory, enabled_by_default):
         return False
-    mark = local_context.watermark(db, directory, session_id)
-    fresh = [m for m in observations if m.seq > mark]
+    mark, mark_at = local_context.watermark(db, directory, session_id)
+    fresh = [m for m in observations if (m.seq > mark or (mark_at is not None and m.created_at > mark_at))
+             and (until is None or m.created_at <= until)]
     entry = build_entry(fresh, prompt=prompt, last_message=last_message, root=root)
     if entry is None:
         return False
     entry["last_seq"] = max(entry["last_seq"], mark)
-    local_context.record(db, directory, session_id=session_id, **entry)
+    local_context.record(db, directory, session_id=session_id, at=until, **entry)
     return True

@@ -324,9 +324,11 @@ class _Replay:
         from . import clock, lifecycle
         from .session_summary import MAX_PROMPTS
 
-        with clock.replaying(_parsed(reply.timestamp or "")):
+        moment = _parsed(reply.timestamp or "")
+        with clock.replaying(moment):
             lifecycle.end_turn(self.db, self.config, project_id=self._project_id(root), session_id=session_id,
-                               cwd=cwd, root=root, prompts=prompts[:MAX_PROMPTS], last_message=reply.text)
+                               cwd=cwd, root=root, prompts=prompts[:MAX_PROMPTS], last_message=reply.text,
+                               turn_end=moment)
 
     def _call(self, call: ToolCall, session_id: str, transcript_path: str, session_cwd: str) -> int:
         """Store one tool call as capture would have; 1 when stored (or, dry, when it would be), else 0."""
@@ -339,7 +341,7 @@ class _Replay:
         if cwd != session_cwd and self._opted_out(cwd):
             self.report.skip_call("in an opted-out directory")
             return 0
-        data = payload(call, session_id=session_id, transcript_path=transcript_path, cwd=cwd)
+        data = observations.call_payload(call, session_id=session_id, transcript_path=transcript_path, cwd=cwd)
         reason = observations.skip_reason(data, self.config)
         if reason:
             self.report.skip_call(_reason_kind(reason))
@@ -358,21 +360,6 @@ class _Replay:
             observations.store(self.db, observation, project_id=self._project_id(root), session_id=session_id,
                                tool_use_id=call.tool_use_id, created_at=moment)
         return 1
-
-
-def payload(call: ToolCall, *, session_id: str, transcript_path: str, cwd: str) -> dict[str, Any]:
-    """The PostToolUse (or, for a result marked ``is_error``, PostToolUseFailure) payload of a call, rebuilt
-    from its transcript record (see the module docstring for what each field comes from)."""
-    data: dict[str, Any] = {"session_id": session_id, "transcript_path": transcript_path, "cwd": cwd,
-                            "tool_name": call.tool_name, "tool_input": call.tool_input,
-                            "tool_use_id": call.tool_use_id}
-    if call.is_error:
-        data["hook_event_name"] = "PostToolUseFailure"
-        data["error"] = call.result_text or (call.tool_use_result if isinstance(call.tool_use_result, str) else "")
-    else:
-        data["hook_event_name"] = "PostToolUse"
-        data["tool_response"] = call.tool_use_result if call.tool_use_result is not None else call.result_text
-    return data
 
 
 def _turns(main: list[Record], agents: list[ToolCall]) -> list[tuple[Record | None, list[ToolCall], Any]]:

@@ -67,3 +67,17 @@ class replaying:
     def __exit__(self, *exc: object) -> None:
         global _replayed
         _replayed = self.previous
+
+
+def canonical(stamp: object) -> str | None:
+    """A time read from a file (a transcript) in our format, without :mod:`datetime` when it already is
+    (Claude Code writes ``2026-11-22T01:55:45.147Z``); None when it is no time at all."""
+    if not isinstance(stamp, str):
+        return None
+    if len(stamp) == 24 and stamp[10] == "T" and stamp[19] == "." and stamp.endswith("Z") \
+            and stamp[:4].isdigit() and stamp[20:23].isdigit():
+        return stamp
+    try:
+        return parse(stamp)
+    except ValueError:
+        return None

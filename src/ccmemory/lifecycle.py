@@ -27,30 +27,42 @@ from .config import Config
 
 
 def end_turn(db: Any, config: Config, *, project_id: int, session_id: str, cwd: str, root: str,
-             prompts: Sequence[str], last_message: str | None) -> str | None:
+             prompts: Sequence[str], last_message: str | None, times: dict[str, str] | None = None,
+             turn_end: str | None = None) -> str | None:
     """Stop's work: the summary rewritten, the turn's local context entry added; the summary memory id or None.
 
     ``prompts`` are the prompts typed in the session so far, ``last_message`` Claude's last reply.
+    ``times`` (``tool_use_id`` -> when, from the transcript) first put the captured calls at their
+    transcript time (:func:`ccmemory.observations.retime`), so the summary and the entry list them in the
+    order they happened, not the order their hooks ran. ``turn_end``, when the reply that ended the turn
+    was written, bounds the turn's entry: a call that finished later (a subagent still at work) goes to
+    the next entry, as a backfill of the same transcript files it.
     """
     from . import activity
+    from .observations import retime
     from .session_summary import session_observations, summarize_from
 
+    if times:
+        retime(db, session_id, times)
     observations = session_observations(db, session_id)
     memory_id = summarize_from(db, project_id=project_id, session_id=session_id, root=root,
                                observations=observations, prompts=prompts, last_message=last_message)
     activity.record_turn(db, directory=cwd, session_id=session_id, observations=observations,
                          prompt=prompts[-1] if prompts else None, last_message=last_message, root=root,
-                         enabled_by_default=config.get("local_context", "enabled"))
+                         enabled_by_default=config.get("local_context", "enabled"), until=turn_end)
     return memory_id
 
 
 def end_session(db: Any, config: Config, *, project_id: int, session_id: str, cwd: str, root: str,
-                prompts: Sequence[str]) -> tuple[str | None, int]:
+                prompts: Sequence[str], times: dict[str, str] | None = None) -> tuple[str | None, int]:
     """SessionEnd's work (see the module docstring); returns the id of a summary written now (else None) and
-    how many memories were promoted."""
+    how many memories were promoted. ``times`` as for :func:`end_turn` (calls captured since the last Stop)."""
     from . import activity, failures, memories, scopes, sessions
+    from .observations import retime
     from .session_summary import session_observations, summarize_from, summary_memory_id
 
+    if times:
+        retime(db, session_id, times)
     new_summary = None
     if summary_memory_id(db, session_id) is None:
         new_summary = summarize_from(db, project_id=project_id, session_id=session_id, root=root,

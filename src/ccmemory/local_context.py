@@ -90,13 +90,14 @@ def clear(db: Database, directory: str) -> int:
 
 
 # -- recording ---------------------------------------------------------------------------------------
-def watermark(db: Database, directory: str, session_id: str) -> int:
-    """The newest observation seq already in the log for this session here (or cleared away)."""
+def watermark(db: Database, directory: str, session_id: str) -> tuple[int, str | None]:
+    """How far the log for this session here goes: the newest observation seq already in it (or cleared away),
+    and the time of its newest entry (None without one)."""
     key = directory_key(directory)
-    covered = db.scalar("SELECT ifnull(max(last_seq), 0) FROM local_context_entries WHERE directory = ? "
-                        "AND session_id = ?", (key, session_id)) or 0
+    covered = db.one("SELECT ifnull(max(last_seq), 0) AS seq, max(at) AS at FROM local_context_entries "
+                     "WHERE directory = ? AND session_id = ?", (key, session_id)) or {}
     cleared = db.scalar("SELECT cleared_seq FROM local_context_directories WHERE directory = ?", (key,)) or 0
-    return max(int(covered), int(cleared))
+    return max(int(covered.get("seq") or 0), int(cleared)), covered.get("at")
 
 
 def record(db: Database, directory: str, *, session_id: str | None, title: str, details: list[str],

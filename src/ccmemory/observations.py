@@ -63,6 +63,7 @@ import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
+    from .transcript import ToolCall
 
 from .config import Config
 from .excerpts import cut
@@ -515,6 +516,49 @@ def store(db: Any, observation: Observation, *, project_id: int, session_id: str
         importance=observation.salience, salience=observation.salience, session_id=session_id,
         source=CAPTURE_SOURCE, metadata=observation.metadata, dedupe_key=tool_use_id, created_at=created_at,
     )
+
+
+def retime(db: Any, session_id: str, times: dict[str, str]) -> int:
+    """Give the session's captured calls the times their transcript gives them (``tool_use_id`` -> when the
+    result was written, :meth:`ccmemory.transcript.Session.call_times`); returns how many rows changed.
+
+    The capture hook stamps a call when its hook process starts, and Claude Code may start one late (a
+    subagent's call after the next call's hook, even after the turn's Stop): the transcript is the truth of
+    when, and of the order, the one a backfill stores (the session's timeline, its summary and local
+    context, neighbours in search all follow ``created_at``). A call the transcript does not name keeps its
+    hook's time. One short transaction: Stop and SessionEnd run it before they read the session.
+    """
+    from .vocabulary import CAPTURE_SOURCE
+
+    if not times:
+        return 0
+    stored = db.rows("SELECT seq, dedupe_key, created_at FROM memories WHERE session_id = ? AND source = ? "
+                     "AND dedupe_key IS NOT NULL", (session_id, CAPTURE_SOURCE))
+    moved = [(times[row["dedupe_key"]], row["seq"]) for row in stored
+             if row["dedupe_key"] in times and times[row["dedupe_key"]] != row["created_at"]]
+    if moved:
+        with db.transaction():
+            for moment, seq in moved:
+                db.execute("UPDATE memories SET created_at = ? WHERE seq = ?", (moment, seq))
+    return len(moved)
+
+
+def call_payload(call: ToolCall, *, session_id: str, transcript_path: str, cwd: str) -> dict[str, Any]:
+    """The PostToolUse (or, for a result marked ``is_error``, PostToolUseFailure) payload of a call, rebuilt
+    from its transcript record: ``tool_name``, ``tool_input`` and ``tool_use_id`` from the ``tool_use``
+    block, ``tool_response`` from the result line's ``toolUseResult`` (the result's text when that line
+    answers several calls at once), ``error`` from the result's text. A backfill stores it; Stop asks
+    :func:`skip_reason` of it which calls capture will store."""
+    data: dict[str, Any] = {"session_id": session_id, "transcript_path": transcript_path, "cwd": cwd,
+                            "tool_name": call.tool_name, "tool_input": call.tool_input,
+                            "tool_use_id": call.tool_use_id}
+    if call.is_error:
+        data["hook_event_name"] = "PostToolUseFailure"
+        data["error"] = call.result_text or (call.tool_use_result if isinstance(call.tool_use_result, str) else "")
+    else:
+        data["hook_event_name"] = "PostToolUse"
+        data["tool_response"] = call.tool_use_result if call.tool_use_result is not None else call.result_text
+    return data
 
 
 def _text(data: dict[str, Any], key: str) -> str | None:

@@ -331,6 +331,70 @@ def complete(found: Iterable[Record]) -> list[Record]:
     return listed if finished else listed[:start]
 
 
+class Session:
+    """What the hooks read of a running session's transcripts at the end of a turn (Stop) or of the session.
+
+    ``prompts``: the typed prompts, in order; ``calls``: the answered tool calls of the session and of its
+    subagents, oldest result first; ``since``: when the last prompt was typed (None before the first);
+    ``turn_end``: when the reply that ended the last turn was written, when the transcript already holds it
+    as its last main-chain record (None otherwise: the reply not written yet, or the turn interrupted).
+    Times are in :mod:`ccmemory.clock`'s format.
+    """
+
+    __slots__ = ("prompts", "calls", "since", "turn_end")
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+        self.calls: list[ToolCall] = []
+        self.since: str | None = None
+        self.turn_end: str | None = None
+
+    def call_times(self) -> dict[str, str]:
+        """When each call happened, by ``tool_use_id``: when its result was written (what a backfill stores too)."""
+        from .clock import canonical
+
+        times = {}
+        for call in self.calls:
+            moment = canonical(call.result_timestamp or call.timestamp)
+            if moment is not None:
+                times[call.tool_use_id] = moment
+        return times
+
+
+def read_session(path: str, session_id: str | None, *, last_message: str | None = None,
+                 max_prompts: int | None = None) -> Session:
+    """Read a session's transcript and its subagents' (beside it, as :func:`session_files` finds them) within the
+    caps of :func:`records`. ``last_message`` (Stop's ``last_assistant_message``) must be the text of the reply
+    taken as ``turn_end``; ``max_prompts`` caps ``prompts``. Raises what :func:`records` raises for the main
+    transcript; a subagent's transcript that cannot be read is left out.
+    """
+    from .clock import canonical
+    from .errors import ValidationError
+
+    session = Session()
+    last: Record | None = None
+    for record in records(path):
+        if isinstance(record, Prompt):
+            if max_prompts is None or len(session.prompts) < max_prompts:
+                session.prompts.append(record.text)
+            session.since = canonical(record.timestamp)
+        elif isinstance(record, ToolCall) and record.answered:
+            session.calls.append(record)
+        if not record.sidechain:
+            last = record
+    if isinstance(last, Reply) and (last_message is None or last.text.strip() == last_message.strip()):
+        session.turn_end = canonical(last.timestamp)
+    folder = os.path.dirname(os.path.realpath(path))
+    if session_id:
+        for _agent, agent_path in _subagents(folder, session_id, os.path.dirname(folder), None):
+            try:
+                session.calls.extend(r for r in records(agent_path) if isinstance(r, ToolCall) and r.answered)
+            except (OSError, ValidationError):
+                continue
+    session.calls.sort(key=lambda call: call.result_timestamp or call.timestamp or "")
+    return session
+
+
 class SessionFile:
     """A session's transcript under Claude Code's ``projects`` folder, and its subagents' transcripts.
 

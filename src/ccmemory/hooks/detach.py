@@ -9,14 +9,19 @@ process group (``async`` hooks under ``-p`` are killed at teardown).
 Nothing is lost and order is kept:
 
 - the time the payload arrived is recorded before forking and stored as the
-  observation's ``created_at``, so observations sort in call order even when
-  two children write in the other order;
+  observation's ``created_at``, so observations sort in the order their hooks
+  started even when two children write in the other order (Stop and SessionEnd
+  later replace it with the transcript's time of the call, see below);
 - the parent exits only once the child is in a session of its own (a pipe
   tells it), so ending the hook's process group cannot take the child with it;
 - the parent leaves a marker ``<data dir>/inflight/<session>.<child pid>``
   that the child removes when done (a marker whose process is gone is
   stale and ignored); Stop and SessionEnd wait (bounded) for the markers of their session
-  before summarising or promoting, so the last calls are part of both.
+  before summarising or promoting, so the last calls are part of both;
+- Claude Code may start a call's hook late, after the next call's or even after the turn's Stop (an
+  ``async`` hook, a subagent's call): Stop also waits (bounded) for the calls the transcript shows
+  answered in the turn and capture would store (:func:`wait_for_calls`), and the session's captures
+  then take their transcript times (:func:`ccmemory.observations.retime`).
 
 Where ``fork`` does not exist (Windows) capture simply runs in the hook process.
 """
@@ -25,6 +30,10 @@ from __future__ import annotations
 
 import os
 import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..db import Database
 
 INFLIGHT_DIR = "inflight"
 #: What Stop and SessionEnd wait for the session's captures at most (SessionEnd's budget is 1.5 s in all).
@@ -112,3 +121,21 @@ def wait_for_captures(session_id: str, hook: str) -> int:
         if not running or time.monotonic() >= deadline:
             return len(running)
         time.sleep(_POLL_SECONDS)
+
+
+def wait_for_calls(db: Database, session_id: str, expected: set[str], seconds: float) -> set[str]:
+    """Wait (bounded by ``seconds``) until capture has stored each call of ``expected`` (``tool_use_id``s the
+    transcript shows answered): Claude Code may start a call's hook only after the turn's Stop, so no marker
+    says it is coming. Returns the calls still missing."""
+    from ..vocabulary import CAPTURE_SOURCE
+
+    deadline = time.monotonic() + seconds
+    missing = set(expected)
+    while missing:
+        stored = db.rows("SELECT dedupe_key FROM memories WHERE session_id = ? AND source = ? "
+                         "AND dedupe_key IS NOT NULL", (session_id, CAPTURE_SOURCE))
+        missing -= {row["dedupe_key"] for row in stored}
+        if not missing or time.monotonic() >= deadline:
+            break
+        time.sleep(_POLL_SECONDS * 5)
+    return missing

@@ -34,7 +34,7 @@ from . import launch, log, payload as payloads
 
 def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     from .. import db as database, lifecycle, projects
-    from .summary import start_model_summary, user_prompts
+    from .summary import read_transcript, start_model_summary
 
     session_id = payloads.text(data, "session_id")
     if session_id is None:
@@ -47,9 +47,10 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         if known is None:
             log.debug("session_end", f"session {session_id} recorded nothing; nothing to end")
             return
+        reading = read_transcript(payloads.text(data, "transcript_path"), session_id)
         new_summary, promoted = lifecycle.end_session(
             db, config, project_id=known, session_id=session_id, cwd=cwd, root=str(projects.project_root(cwd)),
-            prompts=user_prompts(payloads.text(data, "transcript_path")))
+            prompts=reading.prompts, times=reading.call_times())
         launch.embed_if_pending(db, "session_end")
     finally:
         db.close()

@@ -14,9 +14,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..transcript import Session
+
 from ..config import Config
 from . import launch, log, payload as payloads
-from .summary import start_model_summary, user_prompts
+from .summary import read_transcript, start_model_summary
+
+#: How long Stop waits, at most, for the captures of the turn's calls whose hooks Claude Code has not started yet.
+LATE_CAPTURE_SECONDS = 5.0
 
 
 def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
@@ -28,13 +33,16 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         return
     transcript = payloads.text(data, "transcript_path")
     last_message = payloads.text(data, "last_assistant_message")
+    reading = read_transcript(transcript, session_id, last_message)
     db = database.connect(vectors=False)
     try:
         project = projects.project_id(db, cwd)
         sessions.ensure(db, session_id, project, transcript_path=transcript)
+        _wait_for_late_captures(db, config, reading, session_id, transcript or "", cwd)
         memory_id = lifecycle.end_turn(db, config, project_id=project, session_id=session_id, cwd=cwd,
-                                       root=str(projects.project_root(cwd)), prompts=user_prompts(transcript),
-                                       last_message=last_message)
+                                       root=str(projects.project_root(cwd)), prompts=reading.prompts,
+                                       last_message=last_message, times=reading.call_times(),
+                                       turn_end=reading.turn_end)
         launch.embed_if_pending(db, "stop")
     finally:
         db.close()
@@ -42,3 +50,22 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         log.debug("stop", f"session {session_id}: nothing to summarize yet")
         return
     start_model_summary(config, session_id, memory_id)
+
+
+def _wait_for_late_captures(db: Any, config: Config, reading: Session, session_id: str, transcript: str,
+                            cwd: str) -> None:
+    """Wait (bounded) for the captures of the calls the transcript shows answered in this turn that capture
+    would store (:func:`ccmemory.observations.skip_reason`), so the turn's summary and entry hold them."""
+    from ..observations import call_payload, skip_reason
+    from .detach import wait_for_calls
+
+    since = reading.since or ""
+    expected = {call.tool_use_id for call in reading.calls
+                if (call.result_timestamp or "") >= since and call.cwd in (None, cwd)
+                and skip_reason(call_payload(call, session_id=session_id, transcript_path=transcript, cwd=cwd),
+                                config) is None}
+    if expected:
+        missing = wait_for_calls(db, session_id, expected, LATE_CAPTURE_SECONDS)
+        if missing:
+            log.debug("stop", f"{len(missing)} call(s) of the turn not captured within {LATE_CAPTURE_SECONDS:g} s: "
+                              f"{', '.join(sorted(missing)[:5])}")

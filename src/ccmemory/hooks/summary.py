@@ -1,4 +1,5 @@
-"""The hook side of the session summary: the prompts read from the transcript, the model-written summary started.
+"""The hook side of the session summary: the transcript read (prompts, calls and their times), the model-written
+summary started.
 
 The summary itself is :mod:`ccmemory.session_summary`; Stop and SessionEnd write it through
 :mod:`ccmemory.lifecycle`.
@@ -6,31 +7,31 @@ The summary itself is :mod:`ccmemory.session_summary`; Stop and SessionEnd write
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..transcript import Session
+
 from ..config import Config
 from ..session_summary import MAX_PROMPTS
 from . import log
 
 
-def user_prompts(transcript_path: str | None) -> list[str]:
-    """The prompts the user typed, in order, from the transcript JSONL (unknown lines are skipped), at most
-    :data:`MAX_PROMPTS`; read within :mod:`ccmemory.transcript`'s caps."""
+def read_transcript(transcript_path: str | None, session_id: str | None,
+                    last_message: str | None = None) -> Session:
+    """What the session's transcripts say (:func:`ccmemory.transcript.read_session`): the prompts typed (at most
+    :data:`MAX_PROMPTS`), the calls made and when, when the turn ended; an empty reading without a transcript
+    or when it cannot be read (logged), so the hooks go on with what capture stored."""
     from .. import transcript
     from ..errors import ValidationError
 
     if not transcript_path:
-        return []
-    prompts: list[str] = []
+        return transcript.Session()
     try:
-        for entry in transcript.entries(transcript_path, b'"user"'):
-            prompt = transcript.typed_prompt(entry)
-            if prompt:
-                prompts.append(prompt)
-                if len(prompts) >= MAX_PROMPTS:
-                    break
+        return transcript.read_session(transcript_path, session_id, last_message=last_message,
+                                       max_prompts=MAX_PROMPTS)
     except (OSError, ValidationError) as exc:
         log.error("summary", f"transcript not read: {exc}")
-        return []
-    return prompts
+        return transcript.Session()
 
 
 def start_model_summary(config: Config, session_id: str, memory_id: str) -> None:
