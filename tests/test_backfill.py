@@ -19,7 +19,8 @@ import pytest
 
 from ccmemory import backfill, config as settings, db as database, observations, projects, search
 from testing.env import isolated_env
-from testing.hooks import run_hook
+from testing.hooks import HOOK_PYTHON, run_hook
+from testing.repo import HOOKS
 
 OLD = time.time() - 3600
 
@@ -401,3 +402,71 @@ def test_live_capture_and_backfill_store_the_same_rows_in_the_same_order_and_ran
     assert backfilled_rows == live_rows
     assert backfilled_ranked == live_ranked
     assert all(live_ranked.values())
+
+
+def test_hooks_that_run_late_and_out_of_order_store_the_transcripts_order_and_times(
+        home: Path, claude: Path, project_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude Code may start a call's PostToolUse hook late: after the next call's, during the turn's Stop, and a
+    subagent's call that finished after the turn's reply only after that Stop. Live capture still stores the calls
+    at the transcript's times, in its order, with the summary and local context a backfill of it writes."""
+    recent = int(time.time()) - 1_780_000_000 - 900
+    target = str(project_dir / "app.py")
+    session = (Transcript("late", project_dir, start=recent).prompt("Count the lines and greet")
+               .call("Bash", {"command": "wc -l app.py"}, {"stdout": "1 app.py", "stderr": ""})
+               .call("Edit", {"file_path": target, "old_string": "a = 1", "new_string": "a = 2"},
+                     {"filePath": target, "oldString": "a = 1", "newString": "a = 2"})
+               .call("Bash", {"command": "make greet"}, {"stdout": "hello", "stderr": ""})
+               .reply("Done. We kept the greeting in make because the tests call it."))
+    path = session.write(claude)
+    agent = Transcript("late", project_dir, start=recent + 8)  # a subagent still at work after the reply
+    agent.calls = 100
+    agent.prompt("SUBAGENT: count the tests").call("Bash", {"command": "ls tests"}, {"stdout": "t.py", "stderr": ""})
+    agent.lines = [json.dumps(dict(json.loads(line), isSidechain=True)) for line in agent.lines]
+    agents = path.parent / "late" / "subagents"
+    agents.mkdir(parents=True)
+    (agents / "agent-a1.jsonl").write_text("\n".join(agent.lines) + "\n")
+    os.utime(agents / "agent-a1.jsonl", (OLD, OLD))
+    lines = [json.loads(line) for line in session.lines + agent.lines]
+    results = {block["tool_use_id"]: line for line in lines if isinstance(line["message"]["content"], list)
+               for block in line["message"]["content"] if block.get("type") == "tool_result"}
+    base = {"session_id": "late", "transcript_path": str(path), "cwd": str(project_dir)}
+
+    def captured(tool_use_id: str) -> dict[str, Any]:
+        block = next(block for line in lines if isinstance(line["message"]["content"], list)
+                     for block in line["message"]["content"] if block.get("id") == tool_use_id)
+        return dict(base, hook_event_name="PostToolUse", tool_name=block["name"], tool_input=block["input"],
+                    tool_use_id=tool_use_id, tool_response=results[tool_use_id]["toolUseResult"])
+
+    live = tmp_path / "live-home"
+    run_hook("session_start", dict(base, hook_event_name="SessionStart", source="startup"), live, cwd=project_dir)
+    for tool_use_id in ("toolu_late_2", "toolu_late_1"):  # the edit's hook before the count's
+        run_hook("post_tool_use", captured(tool_use_id), live, cwd=project_dir)
+    stop = subprocess.Popen([HOOK_PYTHON, "-S", str(HOOKS / "run.py"), "stop"], stdin=subprocess.PIPE,
+                            env=isolated_env(live), cwd=str(project_dir))
+    assert stop.stdin is not None
+    stop.stdin.write(json.dumps(dict(base, hook_event_name="Stop", last_assistant_message=session_reply(session)))
+                     .encode())
+    stop.stdin.close()
+    run_hook("post_tool_use", captured("toolu_late_3"), live, cwd=project_dir)  # while Stop runs
+    assert stop.wait(timeout=60) == 0
+    run_hook("post_tool_use", captured("toolu_late_101"), live, cwd=project_dir)  # the subagent's, after Stop
+    run_hook("session_end", dict(base, hook_event_name="SessionEnd", reason="exit"), live, cwd=project_dir)
+    run(claude)
+
+    def store(data: Path) -> dict[str, Any]:
+        monkeypatch.setenv("CCMEMORY_HOME", str(data))
+        return {"calls": [(row["dedupe_key"], row["created_at"]) for row in stored(
+                    "SELECT dedupe_key, created_at FROM memories WHERE source = 'capture' ORDER BY created_at, seq")],
+                "summary": stored("SELECT summary FROM sessions"),
+                "context": stored("SELECT title, details, files, theme FROM local_context_entries ORDER BY id")}
+
+    live_store, backfilled = store(live), store(home)
+    assert [key for key, _ in live_store["calls"]] == ["toolu_late_1", "toolu_late_2", "toolu_late_3",
+                                                       "toolu_late_101"]
+    assert live_store == backfilled
+    turn, after = (json.loads(entry["details"]) for entry in live_store["context"])
+    assert "Commands: wc -l app.py; make greet" in turn and after == ["Commands: ls tests"]
+
+
+def session_reply(session: Transcript) -> str:
+    return json.loads(session.lines[-1])["message"]["content"][0]["text"]

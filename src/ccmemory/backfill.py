@@ -364,8 +364,9 @@ class _Replay:
 
 def _turns(main: list[Record], agents: list[ToolCall]) -> list[tuple[Record | None, list[ToolCall], Any]]:
     """``(prompt, calls, reply)`` per turn: the typed prompt (None before the first), the calls made in it (the
-    subagents' calls placed by time) in the order capture would have stored them, and the reply that ended it
-    (None when the turn never ended: no Stop)."""
+    subagents' calls placed by time: one that finished after the turn's reply goes to the next turn, or to a
+    last turn without prompt or reply, as the hooks' next Stop or SessionEnd sees it) in the order capture
+    would have stored them, and the reply that ended it (None when the turn never ended: no Stop)."""
     from .transcript import Prompt, Reply, ToolCall
 
     turns: list[tuple[Record | None, list[ToolCall], Any]] = []
@@ -387,6 +388,11 @@ def _turns(main: list[Record], agents: list[ToolCall]) -> list[tuple[Record | No
     for call in agents:
         moment = _moment(call)
         index = max((i for i, start in enumerate(starts) if start <= moment), default=0)
+        reply = turns[index][2]
+        if reply is not None and (reply.timestamp or "") < moment:  # a subagent still at work after the reply:
+            index += 1                                                # the turn's Stop did not see it, the next does
+            if index == len(turns):
+                turns.append((None, [], None))
         turns[index][1].append(call)
     for _prompt, made, _reply in turns:
         made.sort(key=_moment)
