@@ -335,7 +335,8 @@ class Session:
     """What the hooks read of a running session's transcripts at the end of a turn (Stop) or of the session.
 
     ``prompts``: the typed prompts, in order; ``calls``: the answered tool calls of the session and of its
-    subagents, oldest result first; ``since``: when the last prompt was typed (None before the first);
+    subagents, oldest result first; ``since``: when the turn before the last prompt ended, its reply written
+    (None when no turn ended before it): the last turn's calls are those answered after it;
     ``turn_end``: when the reply that ended the last turn was written, when the transcript already holds it
     as its last main-chain record (None otherwise: the reply not written yet, or the turn interrupted).
     Times are in :mod:`ccmemory.clock`'s format.
@@ -377,7 +378,7 @@ def read_session(path: str, session_id: str | None, *, last_message: str | None 
         if isinstance(record, Prompt):
             if max_prompts is None or len(session.prompts) < max_prompts:
                 session.prompts.append(record.text)
-            session.since = canonical(record.timestamp)
+            session.since = canonical(last.timestamp) if isinstance(last, Reply) else session.since
         elif isinstance(record, ToolCall) and record.answered:
             session.calls.append(record)
         if not record.sidechain:

@@ -6,9 +6,10 @@ runs it again (a failure fixed later), delegates to a subagent that runs a comma
 runs a command holding a ``<private>`` span. Its hooks fill store A as they would for a user. Then
 ``ccmemory backfill --json`` reads the transcripts that session left in Claude Code's configuration
 folder into an empty store B: the memories are the same, row by row (text, files, session, tier,
-salience, category, source, metadata; times within the hook's start-up delay, as live capture
-stamps a call when its hook process starts and the transcript when the result was written). A
-second run adds nothing.
+salience, category, source, metadata; a tool call's time is the transcript's in both, as Stop and
+SessionEnd give live captures their transcript times however late Claude Code started their hooks;
+the summary's within the Stop hook's delay), and so are the session summary and the local context,
+built from the calls in that order. A second run adds nothing.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ PROMPT = "Set up the greeting module and check the release notes"
 SUBAGENT_PROMPT = "SUBAGENT: count the lines of greeting.py"
 PRIVATE = "hunter2-private-6c1f"
 SETTLE_SECONDS = 60
-#: Live capture stamps a call when its hook process starts; the transcript when the result was written.
+#: The summary is stamped when the first Stop hook writes it live, when the turn's reply was written in a backfill.
 MAX_CLOCK_GAP_SECONDS = 15
 
 
@@ -155,6 +156,8 @@ def test_backfill_stores_the_memories_live_capture_stored(stores: dict[str, Any]
     assert set(backfilled) == set(live), (sorted(live), sorted(backfilled))
     for key, row in live.items():
         other = backfilled[key]
+        if row["source"] == "capture":  # the transcript's time of the call, in both
+            assert row["created_at"] == other["created_at"], key
         gap = abs(seconds(row["created_at"]) - seconds(other["created_at"]))
         assert gap < MAX_CLOCK_GAP_SECONDS, (key, row["created_at"], other["created_at"])
         same = {column: (row[column], other[column]) for column in row if column != "created_at"
@@ -176,15 +179,7 @@ def test_the_session_summary_and_local_context_are_the_same(stores: dict[str, An
     query = "SELECT id, summary, transcript_path FROM sessions ORDER BY id"
     assert rows(stores["backfilled"], query) == rows(stores["live"], query)
     context = "SELECT directory, session_id, title, details, files, theme FROM local_context_entries ORDER BY id"
-    assert settled(rows(stores["backfilled"], context)) == settled(rows(stores["live"], context))
-
-
-def settled(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Local-context entries without what depends on when a live hook ran: the turn's commands and the theme
-    drawn from them. Claude Code may start a subagent call's PostToolUse hook after the turn's Stop on a busy
-    machine, so live capture can file that call under the next turn; backfill files it by its transcript time."""
-    return [{**entry, "theme": None, "details": [line for line in json.loads(entry["details"])
-                                                 if not line.startswith("Commands:")]} for entry in entries]
+    assert rows(stores["backfilled"], context) == rows(stores["live"], context)
 
 
 def test_running_backfill_again_adds_nothing(stores: dict[str, Any]) -> None:

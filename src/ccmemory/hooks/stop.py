@@ -54,15 +54,15 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
 
 def _wait_for_late_captures(db: Any, config: Config, reading: Session, session_id: str, transcript: str,
                             cwd: str) -> None:
-    """Wait (bounded) for the captures of the calls the transcript shows answered in this turn (after its prompt,
-    not after the reply that ended it) that capture would store (:func:`ccmemory.observations.skip_reason`), so
-    the turn's summary and entry hold them."""
+    """Wait (bounded) for the captures of the calls the transcript shows answered in this turn (after the reply
+    that ended the turn before, not after the one that ended this one) that capture would store
+    (:func:`ccmemory.observations.skip_reason`), so the turn's summary and entry hold them."""
     from ..observations import call_payload, skip_reason
     from .detach import wait_for_calls
 
     since, until = reading.since or "", reading.turn_end or "~"
     expected = {call.tool_use_id for call in reading.calls
-                if since <= (call.result_timestamp or "") <= until and call.cwd in (None, cwd)
+                if since < (call.result_timestamp or "") <= until and call.cwd in (None, cwd)
                 and skip_reason(call_payload(call, session_id=session_id, transcript_path=transcript, cwd=cwd),
                                 config) is None}
     if expected:
