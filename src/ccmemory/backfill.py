@@ -10,7 +10,8 @@ ccmemory's own tools left out); per turn that ended, Stop's work
 (:func:`ccmemory.lifecycle.end_session`: settled failures, promotions). Rows get the transcript's
 times (:class:`ccmemory.clock.replaying`), session id and working directory.
 
-What the transcript gives for the payload: ``tool_name``, ``tool_input`` and ``tool_use_id`` from
+What the transcript gives for the payload (:func:`ccmemory.observations.call_payload`): ``tool_name``,
+``tool_input`` and ``tool_use_id`` from
 the assistant's ``tool_use`` block; ``tool_response`` from the next user line's ``toolUseResult``
 (the result's text when that line answers several calls at once); a result marked ``is_error`` as a
 PostToolUseFailure whose ``error`` is the result's text; ``cwd`` and ``session_id`` from the line;
