@@ -56,13 +56,17 @@ def _wait_for_late_captures(db: Any, config: Config, reading: Session, session_i
                             cwd: str) -> None:
     """Wait (bounded) for the captures of the calls the transcript shows answered in this turn (after the reply
     that ended the turn before, not after the one that ended this one) that capture would store
-    (:func:`ccmemory.observations.skip_reason`), so the turn's summary and entry hold them."""
+    (:func:`ccmemory.observations.skip_reason`), so the turn's summary and entry hold them.
+
+    A call whose result is an error is not waited for: a call the user denied has a result but no hook, and
+    Stop must not wait seconds for it each time. If one is captured late, the next Stop or SessionEnd still
+    gives it its transcript time."""
     from ..observations import call_payload, skip_reason
     from .detach import wait_for_calls
 
     since, until = reading.since or "", reading.turn_end or "~"
     expected = {call.tool_use_id for call in reading.calls
-                if since < (call.result_timestamp or "") <= until and call.cwd in (None, cwd)
+                if since < (call.result_timestamp or "") <= until and call.cwd in (None, cwd) and not call.is_error
                 and skip_reason(call_payload(call, session_id=session_id, transcript_path=transcript, cwd=cwd),
                                 config) is None}
     if expected:
