@@ -13,24 +13,34 @@ connects the SDK ``Client`` and drives it from a blocking portal, so one server
 can serve a whole test module. The default ``mode="auto"`` negotiates like Claude
 Code 2.1.330: a ``server/discover`` probe, then the 2026-07-28 protocol;
 ``mode="legacy"`` is the ``initialize`` handshake of older clients.
+
+The server's stderr (its log) goes to a file rather than pytest's output; when a
+request fails at the protocol level (the server went away: "Connection closed",
+or timed out), the exception carries that log's last lines, so the failure says
+why the server is gone.
 """
 
 from __future__ import annotations
 
 import sys
+import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import IO, Any, Awaitable, Callable, Iterator, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from ccmemory import db as database
 from ccmemory import paths, projects
 from testing.env import isolated_env
 from testing.repo import SOURCE
+
+T = TypeVar("T")
+#: How much of the server's stderr a failed request shows.
+STDERR_TAIL_CHARS = 6000
 
 
 def server_command() -> list[str]:
@@ -61,13 +71,28 @@ class RunningServer:
     client: Client
     home: Path
     project_dir: Path
+    stderr: IO[str]
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> Answer:
-        result = self.portal.call(self.client.call_tool, name, arguments or {})
+        result = self._ask(self.client.call_tool, name, arguments or {})
         return Answer("\n".join(block.text for block in result.content if block.type == "text"), result.is_error)
 
     def list_tools(self) -> list[Any]:
-        return self.portal.call(self.client.list_tools).tools
+        return self._ask(self.client.list_tools).tools
+
+    def stderr_text(self) -> str:
+        """All the server wrote to stderr so far."""
+        self.stderr.flush()
+        return Path(self.stderr.name).read_text(encoding="utf-8", errors="replace")
+
+    def _ask(self, request: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """One request; a protocol-level failure gets the server's stderr tail as a note."""
+        try:
+            return self.portal.call(request, *args)
+        except Exception as exc:
+            tail = self.stderr_text()[-STDERR_TAIL_CHARS:]
+            exc.add_note(f"The MCP server's stderr (last {STDERR_TAIL_CHARS} characters):\n{tail or '(empty)'}")
+            raise
 
     def connect(self) -> database.Database:
         """A stdlib connection to the server's database file (for setting up and checking data)."""
@@ -94,9 +119,19 @@ def running_server(
     params = StdioServerParameters(command=server_command()[0], args=server_command()[1:],
                                    env=server_env(home, None if cwd else project_dir, **env),
                                    cwd=str(cwd or project_dir))
-    with start_blocking_portal() as portal:
-        with portal.wrap_async_context_manager(Client(params, mode=mode, read_timeout_seconds=timeout)) as client:
-            yield RunningServer(portal, client, home, project_dir)
+    with connected(params, home, project_dir, mode=mode, timeout=timeout) as running:
+        yield running
+
+
+@contextmanager
+def connected(params: StdioServerParameters, home: Path, project_dir: Path, *, mode: str = "auto",
+              timeout: float = 60.0) -> Iterator[RunningServer]:
+    """Start the server ``params`` describe, its stderr kept in a file, and connect the SDK client to it."""
+    with tempfile.NamedTemporaryFile("w+", encoding="utf-8", prefix="ccmemory-mcp-", suffix=".stderr") as stderr, \
+            start_blocking_portal() as portal:
+        transport = stdio_client(params, errlog=stderr)
+        with portal.wrap_async_context_manager(Client(transport, mode=mode, read_timeout_seconds=timeout)) as client:
+            yield RunningServer(portal, client, home, project_dir, stderr)
 
 
 @contextmanager

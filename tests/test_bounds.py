@@ -107,13 +107,13 @@ def test_query_length_is_capped(db: database.Database, project: int) -> None:
 ])
 def test_docmem_query_limits(db: database.Database, project: int, sql: str, error: str) -> None:
     with pytest.raises(ValidationError, match=error):
-        query.run(Path(db.path), project, sql, 10, deadline_seconds=0.5)
+        query.run(db, project, sql, 10, deadline_seconds=0.5)
 
 
 def test_docmem_query_answer_size_is_capped(db: database.Database, project: int) -> None:
     sql = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 100) "
            "SELECT x, printf('%.*c', 900000, 'y') AS big, randomblob(64) AS blob FROM c")
-    found, more = query.run(Path(db.path), project, sql, 100)
+    found, more = query.run(db, project, sql, 100)
     assert more and sum(len(str(v)) for row in found for v in row.values()) <= query.MAX_RESULT_CHARS + 1000
     assert found[0]["blob"] == "[blob, 64 bytes]"
 

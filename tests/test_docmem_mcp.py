@@ -1,4 +1,4 @@
-"""docmem_view through a real MCP client talking to the real server over stdio."""
+"""docmem_view and docmem_query_nodes through a real MCP client talking to the real server over stdio."""
 
 from __future__ import annotations
 
@@ -9,15 +9,19 @@ import anyio
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from ccmemory import memories, sessions
+from ccmemory import db as database, memories, paths, projects, sessions
 from ccmemory.docmem import view
 from ccmemory.mcp import docmem_tools as tools
 from testing.env import isolated_env
+from testing.mcp import running_server
 from testing.repo import SOURCE
 
 USER_TEXT = b"# Project rules\n\nAlways run the tests.\n"
 STALE = b"\n# DOCMEM Dynamic\n" + view.BEGIN.encode() + b"\n\n## gone\n\nleft by an earlier server\n\n" + \
     view.END.encode() + b"\n"
+#: Memories the server's loop embeds (in rounds of 16, each a transaction) while docmem queries run.
+BACKLOG = 400
+QUERIES = 400
 
 
 async def _session_calls(project_dir: Path, home: Path, steps: list[tuple[str, dict]]) -> tuple[list, list]:
@@ -71,3 +75,28 @@ def test_docmem_view_over_mcp(home, db, project, project_dir):
     assert files[4] == USER_TEXT  # the last view removed: the section is gone, the user's text untouched
     is_error, text = results[5]
     assert not is_error and "was not an active view" in text and files[5] == USER_TEXT
+
+
+
+def test_docmem_queries_beside_the_embedding_loop_leave_the_server_running(tmp_path):
+    """docmem_query_nodes opens its own read-only connection while the background loop embeds on another.
+
+    Both are on the server's SQLite binding: a connection of the standard library's SQLite beside apsw's (a second
+    copy of SQLite in the process) truncated the ``-shm`` file apsw had mapped, and the loop's next read ended the
+    server with SIGBUS ("Connection closed" in the client).
+    """
+    project_dir = tmp_path / "project"
+    (project_dir / ".git").mkdir(parents=True)
+    home = tmp_path / "home"
+    db = database.connect(paths.ensure_private_dir(home) / paths.DB_FILENAME)
+    try:
+        project = projects.project_id(db, project_dir)
+        for number in range(BACKLOG):
+            memories.add(db, project_id=project, content=f"Deploy note {number}: the release runs make {number}")
+    finally:
+        db.close()
+    with running_server(home, project_dir) as server:
+        for _ in range(QUERIES):
+            answer = server.call("docmem_query_nodes", {"sql": "SELECT count(*) AS n FROM nodes"})
+            assert not answer.is_error, answer.text
+        assert "Deploy note" in server.call("memory_search", {"query": "deploy note release"}).text

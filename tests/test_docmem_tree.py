@@ -283,20 +283,20 @@ def test_get_root_returns_the_ancestor_path(store):
 
 def test_query_reads_nodes_and_refuses_writes(store):
     worked_example(store)
-    rows, more = query.run(store.db.path, store.project_id,
+    rows, more = query.run(store.db, store.project_id,
                            "SELECT id, content FROM nodes WHERE context_type = 'message' ORDER BY id")
     assert [r["id"] for r in rows] == ["k9m8n7p6", "q1w2e3r4"] and not more
-    rows, more = query.run(store.db.path, store.project_id, "SELECT id FROM nodes ORDER BY id;", limit=2)
+    rows, more = query.run(store.db, store.project_id, "SELECT id FROM nodes ORDER BY id;", limit=2)
     assert len(rows) == 2 and more
     for sql in ("DELETE FROM nodes", "UPDATE docmem_nodes SET content = 'x'", "DROP TABLE docmem_nodes",
                 "INSERT INTO docmem_nodes(id) VALUES ('x')", "CREATE TEMP TABLE t(a)", "PRAGMA writable_schema = 1",
                 "ATTACH ':memory:' AS other", "SELECT 1; DELETE FROM docmem_nodes"):
         with pytest.raises(ValidationError, match="Query failed"):
-            query.run(store.db.path, store.project_id, sql)
+            query.run(store.db, store.project_id, sql)
     with pytest.raises(ValidationError, match='only the "nodes" view'):
-        query.run(store.db.path, store.project_id, "SELECT * FROM memories")
+        query.run(store.db, store.project_id, "SELECT * FROM memories")
     with pytest.raises(ValidationError, match="ran longer"):
-        query.run(store.db.path, store.project_id,
+        query.run(store.db, store.project_id,
                   "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT max(x) FROM r",
                   deadline_seconds=0.2)
     assert store.db.scalar("SELECT count(*) FROM docmem_nodes") == 6
@@ -310,4 +310,4 @@ def test_trees_are_scoped_to_their_project(store, tmp_path):
     assert other.find("mine") is None
     with pytest.raises(NotFoundError):
         other.create_node("mine", "x", ("", "", ""), "append-child")
-    assert query.run(store.db.path, other.project_id, "SELECT id FROM nodes") == ([], False)
+    assert query.run(store.db, other.project_id, "SELECT id FROM nodes") == ([], False)

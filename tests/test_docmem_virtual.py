@@ -121,7 +121,7 @@ def test_session_observations_can_be_summarized_without_copying(store, session, 
     budget = token_count_of("Fixed the test setup.", "Deploy runs on Fridays.", "Test and build setup.")
     tight = expand.expand_to_length(store, "session:s-1", budget)
     assert "Test and build setup." in tight and "Tests need the fixture." not in tight
-    rows, _ = query.run(db.path, store.project_id, f"SELECT parent_id FROM nodes WHERE id = '{session[0]}'")
+    rows, _ = query.run(db, store.project_id, f"SELECT parent_id FROM nodes WHERE id = '{session[0]}'")
     assert rows == [{"parent_id": summary.id}]
     store.delete(summary.id)  # undoes the summary
     assert [n.id for n in store.children("session:s-1")] == session
@@ -141,9 +141,9 @@ def test_copying_a_session_makes_an_editable_docmem(store, session):
 def test_virtual_trees_are_listed_by_query(store, session, db, project):
     documents.ingest(db, project_id=project, content=GUIDE, title="Guide")
     store.create("notes")
-    rows, _ = query.run(db.path, project, "SELECT kind, content FROM nodes WHERE parent_id IS NULL ORDER BY kind")
+    rows, _ = query.run(db, project, "SELECT kind, content FROM nodes WHERE parent_id IS NULL ORDER BY kind")
     assert [r["kind"] for r in rows] == ["docmem", "document", "session"]
-    rows, _ = query.run(db.path, project, "SELECT count(*) AS n FROM nodes WHERE kind = 'memory'")
+    rows, _ = query.run(db, project, "SELECT count(*) AS n FROM nodes WHERE kind = 'memory'")
     assert rows == [{"n": 3}]
 
 

@@ -625,7 +625,7 @@ def test_docmem_query_bounds(server: runtime.Runtime, rows: int, limit: int, blo
         assert (f"exceed {docmem_query.MAX_VALUE_BYTES:,} bytes" in text) if is_error else '"big": null' in text
         return
     assert not is_error, text[:300]
-    found, more = docmem_query.run(Path(_db(server).path), server._context.project_id, sql, limit)
+    found, more = docmem_query.run(_db(server), server._context.project_id, sql, limit)
     assert len(found) <= min(limit, rows) and more == (len(found) < rows)
     # Each value is cut to its share of the budget (at least 200 characters, then a note of what was cut).
     overrun = 2 * (200 + len(f"[… {width:,} more characters]"))
@@ -642,4 +642,4 @@ def test_docmem_query_bounds(server: runtime.Runtime, rows: int, limit: int, blo
 def test_docmem_query_stops_at_its_deadline(server: runtime.Runtime, sql: str, deadline: float) -> None:
     """A query that never ends is stopped by the deadline and refused with an error naming it."""
     with pytest.raises(ValidationError, match=re.escape(f"ran longer than {deadline:g} seconds")):
-        docmem_query.run(Path(_db(server).path), server._context.project_id, sql, 10, deadline_seconds=deadline)
+        docmem_query.run(_db(server), server._context.project_id, sql, 10, deadline_seconds=deadline)

@@ -6,6 +6,14 @@ FTS5 and needs no extension to write a memory. The CLI and the MCP server use
 extension on Pythons whose ``sqlite3`` was built without extension loading
 (this machine's CPython, many macOS and pyenv builds). Both open the same WAL
 file; :class:`Database` hides the differences the rest of the code would see.
+
+Different processes may use different bindings, but one process never opens the file
+with both: apsw carries its own copy of SQLite, and two copies in one process do not
+know each other's locks (POSIX locks belong to the process). A connection of the second
+copy then finds the ``-shm`` file "unused" and truncates it under the first copy's memory
+map, whose next read kills the process with SIGBUS; its close drops the first copy's
+locks too. So all connections of a process pass the same ``vectors`` to :func:`connect`,
+and a read-only one (:func:`connect_readonly`) takes the binding of the connection it sits beside.
 """
 
 from __future__ import annotations
@@ -101,6 +109,21 @@ class Database:
         finally:
             self._in_transaction = False
 
+    def set_limit(self, category: int, value: int) -> None:
+        """Set one of SQLite's run-time limits (``SQLITE_LIMIT_*``) of this connection."""
+        if self.binding == "apsw":
+            self.conn.limit(category, value)
+        else:
+            self.conn.setlimit(category, value)
+
+    def errors(self) -> tuple[type[BaseException], ...]:
+        """The exception classes a failing statement raises on this binding."""
+        if self.binding == "apsw":
+            import apsw
+
+            return (apsw.Error,)
+        return (sqlite3.Error, sqlite3.Warning)
+
     def close(self) -> None:
         """Close the connection; the WAL is checkpointed by the last closer."""
         self.conn.close()
@@ -155,13 +178,29 @@ def _open_sqlite3(path: str) -> Database:
     return Database(conn, "sqlite3", path)
 
 
+def connect_readonly(path: str, binding: str) -> Database:
+    """A read-only connection to an existing database, on ``binding`` (that of the process's other connections)."""
+    if binding == "apsw":
+        import apsw
+
+        conn: Any = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    else:
+        from urllib.parse import quote
+
+        conn = sqlite3.connect(f"file:{quote(os.path.realpath(path))}?mode=ro", uri=True,
+                               timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    return Database(conn, binding, path)
+
+
 def connect(path: str | os.PathLike[str] | None = None, *, vectors: bool = False, migrate: bool = True) -> Database:
     """Open (and create and migrate, if needed) the memory database.
 
     ``vectors=False`` is the hook path: standard library only, nothing loaded.
     ``vectors=True`` prefers apsw and loads sqlite-vec; when either is missing the
     connection still works for everything but vector search, and
-    ``vector_error`` says why (search then falls back to keywords).
+    ``vector_error`` says why (search then falls back to keywords). All connections
+    of one process pass the same ``vectors`` (see above).
     """
     if path is None:
         path = paths.db_path()

@@ -20,15 +20,13 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from anyio.from_thread import start_blocking_portal
-from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from testing.hooks import bash_call, common, rows, wait_for_background_captures, write_config
 from testing.hostile import Hostile, make_hostile, marker_code
 from testing.cli import on_terminal
 from testing.knowledge import AUTH, write_files
-from testing.mcp import RunningServer
+from testing.mcp import RunningServer, connected
 from testing.repo import REPO_ROOT
 from testing.runtime import fake_ready_runtime
 
@@ -90,9 +88,8 @@ def launcher_server(env: dict[str, str], cwd: Path) -> Iterator[RunningServer]:
     """The MCP server as Claude Code starts it (``.mcp.json``, in the project), over stdio."""
     command = launcher_command()
     params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(cwd))
-    with start_blocking_portal() as portal:
-        with portal.wrap_async_context_manager(Client(params, read_timeout_seconds=90)) as client:
-            yield RunningServer(portal, client, Path(env["CCMEMORY_HOME"]), cwd)
+    with connected(params, Path(env["CCMEMORY_HOME"]), cwd, timeout=90) as running:
+        yield running
 
 
 def test_the_mcp_server_started_by_the_launcher_runs_nothing_of_the_project(hostile, plugin_data, tmp_path):

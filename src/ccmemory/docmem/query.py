@@ -1,8 +1,9 @@
 """Read-only SQL over a project's docmem nodes (``docmem_query_nodes``).
 
-The query runs on its own connection opened read-only, against a temporary
-``nodes`` view holding the project's docmem nodes and its virtual ones (with
-their summary placements). An authorizer admits only reading statements, so a
+The query runs on its own connection opened read-only (on the binding of the
+caller's connection: one process never opens the file with two copies of SQLite,
+see :mod:`ccmemory.db`), against a temporary ``nodes`` view holding the project's
+docmem nodes and its virtual ones (with their summary placements). An authorizer admits only reading statements, so a
 query cannot write. It cannot hang the server or flood the client either:
 
 * a deadline interrupts SQLite itself (a progress handler every 1,000 VM steps and a
@@ -16,12 +17,13 @@ query cannot write. It cannot hang the server or flood the client either:
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
+from .. import db as database
 from ..errors import ValidationError
 from . import virtual
 
@@ -71,20 +73,21 @@ class _Authorizer:
         return sqlite3.SQLITE_DENY
 
 
-def run(db_path: str | Path, project_id: int, sql: str, limit: int = DEFAULT_LIMIT, *,
+def run(db: database.Database, project_id: int, sql: str, limit: int = DEFAULT_LIMIT, *,
         deadline_seconds: float = DEADLINE_SECONDS) -> tuple[list[dict[str, Any]], bool]:
-    """The first ``limit`` rows of a SELECT over ``nodes``, and whether more rows were left out."""
+    """The first ``limit`` rows of a SELECT over ``nodes`` in ``db``'s file, and whether more rows were left out."""
     if not isinstance(sql, str) or not sql.strip():
         raise ValidationError(f"Write a SELECT statement against the \"nodes\" table. Columns: {COLUMNS_HELP}")
     if len(sql) > MAX_SQL_CHARS:
         raise ValidationError(f"The query is {len(sql):,} characters; at most {MAX_SQL_CHARS:,} are accepted.")
     limit = max(1, min(int(limit), MAX_LIMIT))
-    conn = sqlite3.connect(Path(db_path).resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None,
-                           check_same_thread=False)
+    reader = database.connect_readonly(db.path, db.binding)
+    failures: tuple[type[BaseException], ...] = (*reader.errors(), OverflowError, MemoryError)
+    conn = reader.conn
     timer = threading.Timer(deadline_seconds, conn.interrupt)
     try:
-        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-        conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, MAX_SQL_CHARS * 4)
+        reader.set_limit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        reader.set_limit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, MAX_SQL_CHARS * 4)
         conn.execute(_view_sql(project_id))
         authorizer = _Authorizer()
         conn.set_authorizer(authorizer)
@@ -93,11 +96,10 @@ def run(db_path: str | Path, project_id: int, sql: str, limit: int = DEFAULT_LIM
         timer.start()
         try:
             cursor = conn.execute(sql)
-            if cursor.description is None:
-                raise sqlite3.DatabaseError("the statement returns no rows")
-            names = [d[0] for d in cursor.description]
-            fetched = cursor.fetchmany(limit + 1)
-        except (sqlite3.Error, sqlite3.Warning, OverflowError, MemoryError) as exc:
+            names = _column_names(cursor)
+            # sqlite3 refuses a second statement; apsw goes on to it, through the same authorizer and limit
+            fetched = list(itertools.islice(cursor, limit + 1)) if names else []
+        except failures as exc:
             reason = str(exc).rstrip(".")
             if "interrupt" in reason.lower():
                 reason = f"it ran longer than {deadline_seconds:g} seconds"
@@ -111,9 +113,23 @@ def run(db_path: str | Path, project_id: int, sql: str, limit: int = DEFAULT_LIM
             ) from None
     finally:
         timer.cancel()
-        conn.close()
+        reader.close()
     rows = _bounded_rows(names, fetched[:limit])
     return rows, len(fetched) > len(rows)
+
+
+def _column_names(cursor: Any) -> list[str]:
+    """The result's column names; [] when a SELECT has already finished without a row (apsw then has none).
+
+    A statement that returns no rows at all is refused.
+    """
+    try:
+        description = cursor.description
+    except Exception:  # apsw.ExecutionCompleteError: the statement ran to its end at once
+        return []
+    if description is None:  # sqlite3: not a statement that returns rows
+        raise sqlite3.DatabaseError("the statement returns no rows")
+    return [d[0] for d in description]
 
 
 def _bounded_rows(names: list[str], rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:

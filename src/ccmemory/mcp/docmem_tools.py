@@ -208,7 +208,7 @@ def docmem_get_root(ctx: ToolContext, node_id: NodeId) -> str:
       f"({query.DEFAULT_LIMIT}).")
 def docmem_query_nodes(ctx: ToolContext, sql: Annotated[str, Param(as_sent=True)],
                        limit: Annotated[int, Param(low=1, high=query.MAX_LIMIT)] = query.DEFAULT_LIMIT) -> str:
-    rows, more = query.run(ctx.db.path, ctx.project_id, sql, limit)
+    rows, more = query.run(ctx.db, ctx.project_id, sql, limit)
     text = json.dumps(rows, indent=2, ensure_ascii=False)
     if more:
         text += f"\n(first {limit} rows; narrow the WHERE clause or raise limit, at most {query.MAX_LIMIT})"

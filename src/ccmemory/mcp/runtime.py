@@ -80,7 +80,7 @@ class Runtime:
         self.vectors = vectors
         self.start_hooks = start_hooks
         self.background = background or Background()
-        self.sync_rounds = Periodic()
+        self.sync_rounds = Periodic(vectors=vectors)
         self.state: dict[str, Any] = {STATE_KEY: self.background}
         self._lock = threading.Lock()
         self._context: ToolContext | None = None

@@ -15,13 +15,14 @@ call works; they share one connection, one call at a time, except that a
 handler's long work without the database (docs_ingest's fetch and cutting, see
 ``ToolContext.unlocked``) lets the other calls through. The project is ``CLAUDE_PROJECT_DIR``,
 else the working directory; the session is ``CLAUDE_CODE_SESSION_ID`` if set.
-Logs go to stderr (level from ``CCMEMORY_LOG_LEVEL``); stdout carries only the
-protocol. The server exits quietly on stdin EOF and on SIGINT (how Claude Code
-stops its MCP servers) or SIGTERM.
+Logs go to stderr (level from ``CCMEMORY_LOG_LEVEL``), and so does every thread's
+stack if native code crashes; stdout carries only the protocol. The server exits
+quietly on stdin EOF and on SIGINT (how Claude Code stops its MCP servers) or SIGTERM.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import signal
@@ -119,6 +120,7 @@ def exit_on_signal(runtime: Runtime) -> None:
 
 def main() -> None:
     """Console entry point of the MCP server."""
+    faulthandler.enable()  # a crash in native code (SIGSEGV, SIGBUS, abort) leaves every thread's stack on stderr
     logging.basicConfig(stream=sys.stderr, level=os.environ.get("CCMEMORY_LOG_LEVEL", "WARNING").upper(),
                         format="ccmemory-mcp %(levelname)s %(name)s: %(message)s")
     modules = load_tool_modules()

@@ -705,11 +705,12 @@ def share(db: Database, memory_id: str, scope: str, *, project_id: int | None) -
     return memory
 
 
-def background_round(timeout: float) -> Report | None:
+def background_round(timeout: float, *, vectors: bool = False) -> Report | None:
     """A round for the background (after SessionEnd, the MCP server): one at a time, never raising.
 
     None when no server is configured or another round holds the lock; failures are recorded for
-    ``ccmemory sync status`` and logged, never shown to a session.
+    ``ccmemory sync status`` and logged, never shown to a session. ``vectors`` is what the process's
+    other connections pass to :func:`ccmemory.db.connect` (one process, one copy of SQLite).
     """
     import logging
     import os
@@ -723,7 +724,7 @@ def background_round(timeout: float) -> Report | None:
         return None
     try:
         with locks.held(os.path.join(paths.data_dir(), "sync.lock"), stale_after=timeout + 60):
-            store = database.connect(vectors=False)
+            store = database.connect(vectors=vectors)
             try:
                 try:
                     return run(store, resolve(settings=settings), settings, timeout=timeout)
@@ -744,9 +745,11 @@ class Periodic:
     local store as always. Nothing starts without a configured server.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, vectors: bool) -> None:
+        """``vectors``: how the server opens its own connections (a round's takes the same SQLite binding)."""
         import threading
 
+        self.vectors = vectors
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -767,7 +770,7 @@ class Periodic:
 
         while not self._stop.wait(interval):
             try:
-                background_round(BACKGROUND_SECONDS)
+                background_round(BACKGROUND_SECONDS, vectors=self.vectors)
             except Exception:  # noqa: BLE001 - a failed round must not end the server's thread
                 logging.getLogger(__name__).exception("Background sync failed; the next round tries again")
 
