@@ -15,11 +15,12 @@ import sys
 import time
 from pathlib import Path
 
-from ccmemory import embedding_worker
+from ccmemory import embedding_worker, locks, tokens
 from ccmemory.vocabulary import CAPTURE_SOURCE
 from testing.cli import spawn
 from testing.env import isolated_env
 from testing.mcp import running_server
+from testing.models import tiny_model
 from testing.hooks import bash_call, common, rows, run_hook, tool_call, write_config, write_transcript
 from testing.repo import REPO_ROOT
 
@@ -191,3 +192,78 @@ def test_a_running_server_embeds_what_a_hook_stores_within_seconds_and_a_worker_
             assert time.monotonic() < deadline, "the server did not embed the hook's capture"
             time.sleep(0.2)
     assert embedding_worker.holder() is None  # let go when the server ended
+
+
+def test_a_document_ingested_by_the_cli_is_found_by_meaning_without_embed(home: Path, project_dir: Path) -> None:
+    text = f"# Operations\n\n## Database\n\n{FACT}.\n\n## Releases\n\n{OTHER}.\n"
+    ingested = spawn(home, project_dir, "docs", "ingest", "--text", text, "--title", "Operations")
+    assert ingested.returncode == 0, ingested.stderr
+    wait_until_embedded(home)
+    found = spawn(home, project_dir, "docs", "search", QUESTION, "--mode", "semantic", "--json")
+    assert found.returncode == 0 and "not embedded yet" not in found.stderr, found.stderr
+    assert FACT in json.loads(found.stdout)[0]["chunk"]["content"]
+
+
+def embed_process(home: Path, project: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-P", "-m", "ccmemory", *args], cwd=project, env=isolated_env(home),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_embed_waits_for_the_process_holding_the_embedder_lock_then_embeds_what_is_left(
+        home: Path, project_dir: Path) -> None:
+    """`ccmemory embed` neither fails nor embeds beside another embedder: it waits, then finishes the work itself."""
+    texts = [f"Observation number {i} about the build cache" for i in range(5)]
+    add_pending(home, project_dir, texts)
+    with locks.held(embedding_worker.lock_path(), stale_after=float("inf"), role=embedding_worker.WORKER):
+        process = embed_process(home, project_dir, "embed")
+        assert process.stderr is not None
+        said = ""
+        while "waiting for it" not in said:
+            line = process.stderr.readline()
+            assert line, f"embed ended without waiting: {said}"
+            said += line
+        assert "a background worker" in said
+        assert pending(home) == len(texts)  # nothing embedded beside the holder
+        assert os.path.exists(locks.request_path(embedding_worker.lock_path()))  # the worker is asked for a round
+    out, err = process.communicate(timeout=WAIT_SECONDS)
+    assert process.returncode == 0, err
+    assert f"Embedded {len(texts)} item(s)" in out
+    assert pending(home) == 0 and not (home / embedding_worker.LOCK_FILE).exists()
+
+
+def test_embed_finishes_with_everything_embedded_while_the_server_runs(home: Path, project_dir: Path) -> None:
+    with running_server(home, project_dir) as server:
+        server.list_tools()
+        deadline = time.monotonic() + WAIT_SECONDS
+        while (embedding_worker.holder() or {}).get("role") != embedding_worker.SERVER:
+            assert time.monotonic() < deadline, "the server never took the embedder lock"
+            time.sleep(0.2)
+        add_pending(home, project_dir, [f"Observation number {i} about the build cache" for i in range(20)])
+        done = spawn(home, project_dir, "embed")
+        assert done.returncode == 0, done.stderr
+        assert pending(home) == 0
+        assert (embedding_worker.holder() or {}).get("role") == embedding_worker.SERVER  # the server kept it
+
+
+def fine_grained_tokenizer_model(folder: Path) -> Path:
+    """A model folder whose tokenizer cuts every word into single characters: far more word pieces than MiniLM's."""
+    tiny_model(folder, 8)
+    config = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    config["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "WhitespaceSplit"}, {"type": "Split", "pattern": {"Regex": "."}, "behavior": "Isolated",
+                                     "invert": False}]}
+    (folder / "tokenizer.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
+def test_a_folder_models_windows_are_counted_in_its_own_tokenizers_word_pieces(home: Path, project_dir: Path,
+                                                                                 tmp_path: Path) -> None:
+    """The encoder cuts by the folder's tokenizer, so the windows that cover a long text are counted by it too."""
+    folder = fine_grained_tokenizer_model(tmp_path / "char-model")
+    write_config(home, {"embedding": {"path": str(folder)}})
+    text = " ".join(["the quick brown fox jumps over the lazy dog"] * 10)  # 90 MiniLM word pieces, 350 characters
+    assert tokens.windows(text) == [text]
+    added = spawn(home, project_dir, "add", text)
+    assert added.returncode == 0, added.stderr
+    parts = rows(home, "SELECT COUNT(*) AS n FROM memory_embeddings")[0]["n"]
+    assert parts == len(tokens.windows(text, tokens.counting_tokenizer(folder / "tokenizer.json"))) > 1

@@ -42,7 +42,7 @@ POLL_SECONDS = 1.0
 ITEMS_PER_ROUND = 16
 CONSOLIDATION_CHECK_SECONDS = 600.0
 BATCH_THREADS = 1
-ROLE = "server"
+ROLE = embedding_worker.SERVER
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,8 @@ class Background:
                         seen = None if done else version  # a full round may have left more
                 if done == 0 and time.monotonic() - checked >= CONSOLIDATION_CHECK_SECONDS:
                     checked = time.monotonic()
-                    self._consolidate(db)
+                    if self._consolidate(db):
+                        seen = None  # its rewritten texts: a commit of this connection leaves data_version alone
                 if done == 0:
                     self._wake.wait(POLL_SECONDS)
         finally:
@@ -147,16 +148,18 @@ class Background:
             db.close()
 
     @staticmethod
-    def _consolidate(db: Any) -> None:
-        """A consolidation pass when one is due; a failure is logged and tried again at the next check."""
+    def _consolidate(db: Any) -> bool:
+        """A consolidation pass when one is due; whether one ran. A failure is logged and tried again at the next check."""
         try:
             report = consolidation.run_if_due(db)
         except Exception:
             log.exception("Background consolidation failed; `ccmemory consolidate` runs one by hand")
-            return
-        if report is not None:
-            log.info("Consolidated: merged %s, folded %s, decayed %s in %.1f s", report.merged_rows,
-                     report.folded_rows, report.decayed, report.seconds)
+            return False
+        if report is None:
+            return False
+        log.info("Consolidated: merged %s, folded %s, decayed %s in %.1f s", report.merged_rows,
+                 report.folded_rows, report.decayed, report.seconds)
+        return True
 
 
 class _WithState(Protocol):

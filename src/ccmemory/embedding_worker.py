@@ -18,10 +18,14 @@ request for one more round and exits (:func:`ccmemory.locks.in_rounds`): what wa
 holder last looked is embedded too. The lock is taken over only when its process is gone: a server
 holds it for hours.
 
+The commands whose user waits for the vectors (``ccmemory embed``, ``backfill --embed``, ``index``)
+embed in the foreground under the same lock (:func:`embed_in_foreground`); when another process holds
+it they wait while it embeds, and take over once it lets go.
+
 A worker whose model cannot load logs why (``<data dir>/logs/embedding.log``), leaves every item
 pending (found by keywords) and records the reason in ``embedder.failed``; no worker starts again
 for :data:`RETRY_SECONDS` after, so a broken model does not cost a process per search or per turn.
-``ccmemory embed`` embeds in the foreground whatever happens here.
+``ccmemory embed`` tries the model whatever happens here.
 
 Standard library only at import: the hooks ask :func:`wanted`.
 """
@@ -34,11 +38,12 @@ import sys
 import time
 
 from . import isolation, locks, paths, safe_files
+from .errors import CCMemoryError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from contextlib import ExitStack
-    from typing import Any
+    from typing import Any, Callable
 
     from .db import Database
     from .embeddings import Embedder
@@ -55,9 +60,21 @@ ROUND_ITEMS = 256
 RETRY_SECONDS = 300.0
 #: Model threads of a worker: it runs beside the user's searches and sessions, so it leaves them a core.
 THREADS = 1
+#: A command that waits while another process embeds gives up when that process embedded nothing for this long.
+STALL_SECONDS = 60.0
+#: How often a waiting command looks how many items are left.
+WAIT_POLL_SECONDS = 0.25
 #: The lock is never taken over for its age, only when its process is gone (a server holds it while it runs).
 _HELD_WHILE_ALIVE = float("inf")
+#: Who holds the lock (its ``role``). A server's loop (:mod:`ccmemory.background`) sees every commit by itself;
+#: a worker and a foreground command embed in rounds, and are asked for one more.
+SERVER = "server"
 WORKER = "worker"
+FOREGROUND = "embed"
+
+
+class Stalled(CCMemoryError):
+    """Another process holds the embedder lock and embedded none of the items left for :data:`STALL_SECONDS`."""
 
 
 #: Whether a memory or a document chunk waits for its vector (the partial indexes ``*_unembedded`` answer it).
@@ -109,8 +126,8 @@ def _embedding_elsewhere() -> bool:
     found = holder()
     if found is None:
         return False
-    if found.get("role") != WORKER:
-        return True  # a server's loop sees every commit by itself
+    if found.get("role") == SERVER:
+        return True  # its loop sees every commit by itself
     locks.ask_for_another_round(lock_path())
     return holder() is not None
 
@@ -168,6 +185,73 @@ class Lease:
         if self._stack is not None:
             self._stack.close()
             self._stack = None
+
+
+def embed_in_foreground(db: Database, embedder: Embedder, *, wait: bool = True, batch_size: int | None = None,
+                        progress: Callable[[int], None] | None = None,
+                        on_error: Callable[[str, dict[str, Any], Exception], None] | None = None,
+                        on_wait: Callable[[dict[str, Any]], None] | None = None) -> int:
+    """Embed every pending item before returning, under the embedder lock; how many were embedded.
+
+    For the commands whose user waits for the vectors (``ccmemory embed``, ``backfill --embed``,
+    ``index``), so they neither embed an item a server or a worker embeds at the same time nor fail
+    because one runs. When another live process holds the lock, a worker is asked for one more round
+    (a server's loop sees the items by itself), ``on_wait(holder)`` is called once, and this waits
+    while that process embeds, passing the drop of the pending count to ``progress``; once the lock
+    is free it embeds what is left itself. Raises :class:`Stalled` when the other process embedded
+    nothing for :data:`STALL_SECONDS` (it runs another model, or its model fails on what is left).
+
+    ``wait=False`` (the git hook, which must not hold up a commit) leaves the items to the holder
+    and returns 0 at once. ``progress`` and ``on_error`` are those of :func:`ccmemory.embeddings.embed_pending`.
+    """
+    from . import embeddings
+
+    def work() -> int:
+        return embeddings.embed_pending(db, embedder, batch_size=batch_size or embeddings.BATCH_SIZE,
+                                        progress=progress, on_error=on_error)
+
+    done = 0
+    told = False
+    while True:
+        try:
+            return done + sum(locks.in_rounds(lock_path(), work, stale_after=_HELD_WHILE_ALIVE, role=FOREGROUND))
+        except locks.Busy as busy:
+            if not wait:
+                _embedding_elsewhere()
+                return 0
+            if on_wait is not None and not told:
+                on_wait(busy.holder)
+                told = True
+            done += _while_held(db, embedder.model_id, busy.holder, progress)
+            if not embeddings.pending_count(db, embedder.model_id):
+                return done
+
+
+def _while_held(db: Database, model_id: str, holding: dict[str, Any],
+                progress: Callable[[int], None] | None) -> int:
+    """Wait while another live process holds the lock and items are left; how many it embedded meanwhile."""
+    from . import embeddings
+
+    if holding.get("role") != SERVER:
+        locks.ask_for_another_round(lock_path())
+    left = first = embeddings.pending_count(db, model_id)
+    moved = time.monotonic()
+    while left and holder() is not None:
+        time.sleep(WAIT_POLL_SECONDS)
+        now = embeddings.pending_count(db, model_id)
+        if now < left:
+            moved = time.monotonic()
+            if progress is not None:
+                progress(left - now)
+        elif time.monotonic() - moved >= STALL_SECONDS:
+            raise Stalled(
+                f"{now} item(s) are still not embedded with {model_id}: process {holding.get('pid')} "
+                f"({holding.get('role') or 'unknown'}) holds the embedder lock ({lock_path()}) and embedded none of "
+                f"them in {STALL_SECONDS:.0f} s. It may run another model (restart it after changing `embedding`) or "
+                "fail on these texts (see logs/embedding.log under the data directory); they are found by keywords "
+                "meanwhile. Run `ccmemory embed` again once it has ended.")
+        left = now
+    return max(first - left, 0)
 
 
 @functools.cache

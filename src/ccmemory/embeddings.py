@@ -30,6 +30,7 @@ CLI searches and the Stop/SessionEnd hooks start), or in ``ccmemory embed``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -417,6 +418,8 @@ class Embedder:
     def __init__(self, spec: ModelSpec | None = None, *, threads: int | None = None) -> None:
         self.spec = spec or ModelSpec()
         self.model_id = self.spec.model_id
+        #: A model folder's tokenizer, whose word pieces its windows are counted in; None: the shipped model's.
+        self._own_tokenizer: Path | None = None
         where = ""
         try:
             if self.spec.is_builtin:
@@ -427,6 +430,7 @@ class Embedder:
                 folder = local_model_folder(str(self.spec.path))
                 where = f" from {folder}"
                 self._encoder = _OnnxEncoder(folder, threads, graph=b"")
+                self._own_tokenizer = folder / "tokenizer.json"
             else:
                 where = f" from {self.spec.path}" if self.spec.path else ""
                 self._encoder = _FastembedEncoder(self.spec, threads)
@@ -447,6 +451,18 @@ class Embedder:
         prefix = self.spec.document_prefix
         with self._lock:
             return self._encoder.encode([prefix + text for text in texts] if prefix else texts)
+
+    def windows(self, text: str) -> list[str]:
+        """The windows of a long text this model reads (:func:`ccmemory.tokens.windows`), in its own word pieces.
+
+        A model folder's come from its ``tokenizer.json``, by which the encoder cuts its input; a model run by
+        fastembed keeps its tokenizer to itself, so its windows are counted in the shipped model's word pieces.
+        """
+        return tokens.windows(text, self._counter)
+
+    @functools.cached_property
+    def _counter(self) -> Any:
+        return None if self._own_tokenizer is None else tokens.counting_tokenizer(self._own_tokenizer)
 
     def embed_query(self, text: str) -> bytes:
         """The vector of a search query (recent queries are cached)."""
@@ -546,8 +562,8 @@ def texts_to_embed(rows: Sequence[dict[str, Any]], transcripts: dict[str, dict[s
     return texts
 
 
-def _parts_to_embed(db: Database, kind: str, batch: Sequence[dict[str, Any]], texts: Sequence[str],
-                    model: int) -> dict[int, list[tuple[int, str]]]:
+def _parts_to_embed(db: Database, embedder: Embedder, kind: str, batch: Sequence[dict[str, Any]],
+                    texts: Sequence[str], model: int) -> dict[int, list[tuple[int, str]]]:
     """For each row's seq, the (part, text) pairs to embed: every window of a memory, one text for a chunk.
 
     A memory that still has its first vector of this model (its content did not change since, or the
@@ -561,7 +577,7 @@ def _parts_to_embed(db: Database, kind: str, batch: Sequence[dict[str, Any]], te
         f"AND item_seq IN ({','.join('?' * len(seqs))})", (model, *seqs))}
     parts = {}
     for row, text in zip(batch, texts):
-        windows = list(enumerate(tokens.windows(text)))
+        windows = list(enumerate(embedder.windows(text)))
         parts[row["seq"]] = windows[1:] if row["seq"] in have_first else windows
     return parts
 
@@ -635,7 +651,7 @@ def embed_pending(
             batch = db.rows(sql, (json.dumps(passed_over), size))
             if not batch:
                 break
-            parts = _parts_to_embed(db, kind, batch, texts_to_embed(batch, transcripts) if kind == "memory"
+            parts = _parts_to_embed(db, embedder, kind, batch, texts_to_embed(batch, transcripts) if kind == "memory"
                                     else [row["text"] for row in batch], model)
             made: list[list[tuple[int, bytes]] | None]
             try:
@@ -680,7 +696,7 @@ def embed_memories(db: Database, embedder: Embedder, seqs: Sequence[int]) -> int
         "AND m.is_deleted = 0", tuple(seqs)) if seqs else []
     if not batch:
         return 0
-    parts = _parts_to_embed(db, "memory", batch, texts_to_embed(batch, {}), model)
+    parts = _parts_to_embed(db, embedder, "memory", batch, texts_to_embed(batch, {}), model)
     flat = iter(embedder.embed([text for row in batch for _, text in parts[row["seq"]]]))
     made = [[(part, next(flat)) for part, _ in parts[row["seq"]]] for row in batch]
     with db.transaction():

@@ -49,10 +49,16 @@ CONTENT_TOKENS = MODEL_MAX_TOKENS - SPECIAL_TOKENS
 def tokenizer() -> Any:
     """The shipped tokenizer with truncation and padding off, for counting (None when ``tokenizers`` is missing)."""
     try:
-        from tokenizers import Tokenizer
+        return counting_tokenizer(MODEL_FILES / "tokenizer.json")
     except ImportError:
         return None
-    loaded = Tokenizer.from_file(str(MODEL_FILES / "tokenizer.json"))
+
+
+def counting_tokenizer(path: str | Path) -> Any:
+    """The tokenizer at ``path`` with truncation and padding off, for counting a model's word pieces."""
+    from tokenizers import Tokenizer
+
+    loaded = Tokenizer.from_file(str(path))
     loaded.no_truncation()
     loaded.no_padding()
     return loaded
@@ -180,15 +186,18 @@ def _split_estimated(text: str, limit: int) -> tuple[list[str], str]:
 WINDOW_OVERLAP = 32
 
 
-def windows(text: str) -> list[str]:
+def windows(text: str, counter: Any = None) -> list[str]:
     """What the encoder reads to represent all of ``text``: the text itself, then windows after its first.
 
     The first item is ``text`` whole (the encoder reads its first :data:`CONTENT_TOKENS`, so its vector is
     the one a text always had); each further window starts :data:`WINDOW_OVERLAP` word pieces before the
     previous one ends and holds at most :data:`CONTENT_TOKENS`, until the end of the text is covered. A text
     that fits, or any text when ``tokenizers`` is missing, gives ``[text]``.
+
+    Word pieces are those of ``counter`` (a :func:`counting_tokenizer`: the model's own, which the encoder
+    cuts by), the shipped model's by default.
     """
-    loaded = tokenizer()
+    loaded = counter or tokenizer()
     if loaded is None:
         return [text]
     offsets = loaded.encode(text, add_special_tokens=False).offsets

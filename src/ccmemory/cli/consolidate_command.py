@@ -7,7 +7,8 @@ from typing import Any
 import click
 
 from .. import budget, consolidation, locks
-from .common import echo, emit_json, fail, handles_errors, json_option, load_settings, open_store, project_option
+from .common import (echo, embed_in_background, emit_json, fail, handles_errors, json_option, load_settings, open_store,
+                     project_option)
 
 #: How long a pass by hand waits for a background pass of another process to finish.
 LOCK_WAIT_SECONDS = 30.0
@@ -42,6 +43,8 @@ def consolidate(dry_run: bool, undo: bool, all_projects: bool, project_dir: str 
     except locks.Busy:
         fail(f"Another consolidation has been running for over {LOCK_WAIT_SECONDS:.0f} s; try again once it "
              "has finished.", 1)
+    if not dry_run:
+        embed_in_background(db)  # a merge or a fold rewrote texts, an undo put old ones back: their vectors are gone
     if as_json:
         emit_json(result)
     elif undo:

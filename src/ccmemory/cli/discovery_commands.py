@@ -11,8 +11,8 @@ import click
 from .. import projects
 from ..knowledge import discovery, promotion, settings as project_settings
 from .analysis_commands import allow_analyzers, trust_analyzers_option
-from .common import (INTERRUPTED_EXIT, default_project_dir, echo, emit_json, fail, handles_errors, json_option,
-                     open_store, project_option)
+from .common import (INTERRUPTED_EXIT, default_project_dir, echo, embed_in_background, emit_json, fail, handles_errors,
+                     json_option, open_store, project_option)
 
 
 def _interrupt_on_terminate(_signum: int, _frame: Any) -> None:
@@ -42,7 +42,11 @@ def discover(save: bool, trust_analyzers: bool, project_dir: str | None, as_json
     except KeyboardInterrupt:
         echo("Discovery interrupted: partial findings were saved with complete: false" if save
                    else "Discovery interrupted", err=True)
+        if db is not None:
+            embed_in_background(db)
         sys.exit(INTERRUPTED_EXIT)
+    if db is not None and (run.saved or run.updated):
+        embed_in_background(db)
     if as_json:
         emit_json({"complete": run.complete, "saved": run.saved, "updated": run.updated, "kinds": run.kinds(),
                    "findings": [finding.__dict__ for finding in run.findings], "problems": run.problems,

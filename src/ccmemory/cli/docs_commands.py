@@ -8,8 +8,8 @@ from .groups import WholeHelpGroup
 
 from .. import documents, excerpts
 from ..search import DEFAULT_LIMIT, DEFAULT_MODE, MAX_LIMIT, MODES
-from .common import (search_embedder, echo, emit_json, handles_errors, json_option, open_store, project_option,
-                     report_search)
+from .common import (search_embedder, echo, embed_in_background, emit_json, handles_errors, json_option, open_store,
+                     project_option, report_search)
 
 
 @click.group(cls=WholeHelpGroup)
@@ -30,6 +30,8 @@ def ingest(path: str | None, text: str | None, url: str | None, title: str | Non
     """Ingest a Markdown, HTML or text file (or --text / --url)."""
     db, project = open_store(project_dir)
     document = documents.ingest(db, project_id=project, path=path, content=text, url=url, title=title)
+    if not document.unchanged:
+        embed_in_background(db)
     if as_json:
         emit_json(document.to_dict())
     elif document.unchanged:

@@ -84,15 +84,17 @@ def _unembedded_sections(db: database.Database, project: int) -> str:
 
 
 def embed_new_entries(db: database.Database, project: int, report: indexer.IndexReport,
-                      settings: project_settings.ProjectSettings, show_progress: bool) -> None:
+                      settings: project_settings.ProjectSettings, show_progress: bool, *, wait: bool = True) -> None:
     """Embed the new entries (and anything else pending); a model problem becomes a warning of the report.
 
+    Under the embedder lock (:func:`ccmemory.embedding_worker.embed_in_foreground`): when a server or a
+    worker embeds already, this waits for it, or with ``wait=False`` (the git hook) leaves the entries to it.
     A failure names the file and section it hit and the rest
     goes on. A text the model fails on is left out (found by keywords, embedded
     by a later ``ccmemory embed``); a model that cannot load at all leaves every
     entry for later, and the warning names the sections waiting.
     """
-    from .. import embeddings
+    from .. import embedding_worker, embeddings
 
     if not db.vectors_loaded:
         report.warnings.append(f"Vector search unavailable ({db.vector_error}); entries are found by keywords only")
@@ -113,9 +115,10 @@ def embed_new_entries(db: database.Database, project: int, report: indexer.Index
         total = embeddings.pending_count(db, embedder.model_id)
         if show_progress and total:
             with click.progressbar(length=total, label="Embedding", file=sys.stderr) as bar:
-                report.embedded = embeddings.embed_pending(db, embedder, progress=bar.update, on_error=failed)
+                report.embedded = embedding_worker.embed_in_foreground(db, embedder, wait=wait, progress=bar.update,
+                                                                       on_error=failed)
         else:
-            report.embedded = embeddings.embed_pending(db, embedder, on_error=failed)
+            report.embedded = embedding_worker.embed_in_foreground(db, embedder, wait=wait, on_error=failed)
     except Exception as exc:  # the entries are stored; their vectors wait for the next run or `ccmemory embed`
         waiting = _unembedded_sections(db, project)
         report.warnings.append(f"Entries stored without vectors ({exc}); run `ccmemory embed` once it is fixed"
@@ -260,7 +263,7 @@ def git_hook(hook: str) -> None:
             project = projects.project_id(db, root)
             report = indexer.index(db, project, settings)
             if report.count("indexed"):
-                embed_new_entries(db, project, report, settings, show_progress=False)
+                embed_new_entries(db, project, report, settings, show_progress=False, wait=False)
             report.seconds = time.perf_counter() - started
         finally:
             db.close()

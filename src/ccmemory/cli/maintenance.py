@@ -10,7 +10,8 @@ from typing import Any, Callable
 
 import click
 
-from .. import backfill, compat, config, embeddings, isolation, migrations, paths, retention, status, vectors, vocabulary
+from .. import (backfill, compat, config, embedding_worker, embeddings, isolation, migrations, paths, retention, status,
+               vectors, vocabulary)
 from .. import db as database
 from .common import (echo, emit_json, fail, handles_errors, json_option, load_settings, one_line, open_db, open_store,
                      project_option)
@@ -46,11 +47,20 @@ def stats(all_projects: bool, project_dir: str | None, as_json: bool) -> None:
     echo(status.settings_line(result))
 
 
+#: What ``ccmemory embed`` calls the process it waits for, by the role written in the embedder lock.
+_EMBEDDERS = {embedding_worker.SERVER: "the MCP server or the viewer", embedding_worker.WORKER: "a background worker",
+              embedding_worker.FOREGROUND: "another `ccmemory embed`, `index` or `backfill --embed`"}
+
+
 @click.command()
 @click.option("--batch-size", type=click.IntRange(1, 1024), default=embeddings.BATCH_SIZE, show_default=True)
 @handles_errors
 def embed(batch_size: int) -> None:
-    """Embed every memory and document chunk that has no vector of the configured model yet."""
+    """Embed every memory and document chunk that has no vector of the configured model yet.
+
+    When the MCP server, the viewer or a background worker is embedding already, waits for it to finish
+    instead of embedding the same items twice.
+    """
     db = open_db(vectors=True)
     if not db.vectors_loaded:
         echo(f"Warning: {db.vector_error}; vectors are stored but cannot be searched until it is fixed.",
@@ -62,8 +72,16 @@ def embed(batch_size: int) -> None:
     def note(kind: str, row: dict[str, Any], exc: Exception) -> None:
         failed.append(f"{kind} {row['seq']}: {one_line(exc)}")
 
+    def waiting(holder: dict[str, Any]) -> None:
+        echo(f"\nProcess {holder.get('pid')} ({_EMBEDDERS.get(str(holder.get('role')), 'another command')}) is embedding; "
+             "waiting for it.", err=True)
+
     with click.progressbar(length=total, label=f"Embedding with {embedder.spec.name}", file=sys.stderr) as bar:
-        done = embeddings.embed_pending(db, embedder, batch_size=batch_size, progress=bar.update, on_error=note)
+        try:
+            done = embedding_worker.embed_in_foreground(db, embedder, batch_size=batch_size, progress=bar.update,
+                                                        on_error=note, on_wait=waiting)
+        except embedding_worker.Stalled as stalled:
+            fail(str(stalled), 1)
     echo(f"Embedded {done} item(s) with {embedder.model_id}.")
     if failed:
         for line in failed[:10]:

@@ -8,7 +8,7 @@ import click
 
 from .groups import WholeHelpGroup
 
-from .common import echo, emit_json, handles_errors, json_option, load_settings, open_db, project_option
+from .common import echo, embed_in_background, emit_json, handles_errors, json_option, load_settings, open_db, project_option
 
 #: How long ``ccmemory sync`` waits for a background round holding the lock, and its own default bound.
 LOCK_WAIT_SECONDS = 30.0
@@ -32,7 +32,12 @@ def sync(ctx: click.Context, full: bool, background: bool, as_json: bool) -> Non
 
     settings = load_settings()
     if background:
-        syncing.background_round(syncing.BACKGROUND_SECONDS)
+        if syncing.background_round(syncing.BACKGROUND_SECONDS) is not None:
+            db = open_db()
+            try:
+                embed_in_background(db)  # what it pulled
+            finally:
+                db.close()
         return
     db = open_db()
     try:
@@ -46,6 +51,8 @@ def sync(ctx: click.Context, full: bool, background: bool, as_json: bool) -> Non
                                   "outbox, and search works as before; run `ccmemory sync` again later") from None
     except locks.Busy:
         raise ServerError("another sync round is running on this machine; try again when it ends") from None
+    else:
+        embed_in_background(db)  # what it pulled
     finally:
         db.close()
     if as_json:

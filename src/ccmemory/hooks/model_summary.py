@@ -24,7 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
 
-from . import log
+from . import launch, log
 from ..privacy import RECURSION_GUARD_ENV
 
 INSTRUCTIONS = (
@@ -143,6 +143,7 @@ def run(session_id: str, memory_id: str) -> None:
             store_summary(db, project_id=row["project_id"], session_id=session_id, text=summary,
                           files=json.loads(row["files"] or "[]"), method="claude")
         log.info("summary", f"session {session_id}: model-written summary stored")
+        launch.embed_if_pending(db, "summary")  # the Stop hook's worker may have ended before this text came
     finally:
         db.close()
 
