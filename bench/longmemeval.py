@@ -8,7 +8,8 @@ fresh store per question holding its haystack, one memory per session made of th
 joined by newlines (cut at the store's 10,000-character limit: 21 of the 4,830 dev sessions are longer),
 carrying the session's date as ``created_at`` and its id as the memory's session; embedded with
 ``embed_pending``; the question, verbatim, through ``search.search_with_info`` (the function the MCP
-tool and CLI call). Abstention questions (ids ending in ``_abs``) have no evidence and are skipped; the
+tool and CLI call), asked at its ``question_date`` (``clock.replaying``: "last Saturday" is counted from
+the day the user asked, as a live search counts it from today). Abstention questions (ids ending in ``_abs``) have no evidence and are skipped; the
 gold is the question's ``answer_session_ids``. Per mode and per question type: **any-gold** Hit@5/@10
 (MemPalace's "R@5": a gold session in the top k), **all-gold** All@5/@10 (every gold session in the top
 k; LongMemEval's recall_all@k) and NDCG@10, beside plain FTS5 BM25 over the same session texts in the
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ccmemory import db as database  # noqa: E402
-from ccmemory import embeddings, memories, projects, search  # noqa: E402
+from ccmemory import clock, embeddings, memories, projects, search  # noqa: E402
 import retrieval_cli  # noqa: E402
 from metrics import latency_summary, mean_scores, question_scores, table  # noqa: E402
 
@@ -104,8 +105,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if system == BM25:
                 ranking = plain_bm25(texts, item["question"], args.limit)
             else:
-                result = search.search_with_info(db, item["question"], project_id=project, mode=system,
-                                                 limit=args.limit, embedder=embedder, track=False)
+                with clock.replaying(clock.parse(session_time(item["question_date"]))):
+                    result = search.search_with_info(db, item["question"], project_id=project, mode=system,
+                                                     limit=args.limit, embedder=embedder, track=False)
                 ranking = [hit.memory.metadata.get("session") for hit in result.hits]
             latencies[system].append((time.perf_counter() - started) * 1000)
             rows[system].append({"question_id": item["question_id"], "type": item["question_type"], "gold": gold,

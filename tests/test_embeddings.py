@@ -249,3 +249,45 @@ def test_doctor_names_an_unusable_model_folder(home, project_dir, tmp_path):
     (home / "config.json").write_text(json.dumps({"embedding": {"path": str(tmp_path / "nowhere")}}))
     result = invoke(home, project_dir, "doctor")
     assert "is not a folder" in result.stdout and "ccmemory config unset embedding.path" in result.stdout
+
+
+def _stored_cosine(db, seq: int, query: bytes) -> float:
+    vector = numpy.frombuffer(db.scalar("SELECT vector FROM memory_embeddings WHERE item_seq = ? AND part = 0", (seq,)),
+                              dtype=numpy.int8).astype(numpy.float32)
+    wanted = numpy.frombuffer(query, dtype=numpy.float32)
+    return float(vector @ wanted / (numpy.linalg.norm(vector) * numpy.linalg.norm(wanted)))
+
+
+def test_a_conversation_turn_is_embedded_after_the_question_it_answers(vdb, project_dir, embedder):
+    project = projects.project_id(vdb, project_dir)
+    when = "2026-05-01T10:00:00Z"
+    memories.add(vdb, project_id=project, content="Anna: Where did you go on holiday last summer?",
+                 session_id="chat", source="import", created_at=when)
+    answer = memories.add(vdb, project_id=project, content="Ben: Lisbon! We rode the old yellow trams every day.",
+                          session_id="chat", source="import", created_at=when)
+    alone = memories.add(vdb, project_id=project, content="Ben: Lisbon! We rode the old yellow trams every day.",
+                         session_id="other", source="import", created_at=when)
+    later = memories.add(vdb, project_id=project, content="Ben: Lisbon! We rode the old yellow trams every day!",
+                         session_id="chat", source="import", created_at="2026-05-01T13:00:00Z")
+    embeddings.embed_pending(vdb, embedder)
+    question = embedder.embed_query("Where did Ben spend his vacation?")
+    seq = {memory.id: memory.seq for memory in memories.by_seq(vdb, range(1, 10)).values()}
+    in_context, standalone = _stored_cosine(vdb, seq[answer.id], question), _stored_cosine(vdb, seq[alone.id], question)
+    assert in_context > standalone + 0.02, (in_context, standalone)
+    # Hours later the session has moved on: the turn before is not its context.
+    assert _stored_cosine(vdb, seq[later.id], question) < in_context - 0.02
+    assert embeddings.previous_turns(vdb, [seq[answer.id], seq[alone.id], seq[later.id]]) == {
+        seq[answer.id]: "Anna: Where did you go on holiday last summer?"}
+
+
+def test_captured_calls_and_summaries_are_not_embedded_with_the_memory_before_them(vdb, project_dir, embedder):
+    project = projects.project_id(vdb, project_dir)
+    when = "2026-05-01T10:00:00Z"
+    memories.add(vdb, project_id=project, content="Anna: what should we cache?", session_id="s", source="import",
+                 created_at=when)
+    call = memories.add(vdb, project_id=project, content="Edited cache.py: an LRU of 512 entries", session_id="s",
+                        source="capture", created_at=when)
+    summary = memories.add(vdb, project_id=project, content="Session summary: added an LRU cache", session_id="s",
+                           source="summary", created_at=when)
+    seqs = [memory.seq for memory in memories.by_seq(vdb, range(1, 10)).values() if memory.id in (call.id, summary.id)]
+    assert embeddings.previous_turns(vdb, seqs) == {}

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 
 MAX_REQUEST_CHARS = 300
+#: How much of the memory before a conversation turn the turn is embedded with (its end: a question ends there).
+MAX_CONTEXT_CHARS = 400
 MAX_CHARS = 1600
 #: Lines after which a block of output is cut: the head of a trace or a test run says what happened.
 MAX_BLOCK_LINES = 12
@@ -75,6 +77,20 @@ def memory_text(content: str, request: str | None = None, tool: str = "") -> str
         if request not in body:
             return f"Request: {request}\n{body}"
     return body
+
+
+def in_context(previous: str, text: str) -> str:
+    """A conversation turn as read after the end of the memory before it in its session.
+
+    A turn often means little alone ("Yes, last Tuesday!"): the question it answers says what it is
+    about. The turn's vector blends the embedding of this text with that of the turn alone
+    (:func:`ccmemory.embeddings.embed_pending`).
+    """
+    previous = " ".join(previous.split())
+    if len(previous) > MAX_CONTEXT_CHARS:
+        cut = previous[-MAX_CONTEXT_CHARS:]
+        previous = cut.split(" ", 1)[1] if " " in cut else cut
+    return f"{previous}\n{text}"
 
 
 def requests_by_tool_use(transcript_path: str | None) -> dict[str, str]:

@@ -21,6 +21,12 @@ re-embedded, never mixed.
 A memory longer than the model reads is represented whole: one vector per
 window of its embedded text (:func:`ccmemory.tokens.windows`), and search scores
 it by its best window. Document chunks are sized to one window and get one.
+A conversation turn (a memory of a session that is neither a captured tool call,
+which is embedded with its request, nor a summary) is read in context: its vector
+is the normalised sum of its own embedding and that of the turn read after the end
+of the memory before it (:func:`previous_turns`, :func:`ccmemory.embedding_text.in_context`).
+On LoCoMo's dev conversations that lifts semantic search alone from R@5 40.9 to 46.5
+(turns after a question answer it in words the question does not use).
 
 Capture never embeds: :func:`embed_pending` catches up seconds later, in the one
 process that holds the data dir's embedder lock (:mod:`ccmemory.embedding_worker`: the
@@ -45,7 +51,7 @@ from typing import Any, Callable, Sequence
 from . import paths, tokens, vectors
 from .db import Database
 from .errors import CCMemoryError
-from .vocabulary import CAPTURE_SOURCE
+from .vocabulary import CAPTURE_SOURCE, KNOWLEDGE_SOURCE, SUMMARY_SOURCE
 
 #: onnxruntime's official builds (1.29+ on Linux and macOS, all versions on Windows) send usage
 #: telemetry to Microsoft and write a device id under ``~/.cache/Microsoft/DeveloperTools``
@@ -562,24 +568,79 @@ def texts_to_embed(rows: Sequence[dict[str, Any]], transcripts: dict[str, dict[s
     return texts
 
 
+#: Memories embedded without the memory before them: a captured call carries its request, a summary
+#: its whole session, and curated knowledge stands alone.
+_SELF_CONTAINED = (CAPTURE_SOURCE, SUMMARY_SOURCE, KNOWLEDGE_SOURCE)
+#: The part number under which a turn's text in context is embedded, before it is blended into part 0.
+_CONTEXT_PART = -1
+
+
+def previous_turns(db: Database, seqs: Sequence[int]) -> dict[int, str]:
+    """For each memory of ``seqs`` that is a conversation turn, the content of the turn before it, if any.
+
+    A turn is a memory of a session that is not :data:`_SELF_CONTAINED`; the one before it is the
+    latest earlier turn of the same session within :data:`ccmemory.sessions.NEIGHBOUR_WINDOW_DAYS`
+    (the neighbour search lends scores to). Deleted memories are passed over.
+    """
+    if not seqs:
+        return {}
+    from .sessions import NEIGHBOUR_WINDOW_DAYS
+
+    kinds = ",".join("?" * len(_SELF_CONTAINED))
+    rows = db.rows(
+        "SELECT m.seq, (SELECT n.content FROM memories n WHERE n.project_id = m.project_id "
+        f"AND n.session_id = m.session_id AND n.is_deleted = 0 AND n.source NOT IN ({kinds}) "
+        "AND (n.created_at, n.seq) < (m.created_at, m.seq) "
+        f"AND n.created_at >= strftime('%Y-%m-%dT%H:%M:%fZ', julianday(m.created_at) - {NEIGHBOUR_WINDOW_DAYS!r}) "
+        "ORDER BY n.created_at DESC, n.seq DESC LIMIT 1) AS previous "
+        f"FROM memories m WHERE m.seq IN ({','.join('?' * len(seqs))}) AND m.session_id IS NOT NULL "
+        f"AND m.source NOT IN ({kinds})",
+        (*_SELF_CONTAINED, *seqs, *_SELF_CONTAINED),
+    )
+    return {row["seq"]: row["previous"] for row in rows if row["previous"]}
+
+
 def _parts_to_embed(db: Database, embedder: Embedder, kind: str, batch: Sequence[dict[str, Any]],
                     texts: Sequence[str], model: int) -> dict[int, list[tuple[int, str]]]:
     """For each row's seq, the (part, text) pairs to embed: every window of a memory, one text for a chunk.
 
     A memory that still has its first vector of this model (its content did not change since, or the
-    vector would be gone) was flagged only for the windows after it, and gets only those.
+    vector would be gone) was flagged only for the windows after it, and gets only those. A turn
+    that fits one window and has a turn before it also gets its text in context (:data:`_CONTEXT_PART`).
     """
     if kind != "memory":
         return {row["seq"]: [(0, text)] for row, text in zip(batch, texts)}
+    from .embedding_text import in_context
+
     seqs = [row["seq"] for row in batch]
     have_first = {found["item_seq"] for found in db.rows(
         f"SELECT item_seq FROM memory_embeddings WHERE part = 0 AND model = ? "
         f"AND item_seq IN ({','.join('?' * len(seqs))})", (model, *seqs))}
+    previous = previous_turns(db, [seq for seq in seqs if seq not in have_first])
     parts = {}
     for row, text in zip(batch, texts):
         windows = list(enumerate(embedder.windows(text)))
-        parts[row["seq"]] = windows[1:] if row["seq"] in have_first else windows
+        if row["seq"] in have_first:
+            parts[row["seq"]] = windows[1:]
+        elif len(windows) == 1 and row["seq"] in previous:
+            parts[row["seq"]] = [*windows, (_CONTEXT_PART, in_context(previous[row["seq"]], text))]
+        else:
+            parts[row["seq"]] = windows
     return parts
+
+
+def _blended(made: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+    """The vectors to store: a turn's own and in-context embeddings summed (each normalised) into part 0."""
+    context = dict(made).get(_CONTEXT_PART)
+    if context is None:
+        return made
+    import numpy
+
+    own = numpy.frombuffer(dict(made)[0], dtype=numpy.float32)
+    read = numpy.frombuffer(context, dtype=numpy.float32)
+    total = own / max(float(numpy.linalg.norm(own)), 1e-12) + read / max(float(numpy.linalg.norm(read)), 1e-12)
+    total /= max(float(numpy.linalg.norm(total)), 1e-12)
+    return [(0, total.astype(numpy.float32).tobytes())] + [(part, v) for part, v in made if part > 0]
 
 
 def _store(db: Database, kind: str, row: dict[str, Any], made: list[tuple[int, bytes]], model: int) -> None:
@@ -594,6 +655,7 @@ def _store(db: Database, kind: str, row: dict[str, Any], made: list[tuple[int, b
                    f"ON CONFLICT(item_seq) DO UPDATE SET model = excluded.model, vector = excluded.vector, indexed = 0",
                    (row["seq"], model, vectors.quantize(made[0][1])))
         return
+    made = _blended(made)
     first = min((part for part, _ in made), default=1)
     db.execute(f"DELETE FROM {emb_table} WHERE item_seq = ? AND part >= ?", (row["seq"], first))
     for part, vector in made:

@@ -106,7 +106,6 @@ SUMMARY_POOL = 20
 SUMMARY_MIN_ACTIONS = 2
 #: How many of the best fused candidates lend context to their neighbours.
 NEIGHBOUR_POOL = 40
-NEIGHBOUR_WINDOW_DAYS = 1 / 24
 SALIENCE_WEIGHT = 0.1
 NAME_WEIGHT = 0.1
 DATE_WEIGHT = 0.3
@@ -410,7 +409,7 @@ def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_su
         filters += " AND n.sector = ?"
         params.append(sector)
     # Row values and a time bound keep each lookup a short seek in memories_project_created.
-    window = f"julianday(m.created_at) {{}} {NEIGHBOUR_WINDOW_DAYS!r}"
+    window = f"julianday(m.created_at) {{}} {sessions.NEIGHBOUR_WINDOW_DAYS!r}"
     same_place = f"n.project_id = m.project_id AND n.session_id = m.session_id AND n.is_deleted = 0{filters}"
     marks = ",".join("?" * len(pool))
     rows = db.rows(

@@ -8,6 +8,10 @@ from .errors import NotFoundError, ValidationError
 from .redaction import redact
 from .vocabulary import SUMMARY_SOURCE
 
+#: Two memories of one session at most this far apart (in days) are neighbours: search lends a strong hit's
+#: neighbours part of its score, and a conversation turn is embedded with the memory before it.
+NEIGHBOUR_WINDOW_DAYS = 1 / 24
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
