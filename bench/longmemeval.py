@@ -10,7 +10,8 @@ carrying the session's date as ``created_at`` and its id as the memory's session
 ``embed_pending``; the question, verbatim, through ``search.search_with_info`` (the function the MCP
 tool and CLI call), asked at its ``question_date`` (``clock.replaying``: "last Saturday" is counted from
 the day the user asked, as a live search counts it from today). Abstention questions (ids ending in
-``_abs``) have no evidence and are skipped; the gold is the question's ``answer_session_ids``. Per mode and per question type: **any-gold** Hit@5/@10
+``_abs``) have no evidence and are skipped; the gold is the question's ``answer_session_ids``. Per mode
+and per question type: **any-gold** Hit@5/@10
 (MemPalace's "R@5": a gold session in the top k), **all-gold** All@5/@10 (every gold session in the top
 k; LongMemEval's recall_all@k) and NDCG@10, beside plain FTS5 BM25 over the same session texts in the
 same run (the question's distinct lowercase words, quoted, ORed; no stemming, no stopwords).
