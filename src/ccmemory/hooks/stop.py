@@ -26,7 +26,7 @@ LATE_CAPTURE_SECONDS = 5.0
 
 def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     """Write the extractive summary now; start the model-written one detached when configured."""
-    from .. import db as database, lifecycle, projects, sessions
+    from .. import clock, db as database, lifecycle, projects, sessions
 
     session_id = payloads.capturing_session(data, config, "stop", "no summary written")
     if session_id is None:
@@ -39,10 +39,13 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         project = projects.project_id(db, cwd)
         sessions.ensure(db, session_id, project, transcript_path=transcript)
         _wait_for_late_captures(db, config, reading, session_id, transcript or "", cwd)
-        memory_id = lifecycle.end_turn(db, config, project_id=project, session_id=session_id, cwd=cwd,
-                                       root=str(projects.project_root(cwd)), prompts=reading.prompts,
-                                       last_message=last_message, times=reading.call_times(),
-                                       turn_end=reading.turn_end)
+        # What the turn writes (a new summary, the turn's entry) is stamped when its reply was written, as a
+        # backfill of the transcript stamps it, not when this hook happened to run.
+        with clock.replaying(reading.turn_end or clock.now()):
+            memory_id = lifecycle.end_turn(db, config, project_id=project, session_id=session_id, cwd=cwd,
+                                           root=str(projects.project_root(cwd)), prompts=reading.prompts,
+                                           last_message=last_message, times=reading.call_times(),
+                                           turn_end=reading.turn_end)
         launch.embed_if_pending(db, "stop")
     finally:
         db.close()
