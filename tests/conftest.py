@@ -9,7 +9,7 @@ from typing import Iterator
 import pytest
 
 from ccmemory import db as database
-from ccmemory import embeddings, projects
+from ccmemory import embedding_worker, embeddings, locks, projects
 
 from testing import home_guard
 
@@ -142,3 +142,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "long" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def idle_embedder(home: Path) -> Iterator[None]:
+    """The data dir's embedder lock held by an idle holder, as by a server that embeds nothing.
+
+    For tests that compare every row before and after a command: the embedding worker that hooks and
+    commands start would otherwise embed the store's waiting memories in between.
+    """
+    with locks.held(embedding_worker.lock_path(), stale_after=float("inf"), role=embedding_worker.SERVER):
+        yield

@@ -16,26 +16,19 @@ from typing import Any
 
 import pytest
 
-from ccmemory import clock, db as database, embedding_worker, locks, memories, session_summary
+from ccmemory import clock, db as database, memories, session_summary
 from testing.cli import MODULE, spawn
 from testing.env import isolated_env
 from testing.hooks import assert_quiet_success, bash_call, rows, run_hook
+
+#: These tests compare every row a pass and its undo touch, and the fixtures' memories wait for vectors (or
+#: carry a test model's): the worker ``consolidate`` starts would embed them meanwhile.
+pytestmark = pytest.mark.usefixtures("idle_embedder")
 
 OLD = "2024-01-%02dT10:00:00.000Z"
 #: Recent enough not to be folded (consolidation.fold_after_days is 30).
 RECENT = clock.now()
 TEST_OUTPUT = "Ran: pytest -x (Run the tests)\n======== 212 passed in 3.41s ========\n" + "collected\n" * 40
-
-
-@pytest.fixture(autouse=True)
-def idle_embedder(home: Path) -> Any:
-    """The embedder lock held by an idle holder, as by a server that embeds nothing.
-
-    These tests compare every row a pass and its undo touch, and the fixtures' memories wait for vectors
-    (or carry a test model's): the worker ``consolidate`` starts would embed them meanwhile.
-    """
-    with locks.held(embedding_worker.lock_path(), stale_after=float("inf"), role=embedding_worker.SERVER):
-        yield
 
 
 def _observation(db: database.Database, project: int, session: str, content: str, metadata: dict[str, Any],

@@ -13,6 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ccmemory import transcript
 
 from testing.cli import invoke, on_terminal, spawn
@@ -94,6 +96,7 @@ def test_clones_are_one_project_listed_with_every_path_and_a_gone_one_marked(hom
     assert moved and moved[0]["exists"] is False
 
 
+@pytest.mark.usefixtures("idle_embedder")  # the rows compared include whether each memory waits for a vector
 def test_a_merge_and_its_undo_restore_every_row_and_a_split_undoes_a_merge(home: Path, tmp_path: Path) -> None:
     claude = tmp_path / "claude"
     api = new_repo(tmp_path / "api")

@@ -219,6 +219,8 @@ def embed_in_foreground(db: Database, embedder: Embedder, *, wait: bool = True, 
             if not wait:
                 _embedding_elsewhere()
                 return 0
+            if busy.holder.get("role") != SERVER:  # asked before the user is told it waits: a server needs no asking
+                locks.ask_for_another_round(lock_path())
             if on_wait is not None and not told:
                 on_wait(busy.holder)
                 told = True
@@ -232,8 +234,6 @@ def _while_held(db: Database, model_id: str, holding: dict[str, Any],
     """Wait while another live process holds the lock and items are left; how many it embedded meanwhile."""
     from . import embeddings
 
-    if holding.get("role") != SERVER:
-        locks.ask_for_another_round(lock_path())
     left = first = embeddings.pending_count(db, model_id)
     moved = time.monotonic()
     while left and holder() is not None:

@@ -101,7 +101,9 @@ def run(db: database.Database, project_id: int, sql: str, limit: int = DEFAULT_L
             fetched = list(itertools.islice(cursor, limit + 1)) if names else []
         except failures as exc:
             reason = str(exc).rstrip(".")
-            if "interrupt" in reason.lower():
+            # Past the deadline, whatever the message: an interrupt that lands while SQLite prepares the
+            # statement can surface as another error (e.g. "expected 0 columns" for the nodes view).
+            if "interrupt" in reason.lower() or time.monotonic() >= deadline:
                 reason = f"it ran longer than {deadline_seconds:g} seconds"
             elif "too big" in reason.lower() or isinstance(exc, (OverflowError, MemoryError)):
                 reason = f"a value would exceed {MAX_VALUE_BYTES:,} bytes"
