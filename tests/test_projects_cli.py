@@ -149,6 +149,7 @@ def test_a_merge_and_its_undo_restore_every_row_and_a_split_undoes_a_merge(home:
     assert project["id"] == keep and project["sessions"] == 2 and project_of(home, "s-web") == keep
 
 
+@pytest.mark.usefixtures("idle_embedder")  # the rows compared include whether each memory waits for a vector
 def test_a_fork_is_split_off_with_its_sessions_and_the_undo_puts_it_back(home: Path, tmp_path: Path) -> None:
     claude = tmp_path / "claude"
     app = new_repo(tmp_path / "app")
