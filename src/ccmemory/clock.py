@@ -69,13 +69,17 @@ class replaying:
         _replayed = self.previous
 
 
+#: Where the digits of ``2026-11-22T01:55:45.147Z`` are, two by two.
+_DIGIT_PAIRS = (0, 2, 5, 8, 11, 14, 17, 20, 21)
+
+
 def canonical(stamp: object) -> str | None:
     """A time read from a file (a transcript) in our format, without :mod:`datetime` when it already is
     (Claude Code writes ``2026-11-22T01:55:45.147Z``); None when it is no time at all."""
     if not isinstance(stamp, str):
         return None
-    if len(stamp) == 24 and stamp[10] == "T" and stamp[19] == "." and stamp.endswith("Z") \
-            and stamp[:4].isdigit() and stamp[20:23].isdigit():
+    if len(stamp) == 24 and stamp[4::3][:2] == "--" and stamp[10] == "T" and stamp[13:17:3] == "::" \
+            and stamp[19] == "." and stamp[23] == "Z" and all(stamp[i:i + 2].isdigit() for i in _DIGIT_PAIRS):
         return stamp
     try:
         return parse(stamp)
