@@ -350,3 +350,17 @@ def test_session_files_refuses_a_projects_folder_of_links_out(tmp_path: Path) ->
     (tmp_path / "claude" / "projects").symlink_to(dotfiles)
     found = transcript.session_files(str(tmp_path / "claude"))
     assert [item.path for item in found] == [os.path.realpath(dotfiles / "-p" / "s1.jsonl")]
+
+
+@pytest.mark.parametrize("stamp, expected", [
+    ("2026-11-22T01:55:45.147Z", "2026-11-22T01:55:45.147Z"),  # Claude Code's own format, taken as it is
+    ("2026-11-22T03:55:45+02:00", "2026-11-22T01:55:45.000Z"),
+    ("2026-ab-22T01:55:45.147Z", None),
+    ("2026-11-22T01:55:45.1a7Z", None),
+    ("yesterday", None),
+    (1764000000, None),
+])
+def test_a_transcript_time_is_taken_only_when_it_is_a_time(stamp: object, expected: str | None) -> None:
+    from ccmemory.clock import canonical
+
+    assert canonical(stamp) == expected
