@@ -82,8 +82,8 @@ def main() -> None:
     lines += [f"| {name} | {seconds:.2f} | {1000 * seconds / len(rows):.1f} |" for name, seconds in best.items()]
     body = (f"{shared_machine()}\n\n{len(rows)} LoCoMo dev turns, built-in model, `embed_pending` on a fresh store "
             f"each time, the two alternating.\n\n" + "\n".join(lines)
-            + f"\n\nIn context costs {best['in context'] / best['alone']:.2f}× the turn alone per turn (two texts, "
-            "the second about twice as long). Captured tool calls and summaries are not read in context, so coding "
+            + f"\n\nIn context costs {best['in context'] / best['alone']:.2f}× the turn alone per turn (two texts "
+            "embedded, the second holding up to 400 characters of the turn before as well). Captured tool calls and summaries are not read in context, so coding "
             f"history embeds as before.\n\nCommand: `python bench/bench_turn_context.py --turns {args.turns} "
             f"--rounds {args.rounds} --write`.\n")
     print(body)
