@@ -83,9 +83,9 @@ def main() -> None:
     body = (f"{shared_machine()}\n\n{len(rows)} LoCoMo dev turns, built-in model, `embed_pending` on a fresh store "
             f"each time, the two alternating.\n\n" + "\n".join(lines)
             + f"\n\nIn context costs {best['in context'] / best['alone']:.2f}× the turn alone per turn (two texts "
-            "embedded, the second holding up to 400 characters of the turn before as well). Captured tool calls and summaries are not read in context, so coding "
-            f"history embeds as before.\n\nCommand: `python bench/bench_turn_context.py --turns {args.turns} "
-            f"--rounds {args.rounds} --write`.\n")
+            "embedded, the second holding up to 400 characters of the turn before as well). Captured tool calls "
+            "and summaries are not read in context, so coding history embeds as before.\n\n"
+            f"Command: `python bench/bench_turn_context.py --turns {args.turns} --rounds {args.rounds} --write`.\n")
     print(body)
     if args.write:
         write_section("turn-context", "Reading a conversation turn in context: embedding cost (issue 25)", body)
