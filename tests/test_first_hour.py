@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from ccmemory import db as database
+from ccmemory import db as database, embedding_worker, locks
 from testing.cli import spawn
 from testing.cli import spawn as run
 
@@ -81,10 +81,12 @@ def test_the_mcp_tools_take_prefixes_and_name_ambiguity(home: Path, project_dir:
 
 def test_stats_and_doctor_hint_at_embed_only_when_something_waits(home: Path, project_dir: Path,
                                                                   tmp_path: Path) -> None:
-    guide = tmp_path / "guide.md"  # `ccmemory add` embeds what it adds; a document section waits for `embed`
+    guide = tmp_path / "guide.md"  # `ccmemory add` embeds what it adds; a document section waits for its vector
     guide.write_text("# Guide\n\n## Release\nTag the commit and push the tag.\n")
-    assert run(home, project_dir, "docs", "ingest", str(guide)).returncode == 0
-    waiting = run(home, project_dir, "stats")
+    # An embedder that embeds nothing holds the lock, so the section still waits when stats looks.
+    with locks.held(embedding_worker.lock_path(), stale_after=float("inf"), role=embedding_worker.SERVER):
+        assert run(home, project_dir, "docs", "ingest", str(guide)).returncode == 0
+        waiting = run(home, project_dir, "stats")
     assert "Pending embeddings: 1 (run `ccmemory embed`)" in waiting.stdout
     assert run(home, project_dir, "embed").returncode == 0
     assert "Pending embeddings: 0\n" in run(home, project_dir, "stats").stdout

@@ -186,6 +186,7 @@ def rows_of(db: database.Database, project: int) -> str:
                       sort_keys=True, default=str)
 
 
+@pytest.mark.usefixtures("idle_embedder")  # the rows compared include whether each one waits for a vector
 def test_an_export_of_one_project_imported_into_another_never_touches_the_first(
         home: Path, tmp_path: Path, db: database.Database, two_projects: dict[str, Any]) -> None:
     """Item 2 of the audit: A's ids in the file never reach A's rows; B gets its own copies under new ids."""
