@@ -580,20 +580,16 @@ def previous_turns(db: Database, seqs: Sequence[int]) -> dict[int, str]:
 
     A turn is a memory of a session that is not :data:`_SELF_CONTAINED`; the one before it is the
     latest earlier turn of the same session within :data:`ccmemory.sessions.NEIGHBOUR_WINDOW_DAYS`
-    (the neighbour search lends scores to). Deleted memories are passed over.
+    (:func:`ccmemory.sessions.neighbour_sql`, as search finds the neighbours it lends scores to).
     """
     if not seqs:
         return {}
-    from .sessions import NEIGHBOUR_WINDOW_DAYS
+    from .sessions import neighbour_sql
 
     kinds = ",".join("?" * len(_SELF_CONTAINED))
     rows = db.rows(
-        "SELECT m.seq, (SELECT n.content FROM memories n WHERE n.project_id = m.project_id "
-        f"AND n.session_id = m.session_id AND n.is_deleted = 0 AND n.source NOT IN ({kinds}) "
-        "AND (n.created_at, n.seq) < (m.created_at, m.seq) "
-        f"AND n.created_at >= strftime('%Y-%m-%dT%H:%M:%fZ', julianday(m.created_at) - {NEIGHBOUR_WINDOW_DAYS!r}) "
-        "ORDER BY n.created_at DESC, n.seq DESC LIMIT 1) AS previous "
-        f"FROM memories m WHERE m.seq IN ({','.join('?' * len(seqs))}) AND m.session_id IS NOT NULL "
+        f"SELECT m.seq, {neighbour_sql('content', before=True, filters=f' AND n.source NOT IN ({kinds})')} "
+        f"AS previous FROM memories m WHERE m.seq IN ({','.join('?' * len(seqs))}) AND m.session_id IS NOT NULL "
         f"AND m.source NOT IN ({kinds})",
         (*_SELF_CONTAINED, *seqs, *_SELF_CONTAINED),
     )
@@ -631,12 +627,13 @@ def _parts_to_embed(db: Database, embedder: Embedder, kind: str, batch: Sequence
 
 def _blended(made: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
     """The vectors to store: a turn's own and in-context embeddings summed (each normalised) into part 0."""
-    context = dict(made).get(_CONTEXT_PART)
+    by_part = dict(made)
+    context = by_part.get(_CONTEXT_PART)
     if context is None:
         return made
     import numpy
 
-    own = numpy.frombuffer(dict(made)[0], dtype=numpy.float32)
+    own = numpy.frombuffer(by_part[0], dtype=numpy.float32)
     read = numpy.frombuffer(context, dtype=numpy.float32)
     total = own / max(float(numpy.linalg.norm(own)), 1e-12) + read / max(float(numpy.linalg.norm(read)), 1e-12)
     total /= max(float(numpy.linalg.norm(total)), 1e-12)

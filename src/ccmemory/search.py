@@ -408,18 +408,10 @@ def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_su
     if sector:
         filters += " AND n.sector = ?"
         params.append(sector)
-    # Row values and a time bound keep each lookup a short seek in memories_project_created.
-    window = f"julianday(m.created_at) {{}} {sessions.NEIGHBOUR_WINDOW_DAYS!r}"
-    same_place = f"n.project_id = m.project_id AND n.session_id = m.session_id AND n.is_deleted = 0{filters}"
     marks = ",".join("?" * len(pool))
     rows = db.rows(
-        f"SELECT m.seq, m.source, "
-        f"(SELECT n.seq FROM memories n WHERE {same_place} AND (n.created_at, n.seq) < (m.created_at, m.seq) "
-        f"AND n.created_at >= strftime('%Y-%m-%dT%H:%M:%fZ', {window.format('-')}) "
-        f"ORDER BY n.created_at DESC, n.seq DESC LIMIT 1) AS before, "
-        f"(SELECT n.seq FROM memories n WHERE {same_place} AND (n.created_at, n.seq) > (m.created_at, m.seq) "
-        f"AND n.created_at <= strftime('%Y-%m-%dT%H:%M:%fZ', {window.format('+')}) "
-        f"ORDER BY n.created_at, n.seq LIMIT 1) AS after "
+        f"SELECT m.seq, m.source, {sessions.neighbour_sql('seq', before=True, filters=filters)} AS before, "
+        f"{sessions.neighbour_sql('seq', before=False, filters=filters)} AS after "
         f"FROM memories m WHERE m.seq IN ({marks}) AND m.session_id IS NOT NULL",
         (*params, *params, *[seq for seq, _ in pool]),
     )

@@ -12,6 +12,20 @@ from .vocabulary import SUMMARY_SOURCE
 #: neighbours part of its score, and a conversation turn is embedded with the memory before it.
 NEIGHBOUR_WINDOW_DAYS = 1 / 24
 
+
+def neighbour_sql(column: str, *, before: bool, filters: str = "") -> str:
+    """A correlated subquery giving ``n.<column>`` of the memory right before (or after) memory ``m`` in its
+    session, within :data:`NEIGHBOUR_WINDOW_DAYS`; deleted memories never count, ``filters`` (``" AND n.…"``,
+    with its own parameters) narrows which others do.
+
+    Row values and a time bound keep each lookup a short seek in ``memories_project_created``.
+    """
+    order, bound, shift, desc = ("<", ">=", "-", " DESC") if before else (">", "<=", "+", "")
+    return (f"(SELECT n.{column} FROM memories n WHERE n.project_id = m.project_id AND n.session_id = m.session_id "
+            f"AND n.is_deleted = 0{filters} AND (n.created_at, n.seq) {order} (m.created_at, m.seq) "
+            f"AND n.created_at {bound} strftime('%Y-%m-%dT%H:%M:%fZ', julianday(m.created_at) {shift} "
+            f"{NEIGHBOUR_WINDOW_DAYS!r}) ORDER BY n.created_at{desc}, n.seq{desc} LIMIT 1)")
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
