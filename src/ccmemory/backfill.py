@@ -257,10 +257,10 @@ class _Replay:
             if not main:
                 report.skip("still being written, no complete turn yet")
                 return
-        last = max(_moment(record) for record in main)
+        last = max(record.moment for record in main)
         first = next((r.timestamp for r in main if r.timestamp), None) or last
         if active:
-            agents = [call for call in agents if _moment(call) <= last]
+            agents = [call for call in agents if call.moment <= last]
         if cutoff and _parsed(last) < cutoff:
             report.skip("ended before --since")
             return
@@ -325,7 +325,7 @@ class _Replay:
         from . import clock, lifecycle
         from .session_summary import MAX_PROMPTS
 
-        moment = _parsed(reply.timestamp or "")
+        moment = _parsed(reply.moment)
         with clock.replaying(moment):
             lifecycle.end_turn(self.db, self.config, project_id=self._project_id(root), session_id=session_id,
                                cwd=cwd, root=root, prompts=prompts[:MAX_PROMPTS], last_message=reply.text,
@@ -356,7 +356,7 @@ class _Replay:
             return 1
         root = self._root(cwd)
         observation = observations.from_payload(data, self.config, cwd=cwd, root=root)
-        moment = _parsed(_moment(call))
+        moment = _parsed(call.moment)
         with clock.replaying(moment):
             observations.store(self.db, observation, project_id=self._project_id(root), session_id=session_id,
                                tool_use_id=call.tool_use_id, created_at=moment)
@@ -385,24 +385,19 @@ def _turns(main: list[Record], agents: list[ToolCall]) -> list[tuple[Record | No
         if not record.sidechain:
             last = record
     turns.append((prompt, calls, last if isinstance(last, Reply) else None))
-    starts = [(turn[0].timestamp or "") if turn[0] is not None else "" for turn in turns]
+    starts = [turn[0].moment if turn[0] is not None else "" for turn in turns]
     for call in agents:
-        moment = _moment(call)
+        moment = call.moment
         index = max((i for i, start in enumerate(starts) if start <= moment), default=0)
         reply = turns[index][2]
-        if reply is not None and (reply.timestamp or "") < moment:  # a subagent still at work after the reply:
-            index += 1                                                # the turn's Stop did not see it, the next does
+        if reply is not None and reply.moment < moment:  # a subagent still at work after the reply:
+            index += 1                                      # the turn's Stop did not see it, the next does
             if index == len(turns):
                 turns.append((None, [], None))
         turns[index][1].append(call)
     for _prompt, made, _reply in turns:
-        made.sort(key=_moment)
+        made.sort(key=lambda call: call.moment)
     return turns
-
-
-def _moment(record: Record) -> str:
-    """When a record happened; for a call, when capture would have stored it: when its result was written."""
-    return getattr(record, "result_timestamp", None) or record.timestamp or ""
 
 
 def _reason_kind(reason: str) -> str:

@@ -129,6 +129,11 @@ class Record:
         self.git_branch = _text(entry.get("gitBranch"))
         self.sidechain = entry.get("isSidechain") is True
 
+    @property
+    def moment(self) -> str:
+        """When it happened, as the transcript wrote it ("" when unknown)."""
+        return self.timestamp or ""
+
     def as_dict(self) -> dict[str, Any]:
         """Every field by name."""
         return {name: getattr(self, name) for cls in reversed(type(self).__mro__)
@@ -201,6 +206,12 @@ class ToolCall(Record):
         self.tool_use_result = None
         self.is_error = None
         self.result_timestamp = None
+
+    @property
+    def moment(self) -> str:
+        """When the call happened for ccmemory: when its result was written (when capture stores it), else when
+        it was made ("" when unknown). Live capture and backfill both date a call so."""
+        return self.result_timestamp or self.timestamp or ""
 
     def answer(self, block: dict[str, Any], entry: dict[str, Any], alone: bool) -> None:
         """Take the ``tool_result`` ``block`` of the user line ``entry``; ``alone``: the line answers only this call."""
@@ -356,7 +367,7 @@ class Session:
 
         times = {}
         for call in self.calls:
-            moment = canonical(call.result_timestamp or call.timestamp)
+            moment = canonical(call.moment)
             if moment is not None:
                 times[call.tool_use_id] = moment
         return times
@@ -392,7 +403,7 @@ def read_session(path: str, session_id: str | None, *, last_message: str | None 
                 session.calls.extend(r for r in records(agent_path) if isinstance(r, ToolCall) and r.answered)
             except (OSError, ValidationError):
                 continue
-    session.calls.sort(key=lambda call: call.result_timestamp or call.timestamp or "")
+    session.calls.sort(key=lambda call: call.moment)
     return session
 
 
