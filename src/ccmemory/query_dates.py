@@ -133,8 +133,11 @@ def _weekday_before(name: str, midnight: datetime, *, today_counts: bool) -> tup
 
 def _span(start: datetime, end: datetime) -> tuple[str, str]:
     """Two local times as ISO-8601 UTC strings in the stored format."""
-    return tuple(moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")  # type: ignore[return-value]
-                 for moment in (start, end))
+    return _utc(start), _utc(end)
+
+
+def _utc(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 def calendar_range(query: str) -> tuple[str, str] | None:
