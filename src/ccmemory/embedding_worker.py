@@ -216,11 +216,9 @@ def embed_in_foreground(db: Database, embedder: Embedder, *, wait: bool = True, 
         try:
             return done + sum(locks.in_rounds(lock_path(), work, stale_after=_HELD_WHILE_ALIVE, role=FOREGROUND))
         except locks.Busy as busy:
+            _embedding_elsewhere()  # a worker holding it is asked for one more round before the user is told
             if not wait:
-                _embedding_elsewhere()
                 return 0
-            if busy.holder.get("role") != SERVER:  # asked before the user is told it waits: a server needs no asking
-                locks.ask_for_another_round(lock_path())
             if on_wait is not None and not told:
                 on_wait(busy.holder)
                 told = True
