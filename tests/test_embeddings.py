@@ -291,3 +291,24 @@ def test_captured_calls_and_summaries_are_not_embedded_with_the_memory_before_th
                            source="summary", created_at=when)
     seqs = [memory.seq for memory in memories.by_seq(vdb, range(1, 10)).values() if memory.id in (call.id, summary.id)]
     assert embeddings.previous_turns(vdb, seqs) == {}
+
+
+def test_a_turn_is_read_once_after_the_end_of_the_turn_before_as_much_as_fits(embedder):
+    encoder = embedder._encoder
+    turn = "Ben: Lisbon! We rode the old yellow trams every day."
+    context = " ".join(f"word{number}" for number in range(600)) + " Where did you go on holiday?"
+    alone = encoder._tokenizer.encode(turn)
+    joined, spans = encoder._read(turn, context, alone)
+    assert len(joined.ids) <= embeddings.MAX_TOKENS
+    (first, end), (own_first, own_end) = spans
+    assert (first, end) == (0, len(joined.ids))
+    # The turn is pooled whole, on its own word pieces; the context kept is its end (the question).
+    assert joined.ids[own_first:own_end] == alone.ids[1:-1]
+    assert encoder._tokenizer.decode(joined.ids[:own_first]).endswith("where did you go on holiday?")
+    with_context, without = embedder.embed([turn, turn], [context, None])
+    assert with_context != without and without == embedder.embed([turn])[0]
+
+
+def test_a_turn_that_fills_the_window_alone_is_embedded_as_it_is(embedder):
+    turn = "Ben: " + "we rode the trams and walked the hills every single day " * 40
+    assert embedder.embed([turn], ["Anna: Where did you go on holiday?"]) == embedder.embed([turn])

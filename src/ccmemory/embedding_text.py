@@ -79,18 +79,17 @@ def memory_text(content: str, request: str | None = None, tool: str = "") -> str
     return body
 
 
-def in_context(previous: str, text: str) -> str:
-    """A conversation turn as read after the end of the memory before it in its session.
+def context_before(previous: str) -> str:
+    """The end of the memory before a conversation turn, which the turn is read after when it is embedded.
 
-    A turn often means little alone ("Yes, last Tuesday!"): the question it answers says what it is
-    about. The turn's vector blends the embedding of this text with that of the turn alone
-    (:func:`ccmemory.embeddings.embed_pending`).
+    A turn often means little alone ("Yes, last Tuesday!"): the question it answers says what it is about.
+    Whitespace is collapsed and at most :data:`MAX_CONTEXT_CHARS` are kept, from a word's start.
     """
     previous = " ".join(previous.split())
     if len(previous) > MAX_CONTEXT_CHARS:
         cut = previous[-MAX_CONTEXT_CHARS:]
         previous = cut.split(" ", 1)[1] if " " in cut else cut
-    return f"{previous}\n{text}"
+    return previous
 
 
 def requests_by_tool_use(transcript_path: str | None) -> dict[str, str]:

@@ -22,11 +22,13 @@ A memory longer than the model reads is represented whole: one vector per
 window of its embedded text (:func:`ccmemory.tokens.windows`), and search scores
 it by its best window. Document chunks are sized to one window and get one.
 A conversation turn (a memory of a session that is neither a captured tool call,
-which is embedded with its request, nor a summary) is read in context: its vector
-is the normalised sum of its own embedding and that of the turn read after the end
-of the memory before it (:func:`previous_turns`, :func:`ccmemory.embedding_text.in_context`).
-On LoCoMo's dev conversations that lifts semantic search alone from R@5 40.9 to 46.5
-(turns after a question answer it in words the question does not use).
+which is embedded with its request, nor a summary) is read in context: the model
+reads the end of the memory before it and then the turn, once, and the turn's
+vector sums what the two say together and the turn's own word pieces as read
+after the context (:func:`previous_turns`, :func:`ccmemory.embedding_text.context_before`,
+:meth:`_OnnxEncoder._read`). A turn often means little alone ("Lisbon! Every
+day."): the question before it says what it is about. The first version embedded
+the turn twice (alone, and with its context) for about the same recall.
 
 Capture never embeds: :func:`embed_pending` catches up seconds later, in the one
 process that holds the data dir's embedder lock (:mod:`ccmemory.embedding_worker`: the
@@ -363,6 +365,7 @@ class _OnnxEncoder:
         import onnxruntime
 
         self._tokenizer = tokens.encoder_tokenizer(folder / "tokenizer.json")
+        self._tokenizer_file = folder / "tokenizer.json"
         options = onnxruntime.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
@@ -378,26 +381,63 @@ class _OnnxEncoder:
         # (and their padding): it runs texts one by one. The operator's name is stored as plain text in the graph.
         self._max_items = 1 if b"DynamicQuantizeLinear" in graph else MAX_BATCH_ITEMS
 
-    def encode(self, texts: Sequence[str]) -> list[bytes]:
+    def encode(self, texts: Sequence[str], contexts: Sequence[str | None] | None = None) -> list[bytes]:
+        """Vectors of ``texts``; a text with a context is read after it (:meth:`_read`), in the same pass."""
         import numpy
 
-        encodings = self._tokenizer.encode_batch(list(texts))
-        lengths = [len(encoding.ids) for encoding in encodings]
+        read = [(encoding, [(0, len(encoding.ids))]) for encoding in self._tokenizer.encode_batch(list(texts))]
+        for index, context in enumerate(contexts or ()):
+            if context:
+                read[index] = self._read(texts[index], context, read[index][0])
+        lengths = [len(encoding.ids) for encoding, _ in read]
         result: list[bytes] = [b""] * len(texts)
         for batch in length_batches(lengths, max_items=self._max_items):
             width = max(lengths[index] for index in batch)
             ids = numpy.zeros((len(batch), width), dtype=numpy.int64)
             mask = numpy.zeros_like(ids)
             for row, index in enumerate(batch):
-                ids[row, :lengths[index]] = encodings[index].ids
+                ids[row, :lengths[index]] = read[index][0].ids
                 mask[row, :lengths[index]] = 1
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": numpy.zeros_like(ids)}
             hidden = self._session.run(None, {name: feed[name] for name in self._inputs})[0]
-            pooled = (hidden * mask[:, :, None]).sum(axis=1) / numpy.maximum(mask.sum(axis=1, keepdims=True), 1)
-            pooled /= numpy.maximum(numpy.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
             for row, index in enumerate(batch):
-                result[index] = pooled[row].astype(numpy.float32).tobytes()
+                total = sum(_unit(hidden[row, first:end].mean(axis=0)) for first, end in read[index][1])
+                result[index] = _unit(total).astype(numpy.float32).tobytes()
         return result
+
+    def _read(self, text: str, context: str, alone: Any) -> tuple[Any, list[tuple[int, int]]]:
+        """What the model reads for ``text`` after ``context``, and the spans of positions its vector pools.
+
+        The model reads the end of the context (as much as fits beside the whole text in
+        :data:`MODEL_MAX_TOKENS`) and then the text, once. The vector sums the mean of every position
+        (what the two say together: a question and its answer) and the mean of the text's own word
+        pieces as read after the context, each normalised. ``alone`` is the text's own encoding,
+        which is read as it is when no context fits.
+        """
+        room = MAX_TOKENS - len(alone.ids)
+        if room <= 0:
+            return alone, [(0, len(alone.ids))]
+        before = self._untruncated.encode(context, add_special_tokens=False)
+        if len(before.ids) > room:
+            context = context[before.offsets[len(before.ids) - room][0]:]
+        start = len(context) + 1
+        joined = self._tokenizer.encode(f"{context}\n{text}")
+        own = [position for position, (begin, end) in enumerate(joined.offsets) if begin >= start and end > begin]
+        if not own:
+            return alone, [(0, len(alone.ids))]
+        return joined, [(0, len(joined.ids)), (own[0], own[-1] + 1)]
+
+    @functools.cached_property
+    def _untruncated(self) -> Any:
+        """The tokenizer without the cut at :data:`MODEL_MAX_TOKENS`, to find where a context's end starts."""
+        return tokens.counting_tokenizer(self._tokenizer_file)
+
+
+def _unit(vector: Any) -> Any:
+    """``vector`` scaled to length 1 (a zero vector stays zero)."""
+    import numpy
+
+    return vector / max(float(numpy.linalg.norm(vector)), 1e-12)
 
 
 class _FastembedEncoder:
@@ -411,11 +451,18 @@ class _FastembedEncoder:
             kwargs["specific_model_path"] = spec.path
         self._model = TextEmbedding(spec.name, **kwargs)
 
-    def encode(self, texts: Sequence[str]) -> list[bytes]:
+    def encode(self, texts: Sequence[str], contexts: Sequence[str | None] | None = None) -> list[bytes]:
+        """Vectors of ``texts``; fastembed pools whole inputs, so a text with a context gets the normalised sum of
+        its own embedding and that of the context and text read together (two passes where
+        :class:`_OnnxEncoder` makes one)."""
         import numpy
 
-        return [numpy.asarray(v, dtype=numpy.float32).tobytes()
-                for v in self._model.embed(list(texts), batch_size=MAX_BATCH_ITEMS)]
+        read = [f"{contexts[index]}\n{text}" for index, text in enumerate(texts) if contexts and contexts[index]]
+        made = [numpy.asarray(v, dtype=numpy.float32)
+                for v in self._model.embed([*texts, *read], batch_size=MAX_BATCH_ITEMS)]
+        together = iter(made[len(texts):])
+        return [(_unit(_unit(own) + _unit(next(together))) if contexts and contexts[index] else own).tobytes()
+                for index, own in enumerate(made[:len(texts)])]
 
 
 class Embedder:
@@ -452,9 +499,18 @@ class Embedder:
         self._cache: OrderedDict[str, bytes] = OrderedDict()
         self._lock = threading.Lock()
 
-    def embed(self, texts: Sequence[str]) -> list[bytes]:
-        """Vectors for a batch of documents."""
+    def embed(self, texts: Sequence[str], contexts: Sequence[str | None] | None = None) -> list[bytes]:
+        """Vectors for a batch of documents; ``contexts`` (one per text, or None) are read before their text.
+
+        A text with a context (a conversation turn, after the end of the turn before it) gets the vector
+        of its own words as the model reads them after it.
+        """
         prefix = self.spec.document_prefix
+        if contexts and any(contexts):
+            contexts = [prefix + context if context else None for context in contexts]
+            texts = [text if context else prefix + text for text, context in zip(texts, contexts)]
+            with self._lock:
+                return self._encoder.encode(texts, contexts)
         with self._lock:
             return self._encoder.encode([prefix + text for text in texts] if prefix else texts)
 
@@ -571,8 +627,6 @@ def texts_to_embed(rows: Sequence[dict[str, Any]], transcripts: dict[str, dict[s
 #: Memories embedded without the memory before them: a captured call carries its request, a summary
 #: its whole session, and curated knowledge stands alone.
 _SELF_CONTAINED = (CAPTURE_SOURCE, SUMMARY_SOURCE, KNOWLEDGE_SOURCE)
-#: The part number under which a turn's text in context is embedded, before it is blended into part 0.
-_CONTEXT_PART = -1
 
 
 def previous_turns(db: Database, seqs: Sequence[int]) -> dict[int, str]:
@@ -596,48 +650,44 @@ def previous_turns(db: Database, seqs: Sequence[int]) -> dict[int, str]:
     return {row["seq"]: row["previous"] for row in rows if row["previous"]}
 
 
+#: (part, text, context): what one vector of an item is made from; ``context`` is read before ``text`` (or None).
+Part = tuple[int, str, str | None]
+
+
 def _parts_to_embed(db: Database, embedder: Embedder, kind: str, batch: Sequence[dict[str, Any]],
-                    texts: Sequence[str], model: int) -> dict[int, list[tuple[int, str]]]:
-    """For each row's seq, the (part, text) pairs to embed: every window of a memory, one text for a chunk.
+                    texts: Sequence[str], model: int) -> dict[int, list[Part]]:
+    """For each row's seq, the parts to embed: every window of a memory, one text for a chunk.
 
     A memory that still has its first vector of this model (its content did not change since, or the
     vector would be gone) was flagged only for the windows after it, and gets only those. A turn
-    that fits one window and has a turn before it also gets its text in context (:data:`_CONTEXT_PART`).
+    that fits one window and has a turn before it is read after the end of that turn
+    (:func:`ccmemory.embedding_text.context_before`).
     """
     if kind != "memory":
-        return {row["seq"]: [(0, text)] for row, text in zip(batch, texts)}
-    from .embedding_text import in_context
+        return {row["seq"]: [(0, text, None)] for row, text in zip(batch, texts)}
+    from .embedding_text import context_before
 
     seqs = [row["seq"] for row in batch]
     have_first = {found["item_seq"] for found in db.rows(
         f"SELECT item_seq FROM memory_embeddings WHERE part = 0 AND model = ? "
         f"AND item_seq IN ({','.join('?' * len(seqs))})", (model, *seqs))}
     previous = previous_turns(db, [seq for seq in seqs if seq not in have_first])
-    parts = {}
+    parts: dict[int, list[Part]] = {}
     for row, text in zip(batch, texts):
-        windows = list(enumerate(embedder.windows(text)))
+        windows: list[Part] = [(part, window, None) for part, window in enumerate(embedder.windows(text))]
         if row["seq"] in have_first:
             parts[row["seq"]] = windows[1:]
         elif len(windows) == 1 and row["seq"] in previous:
-            parts[row["seq"]] = [*windows, (_CONTEXT_PART, in_context(previous[row["seq"]], text))]
+            parts[row["seq"]] = [(0, windows[0][1], context_before(previous[row["seq"]]))]
         else:
             parts[row["seq"]] = windows
     return parts
 
 
-def _blended(made: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
-    """The vectors to store: a turn's own and in-context embeddings summed (each normalised) into part 0."""
-    by_part = dict(made)
-    context = by_part.get(_CONTEXT_PART)
-    if context is None:
-        return made
-    import numpy
-
-    own = numpy.frombuffer(by_part[0], dtype=numpy.float32)
-    read = numpy.frombuffer(context, dtype=numpy.float32)
-    total = own / max(float(numpy.linalg.norm(own)), 1e-12) + read / max(float(numpy.linalg.norm(read)), 1e-12)
-    total /= max(float(numpy.linalg.norm(total)), 1e-12)
-    return [(0, total.astype(numpy.float32).tobytes())] + [(part, v) for part, v in made if part > 0]
+def _embedded(embedder: Embedder, parts: Sequence[Part]) -> list[tuple[int, bytes]]:
+    """(part, vector) of each of ``parts``, in one call to the model."""
+    vectors_made = embedder.embed([text for _, text, _ in parts], [context for _, _, context in parts])
+    return [(part, vector) for (part, _, _), vector in zip(parts, vectors_made)]
 
 
 def _store(db: Database, kind: str, row: dict[str, Any], made: list[tuple[int, bytes]], model: int) -> None:
@@ -652,7 +702,6 @@ def _store(db: Database, kind: str, row: dict[str, Any], made: list[tuple[int, b
                    f"ON CONFLICT(item_seq) DO UPDATE SET model = excluded.model, vector = excluded.vector, indexed = 0",
                    (row["seq"], model, vectors.quantize(made[0][1])))
         return
-    made = _blended(made)
     first = min((part for part, _ in made), default=1)
     db.execute(f"DELETE FROM {emb_table} WHERE item_seq = ? AND part >= ?", (row["seq"], first))
     for part, vector in made:
@@ -714,16 +763,15 @@ def embed_pending(
                                     else [row["text"] for row in batch], model)
             made: list[list[tuple[int, bytes]] | None]
             try:
-                flat = iter(embedder.embed([text for texts in parts.values() for _, text in texts]))
-                made = [[(part, next(flat)) for part, _ in parts[row["seq"]]] for row in batch]
+                flat = iter(_embedded(embedder, [part for row in batch for part in parts[row["seq"]]]))
+                made = [[next(flat) for _ in parts[row["seq"]]] for row in batch]
             except Exception:
                 if on_error is None:
                     raise
                 made = []
                 for row in batch:
                     try:
-                        vecs = embedder.embed([text for _, text in parts[row["seq"]]])
-                        made.append([(part, vector) for (part, _), vector in zip(parts[row["seq"]], vecs)])
+                        made.append(_embedded(embedder, parts[row["seq"]]))
                     except Exception as exc:
                         passed_over.append(row["seq"])
                         on_error(kind, row, exc)
@@ -756,8 +804,8 @@ def embed_memories(db: Database, embedder: Embedder, seqs: Sequence[int]) -> int
     if not batch:
         return 0
     parts = _parts_to_embed(db, embedder, "memory", batch, texts_to_embed(batch, {}), model)
-    flat = iter(embedder.embed([text for row in batch for _, text in parts[row["seq"]]]))
-    made = [[(part, next(flat)) for part, _ in parts[row["seq"]]] for row in batch]
+    flat = iter(_embedded(embedder, [part for row in batch for part in parts[row["seq"]]]))
+    made = [[next(flat) for _ in parts[row["seq"]]] for row in batch]
     with db.transaction():
         for row, item_parts in zip(batch, made):
             _store(db, "memory", row, item_parts, model)
