@@ -312,3 +312,18 @@ def test_a_turn_is_read_once_after_the_end_of_the_turn_before_as_much_as_fits(em
 def test_a_turn_that_fills_the_window_alone_is_embedded_as_it_is(embedder):
     turn = "Ben: " + "we rode the trams and walked the hills every single day " * 40
     assert embedder.embed([turn], ["Anna: Where did you go on holiday?"]) == embedder.embed([turn])
+
+
+def test_a_model_fastembed_runs_gets_a_turns_two_embeddings_summed(home, tmp_path):
+    # fastembed pools whole inputs; offline, a folder of the built-in model's files stands in for a named model.
+    folder = tmp_path / "named-model"
+    folder.mkdir()
+    for source in embeddings.builtin_model_dir().iterdir():
+        if source.is_file():
+            (folder / ("model_optimized.onnx" if source.name == "model.onnx" else source.name)).symlink_to(source)
+    named = embeddings.Embedder(ModelSpec(name="BAAI/bge-small-en-v1.5", path=str(folder)))
+    turn, context = "Ben: Lisbon! We rode the old yellow trams every day.", "Anna: Where did you go on holiday?"
+    alone, together = (numpy.frombuffer(vector, dtype=numpy.float32) for vector in named.embed([turn, f"{context}\n{turn}"]))
+    expected = alone / numpy.linalg.norm(alone) + together / numpy.linalg.norm(together)
+    made = numpy.frombuffer(named.embed([turn], [context])[0], dtype=numpy.float32)
+    assert numpy.allclose(made, expected / numpy.linalg.norm(expected), atol=1e-5)
