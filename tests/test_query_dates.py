@@ -50,7 +50,8 @@ def test_a_time_said_relative_to_now_names_its_range(zone: None, query: str, exp
 
 @pytest.mark.parametrize("query", ["How many weeks ago did I start using Ibotta?", "the last time we changed the parser",
                                    "what does this function return", "the day the build broke",
-                                   "the past tense of a log line"])
+                                   "the past tense of a log line", "What time do I wake up on Saturday mornings?",
+                                   "the gym on Tuesdays"])
 def test_words_that_name_no_time_name_no_range(zone: None, query: str) -> None:
     assert date_range(query, NOW) is None
 

@@ -8,7 +8,8 @@ Times said relative to now count too ("yesterday", "last week", "three days ago"
 "last Saturday", "in the past two months"), measured from :func:`ccmemory.clock.now`
 in the machine's local time (a day starts at local midnight). "N days/weeks/months
 ago" is said loosely, so its range reaches half a unit either side (a day for days).
-"How many weeks ago…" names no time and is left alone.
+"How many weeks ago…" names no time and is left alone, as is a habit ("on Saturday
+mornings", "on Tuesdays").
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ _PAST_ONE = re.compile(r"\b(?:in|over|during)\s+the\s+(?:past|last)\s+" + _UNIT 
 _LAST = re.compile(r"\b(?:last|previous)\s+(week|month|year|" + "|".join(WEEKDAYS) + r")\b", re.I)
 _THIS = re.compile(r"\bthis\s+(?:past\s+)?(morning|afternoon|evening|week|month|year|" + "|".join(WEEKDAYS)
                    + r")\b", re.I)
-_ON_WEEKDAY = re.compile(r"\bon\s+(" + "|".join(WEEKDAYS) + r")\b", re.I)
+#: "on Saturday" is a day; "on Saturday mornings" (like "on Saturdays") is a habit, and names none.
+_ON_WEEKDAY = re.compile(r"\bon\s+(" + "|".join(WEEKDAYS) + r")\b(?!\s+(?:mornings|afternoons|evenings|nights)\b)",
+                         re.I)
 _DAY_WORD = re.compile(r"\b(the\s+day\s+before\s+yesterday|yesterday|today|tonight)\b", re.I)
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30.44, "year": 365.25}
 
