@@ -115,3 +115,10 @@ def test_adversarial_inputs_complete(text: str) -> None:
 def test_redaction_is_idempotent_and_never_grows_secrets(text: str) -> None:
     once = redaction.redact(text)
     assert redaction.redact(once) == once
+
+
+@pytest.mark.parametrize("token", ["dp.pt.{t}", "dp.st.dev.{t}", "dp.st.prd_eu-1.{t}"])
+def test_doppler_tokens_with_or_without_their_config_are_redacted(token: str) -> None:
+    secret = token.format(t="Kq3vZ8xWm2Lr7Tn4Bp9Yc6Hd1Fg5Js0AeQuVkXoM")
+    assert "Kq3vZ8xWm2" not in redaction.redact(f"DOPPLER={secret} doppler run -- make")
+    assert "Kq3vZ8xWm2" not in redaction.redact(f"use {secret} here")
