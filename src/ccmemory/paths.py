@@ -22,15 +22,19 @@ from __future__ import annotations
 import os
 import sys
 
+from .isolation import is_fixed
+
 DB_FILENAME = "ccmemory.db"
 
 
 def usable_dir(value: str | None) -> str | None:
-    """``value`` as a directory path if it is an absolute path after ``~`` expansion, else None."""
+    """``value`` as a directory path if it is an absolute path after ``~`` expansion, else None.
+
+    Absolute as :func:`ccmemory.isolation.is_fixed` means it: ``/proc/self/cwd/x`` is the project's ``x``."""
     if not value or "${" in value:
         return None
     path = os.path.expanduser(value)
-    return path if os.path.isabs(path) else None
+    return path if is_fixed(path) else None
 
 
 def ignored_settings() -> list[str]:
