@@ -23,6 +23,7 @@ import pytest
 from mcp.client.stdio import StdioServerParameters
 
 from testing.hooks import bash_call, common, rows, wait_for_background_captures, write_config
+from testing.env import isolated_env
 from testing.hostile import Hostile, make_hostile, marker_code
 from testing.cli import on_terminal
 from testing.knowledge import AUTH, write_files
@@ -302,3 +303,22 @@ def test_the_model_summary_worker_the_stop_hook_starts_runs_nothing_of_the_proje
 
     assert wait_until(lambda: summary().startswith("Session summary (model-written)"), 60), summary()
     assert hostile.ran() == []
+
+
+@pytest.mark.parametrize("home", [".", "", *HERE])
+def test_a_home_that_leads_into_the_project_is_not_the_users(hostile, tmp_path, home):
+    """``HOME=.`` (or ``/proc/self/cwd``) in a project's settings would make a ``config.json`` of the repository
+    the user's own trusted configuration: the data dir and ``~/.claude`` come from the account's home instead."""
+    import pwd
+
+    env = isolated_env(None, HOME=home)
+    for name in ("XDG_DATA_HOME", "CLAUDE_CONFIG_DIR"):
+        env.pop(name, None)
+    show = "from ccmemory import paths; print(paths.data_dir()); print(paths.claude_config_dir())"
+    done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO_ROOT / 'src')!r}); "
+                           + show], cwd=hostile.root, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    account = pwd.getpwuid(os.getuid()).pw_dir if home != "" else "/"
+    for folder in done.stdout.splitlines():
+        assert os.path.isabs(folder) and folder.startswith(account), folder
+        assert not os.path.realpath(folder).startswith(str(hostile.root.resolve())), folder
