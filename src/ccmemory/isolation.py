@@ -19,6 +19,10 @@ resolves against it. So every process ccmemory starts is started through here:
   (:func:`absolute_program`), and programs are looked up on the absolute ``PATH``
   entries only (:func:`find_program`).
 
+"Absolute" means :func:`is_fixed`: a path that names the same file for every process. On Linux
+``/proc/self/cwd`` is absolute yet is the current directory of whoever reads it, the project; a path
+leading through ``/proc`` or ``/dev/fd`` counts as relative.
+
 Standard library only and cheap to import (``os`` and ``sys``): the hooks use it.
 """
 
@@ -40,9 +44,32 @@ class UnsafeSetting(ValueError):
     """A setting that would make ccmemory run a file chosen by the project; the message says what to do."""
 
 
+#: Folders whose paths depend on the process that reads them (``/proc/self/cwd``, ``/dev/fd/3``).
+_PROCESS_FOLDERS = ("/proc", "/dev/fd")
+
+
+def is_fixed(path: "str | None") -> bool:
+    """Whether ``path`` is absolute and names the same file whatever the current directory of the process
+    reading it: not relative, and no step of it leads through ``/proc`` or ``/dev/fd`` (``/proc/self/cwd``,
+    ``/dev/fd/../cwd`` are the project). Each step is resolved, since a link or ``..`` can lead there."""
+    if not path or "\0" in path or not os.path.isabs(path):
+        return False
+    if os.sep != "/":
+        return True
+    step = "/"
+    for part in path.split("/"):
+        if part:
+            step = os.path.join(step, part)
+            real = os.path.realpath(step)
+            if any(real == folder or real.startswith(folder + "/") for folder in _PROCESS_FOLDERS):
+                return False
+    return True
+
+
 def absolute_entries(value: "str | None") -> "list[str]":
-    """The absolute entries of an ``os.pathsep`` list such as ``PATH``; relative and empty ones are dropped."""
-    return [entry for entry in (value or "").split(os.pathsep) if entry and os.path.isabs(entry)]
+    """The fixed entries (:func:`is_fixed`) of an ``os.pathsep`` list such as ``PATH``; relative and empty
+    ones, and those through ``/proc`` or ``/dev/fd``, are dropped."""
+    return [entry for entry in (value or "").split(os.pathsep) if is_fixed(entry)]
 
 
 def child_env(env: "Mapping[str, str] | None" = None, *, python_path: "Iterable[str]" = ()) -> "dict[str, str]":
@@ -59,7 +86,7 @@ def child_env(env: "Mapping[str, str] | None" = None, *, python_path: "Iterable[
     else:
         result.pop("PYTHONPATH", None)
     for name in PATH_VARIABLES:
-        if name in result and not os.path.isabs(result[name]):
+        if name in result and not is_fixed(result[name]):
             del result[name]
     if "PATH" in result:
         result["PATH"] = os.pathsep.join(absolute_entries(result["PATH"]))
@@ -90,10 +117,11 @@ def package_parent() -> str:
 def absolute_program(value: str, setting: str) -> str:
     """``value`` (``~`` expanded) if it is an absolute path, else :class:`UnsafeSetting` saying what to do."""
     path = os.path.expanduser(value)
-    if not os.path.isabs(path):
+    if not is_fixed(path):
         example = "C:\\Python312\\python.exe" if sys.platform == "win32" else "/home/you/.venvs/ccmemory/bin/python"
         raise UnsafeSetting(
-            f"{setting} is {value!r}, a relative path: it would be looked up in the project you are working in, "
+            f"{setting} is {value!r}, a relative path (or one through /proc or /dev/fd, which leads wherever the "
+            "process stands): it would be looked up in the project you are working in, "
             f"and ccmemory never runs a file of the project. Set {setting} to an absolute path (for example "
             f"{example}) or unset it.")
     return path
@@ -106,7 +134,7 @@ def find_program(name: str, path: "str | None" = None) -> "str | None":
     never follows an empty or relative ``PATH`` entry. A ``name`` with a directory part must be absolute.
     """
     if os.path.dirname(name):
-        return name if os.path.isabs(name) and _is_program(name) else None
+        return name if is_fixed(name) and _is_program(name) else None
     suffixes = [""]
     if sys.platform == "win32":
         suffixes += [ext for ext in os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").lower().split(";") if ext]

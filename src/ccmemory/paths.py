@@ -22,15 +22,19 @@ from __future__ import annotations
 import os
 import sys
 
+from .isolation import is_fixed
+
 DB_FILENAME = "ccmemory.db"
 
 
 def usable_dir(value: str | None) -> str | None:
-    """``value`` as a directory path if it is an absolute path after ``~`` expansion, else None."""
+    """``value`` as a directory path if it is an absolute path after ``~`` expansion, else None.
+
+    Absolute as :func:`ccmemory.isolation.is_fixed` means it: ``/proc/self/cwd/x`` is the project's ``x``."""
     if not value or "${" in value:
         return None
     path = os.path.expanduser(value)
-    return path if os.path.isabs(path) else None
+    return path if is_fixed(path) else None
 
 
 def ignored_settings() -> list[str]:
@@ -47,9 +51,29 @@ def data_dir() -> str:
     return usable_dir(os.environ.get("CCMEMORY_HOME")) or default_data_dir()
 
 
+def user_home() -> str:
+    """The user's home folder: ``HOME`` (``USERPROFILE`` on Windows) when it is absolute (:func:`is_fixed`),
+    else, on POSIX, the account's own home from the password database.
+
+    A relative ``HOME`` (``.``) or one through ``/proc/self/cwd``, which a project's ``.claude/settings.json``
+    can hand Claude Code's hooks and servers, would put the data dir, with the user's trusted ``config.json``,
+    inside the project.
+    """
+    home = os.path.expanduser("~")
+    if is_fixed(home) or sys.platform == "win32":
+        return home
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        raise RuntimeError(f"HOME is {os.environ.get('HOME')!r}, not an absolute path, and this account has no home "
+                           "folder in the password database: set HOME or CCMEMORY_HOME to an absolute path") from None
+
+
 def default_data_dir() -> str:
     """The platform's per-user data directory for ccmemory."""
-    home = os.path.expanduser("~")
+    home = user_home()
     if sys.platform == "win32":
         return os.path.join(usable_dir(os.environ.get("LOCALAPPDATA")) or os.path.join(home, "AppData", "Local"),
                             "ccmemory")
@@ -62,7 +86,7 @@ def default_data_dir() -> str:
 
 def claude_config_dir() -> str:
     """Claude Code's configuration folder: ``CLAUDE_CONFIG_DIR`` when it is absolute, else ``~/.claude``."""
-    return usable_dir(os.environ.get("CLAUDE_CONFIG_DIR")) or os.path.join(os.path.expanduser("~"), ".claude")
+    return usable_dir(os.environ.get("CLAUDE_CONFIG_DIR")) or os.path.join(user_home(), ".claude")
 
 
 def ensure_private_dir(path: str) -> str:

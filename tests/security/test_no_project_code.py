@@ -23,6 +23,7 @@ import pytest
 from mcp.client.stdio import StdioServerParameters
 
 from testing.hooks import bash_call, common, rows, wait_for_background_captures, write_config
+from testing.env import isolated_env
 from testing.hostile import Hostile, make_hostile, marker_code
 from testing.cli import on_terminal
 from testing.knowledge import AUTH, write_files
@@ -32,6 +33,8 @@ from testing.runtime import fake_ready_runtime
 
 BIN = REPO_ROOT / "bin" / "ccmemory"
 GIT = shutil.which("git")
+#: Absolute paths that are the current directory of whichever process reads them (Linux).
+HERE = ["/proc/self/cwd", "/dev/fd/../cwd", "/proc/thread-self/cwd"] if os.path.isdir("/proc/self/cwd") else []
 
 pytestmark = pytest.mark.skipif(os.name == "nt" or GIT is None, reason="POSIX shells and git")
 
@@ -139,6 +142,26 @@ def test_the_hooks_and_the_embedding_pass_session_end_starts_run_nothing_of_the_
     assert hostile.ran() == []
 
 
+@pytest.mark.skipif(not HERE, reason="/proc/self/cwd is Linux's")
+@pytest.mark.parametrize("here", HERE)
+def test_absolute_paths_that_lead_to_the_current_directory_count_as_relative(hostile, plugin_data, tmp_path, here):
+    """``/proc/self/cwd`` on PYTHONPATH and PATH is the repository, as ``.`` and an empty entry are."""
+    folder, log = plugin_data
+    home = tmp_path / "data"
+    env = hostile.env(home, CLAUDE_PLUGIN_DATA=str(folder), CLAUDE_PLUGIN_ROOT=str(REPO_ROOT),
+                      CLAUDE_PROJECT_DIR=str(hostile.root), CLAUDE_CONFIG_DIR=str(tmp_path / "claude-config"))
+    env.update(PYTHONPATH=here, PATH=here + os.pathsep + os.environ["PATH"], PYTHONHOME=f"{here}/py")
+    run_plugin_hook("SessionStart", common("s1", hostile.root, "SessionStart", source="startup"), home,
+                    hostile.root, env)  # finds git for the project's identity
+    with launcher_server(env, hostile.root) as server:
+        found = server.call("memory_search", {"query": "anything"})
+        assert not found.is_error, found.text
+    done = cli(hostile, env, "search", "anything", "--mode", "keyword")
+    assert done.returncode == 0, done.stderr
+    assert uses(log) == ["-P -m ccmemory.mcp.server", "-P -m ccmemory search anything --mode keyword"]
+    assert hostile.ran() == []
+
+
 def test_bin_ccmemory_runs_nothing_of_the_project(hostile, plugin_data, tmp_path):
     _, log = plugin_data
     env = hostile.env(tmp_path / "data", CLAUDE_CONFIG_DIR=str(tmp_path / "claude-config"))
@@ -152,7 +175,7 @@ def test_bin_ccmemory_runs_nothing_of_the_project(hostile, plugin_data, tmp_path
     assert hostile.ran() == []
 
 
-@pytest.mark.parametrize("value", ["bin/python", "./bin/python"])
+@pytest.mark.parametrize("value", ["bin/python", "./bin/python", *[f"{here}/bin/python" for here in HERE]])
 def test_a_relative_interpreter_override_is_refused(hostile, tmp_path, value):
     env = hostile.env(tmp_path / "data", CCMEMORY_PYTHON=value)
     for command in (launcher_command(), [str(BIN), "--version"]):
@@ -236,8 +259,9 @@ def test_project_analyzers_run_only_after_the_user_allowed_them_at_a_terminal(ho
     assert hostile.ran() == ["analyzer"]
 
 
+@pytest.mark.parametrize("here", ["", *[f"{here}/" for here in HERE]])
 @pytest.mark.parametrize("variable", ["CLAUDE_CONFIG_DIR", "XDG_DATA_HOME"])
-def test_a_runtime_planted_through_a_relative_folder_variable_is_never_run(hostile, tmp_path, variable):
+def test_a_runtime_planted_through_a_relative_folder_variable_is_never_run(hostile, tmp_path, variable, here):
     """A relative CLAUDE_CONFIG_DIR or XDG_DATA_HOME would resolve in the repository, where a ready-looking
     runtime (venv-<key>: its key is predictable) claims to be this plugin's: bin/ccmemory must not run it."""
     planted = {"CLAUDE_CONFIG_DIR": "cfg/plugins/data/ccmemory-ccmemory", "XDG_DATA_HOME": "xdg/ccmemory/runtime"}
@@ -252,7 +276,7 @@ def test_a_runtime_planted_through_a_relative_folder_variable_is_never_run(hosti
         env = hostile.env(home, CLAUDE_CONFIG_DIR=str(tmp_path / "claude-config"))
         env.pop("CCMEMORY_HOME")
     (legit.parent.parent / "ccmemory-ready.json").write_text(json.dumps({"plugin_root": "/another/install"}))
-    env[variable] = planted[variable].split("/")[0]
+    env[variable] = here + planted[variable].split("/")[0]
     done = cli(hostile, env, "--version")
     assert done.returncode == 0 and "ccmemory" in done.stdout, done.stdout + done.stderr
     assert uses(legit_log) == ["-P -m ccmemory --version"]
@@ -279,3 +303,22 @@ def test_the_model_summary_worker_the_stop_hook_starts_runs_nothing_of_the_proje
 
     assert wait_until(lambda: summary().startswith("Session summary (model-written)"), 60), summary()
     assert hostile.ran() == []
+
+
+@pytest.mark.parametrize("home", [".", "", *HERE])
+def test_a_home_that_leads_into_the_project_is_not_the_users(hostile, tmp_path, home):
+    """``HOME=.`` (or ``/proc/self/cwd``) in a project's settings would make a ``config.json`` of the repository
+    the user's own trusted configuration: the data dir and ``~/.claude`` come from the account's home instead."""
+    import pwd
+
+    env = isolated_env(None, HOME=home)
+    for name in ("XDG_DATA_HOME", "CLAUDE_CONFIG_DIR"):
+        env.pop(name, None)
+    show = "from ccmemory import paths; print(paths.data_dir()); print(paths.claude_config_dir())"
+    done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO_ROOT / 'src')!r}); "
+                           + show], cwd=hostile.root, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    account = pwd.getpwuid(os.getuid()).pw_dir if home != "" else "/"
+    for folder in done.stdout.splitlines():
+        assert os.path.isabs(folder) and folder.startswith(account), folder
+        assert not os.path.realpath(folder).startswith(str(hostile.root.resolve())), folder

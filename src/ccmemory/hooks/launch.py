@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from ..isolation import child_env, is_fixed
 from . import log
 
 TYPE_CHECKING = False
@@ -28,15 +29,13 @@ def embed_if_pending(db: Database, event: str) -> None:
 def _launcher() -> str | None:
     root = os.environ.get("CLAUDE_PLUGIN_ROOT")
     launcher = os.path.join(root, "scripts", "mcp_launcher.py") if root else ""
-    return launcher if launcher and os.path.isabs(launcher) and os.path.isfile(launcher) else None
+    return launcher if is_fixed(launcher) and os.path.isfile(launcher) else None
 
 
 def start_launcher(flag: str, event: str) -> None:
     """Start the plugin launcher with ``flag`` (``--embed``, ``--sync``) in its own session, inside Claude Code."""
     import subprocess
     import sys
-
-    from ..isolation import child_env
 
     launcher = _launcher()
     if launcher is None:
