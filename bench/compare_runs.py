@@ -60,6 +60,26 @@ def longmemeval_table(before: dict[str, Any], after: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def longmemeval_turn_table(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Turn level (one memory per user turn): the turns' any/all-gold recall, NDCG@10 and their sessions' recall.
+
+    A run made before turn level existed has none: its cells show "–" (and with neither, there is no table).
+    """
+    if "turn" not in before and "turn" not in after:
+        return ""
+    metrics = ("Hit@5", "All@5", "Hit@10", "NDCG@10", "session Hit@5", "session All@5")
+    lines = ["| system | any@5 | all@5 | any@10 | NDCG@10 | session any@5 | session all@5 |", "|---|---|---|---|---|---|---|"]
+    for system in ("FTS5 BM25", *MODES):
+        cells = []
+        for metric in metrics:
+            values = [run.get("turn", {}).get("systems", {}).get(system, {}).get("by_type", {}).get("all", {})
+                      .get(metric) for run in (before, after)]
+            cells.append(_pair(values[0], values[1], 100, 1))
+        name = "**hybrid (default)**" if system == "hybrid" else system
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def coderecall_table(before: dict[str, Any], after: dict[str, Any]) -> str:
     """Hit@1/5, MRR@10 and session Hit@5 at function and file level, per system."""
     lines = ["| system | level | Hit@1 | Hit@5 | MRR@10 | session Hit@5 |", "|---|---|---|---|---|---|"]
@@ -107,12 +127,15 @@ def render(before_dir: Path, after_dir: Path, labels: tuple[str, str]) -> str:
     for name, title, table in (
         ("locomo.json", "LoCoMo dev (`bench/locomo.py`), 997 questions, limit 50", locomo_table),
         ("lme.json", "LongMemEval_S dev (`bench/longmemeval.py`), 92 questions, session level", longmemeval_table),
+        ("lme.json", "LongMemEval_S dev, turn level (one memory per user turn; the gold turns are those marked "
+         "`has_answer`)", longmemeval_turn_table),
         ("coderecall.json", "Coding history dev (`bench/coderecall.py`), function level (64) and file level (98)",
          coderecall_table),
     ):
         before, after = _load(before_dir, name), _load(after_dir, name)
-        if before and after:
-            parts.append(f"### {title}\n\n{table(before, after)}")
+        body = table(before, after) if before and after else ""
+        if body:
+            parts.append(f"### {title}\n\n{body}")
     sizes = _store_size(before_dir), _store_size(after_dir)
     if sizes[0] and sizes[1]:
         parts.append("### Index size: the coderecall store (2,124 memories), pages in use (`dbstat`)\n\n"

@@ -144,7 +144,8 @@ def main() -> None:
                                                 rankings_to=args.questions)
         print(coderecall.report(out["coderecall"]), flush=True)
     if "longmemeval" in only:
-        out["longmemeval"] = longmemeval.run(argparse.Namespace(data=args.longmemeval, limit=10, **shared))
+        out["longmemeval"] = longmemeval.run(argparse.Namespace(data=args.longmemeval, limit=10, level="session",
+                                                                **shared))
         print(longmemeval.report(out["longmemeval"]), flush=True)
     print("\nprimary figures (hybrid: LoCoMo R@5 1-5, coderecall function Hit@5, LongMemEval any Hit@5)")
     for mode in modes:
