@@ -60,6 +60,22 @@ def longmemeval_table(before: dict[str, Any], after: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def longmemeval_marked_table(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Session level scored with LongMemEval's own gold (answer sessions with a ``has_answer`` user turn)."""
+    if "has_answer" not in before and "has_answer" not in after:
+        return ""
+    lines = ["| system | n | any@5 | all@5 | any@10 | all@10 | NDCG@10 |", "|---|---|---|---|---|---|---|"]
+    for system in ("FTS5 BM25", *MODES):
+        found = [run.get("has_answer", {}).get("systems", {}).get(system, {}).get("by_type", {}).get("all", {})
+                 for run in (before, after)]
+        cells = [_pair(found[0].get("n"), found[1].get("n"), 1, 0)]
+        cells += [_pair(found[0].get(metric), found[1].get(metric), 100, 1)
+                  for metric in ("Hit@5", "All@5", "Hit@10", "All@10", "NDCG@10")]
+        name = "**hybrid (default)**" if system == "hybrid" else system
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def longmemeval_turn_table(before: dict[str, Any], after: dict[str, Any]) -> str:
     """Turn level (one memory per user turn): the turns' any/all-gold recall, NDCG@10 and their sessions' recall.
 
@@ -127,6 +143,8 @@ def render(before_dir: Path, after_dir: Path, labels: tuple[str, str]) -> str:
     for name, title, table in (
         ("locomo.json", "LoCoMo dev (`bench/locomo.py`), 997 questions, limit 50", locomo_table),
         ("lme.json", "LongMemEval_S dev (`bench/longmemeval.py`), 92 questions, session level", longmemeval_table),
+        ("lme.json", "LongMemEval_S dev, session level scored with LongMemEval's own gold (the answer sessions "
+         "with a `has_answer` user turn; questions without one left out)", longmemeval_marked_table),
         ("lme.json", "LongMemEval_S dev, turn level (one memory per user turn; the gold turns are those marked "
          "`has_answer`)", longmemeval_turn_table),
         ("coderecall.json", "Coding history dev (`bench/coderecall.py`), function level (64) and file level (98)",

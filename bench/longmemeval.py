@@ -12,7 +12,9 @@ from today). Abstention questions (ids ending in ``_abs``) have no evidence and 
 
 - **Session level** (``--level session``): one memory per session made of the session's user turns joined
   by newlines (cut at the store's 10,000-character limit: 21 of the 4,830 dev sessions are longer); the
-  gold is the question's ``answer_session_ids``.
+  gold is the question's ``answer_session_ids`` (MemPalace's rule). The same rankings are also scored
+  with LongMemEval's own rule, whose gold is only the answer sessions with a ``has_answer`` user turn
+  (questions without one are left out there): ``has_answer`` in the summary.
 - **Turn level** (``--level turn``, LongMemEval's "one document per user turn"): one memory per user turn,
   in the session's order; the gold is the user turns marked ``has_answer`` (a question whose answer is
   only in an assistant turn has none there and is skipped at this level, as LongMemEval's code does).
@@ -73,6 +75,13 @@ def user_turns(sid: str, session: list[dict[str, Any]]) -> list[tuple[str, str, 
     return [(f"{sid}#{position}", turn["content"][:memories.MAX_CONTENT_CHARS], bool(turn.get("has_answer")))
             for position, turn in enumerate(session)
             if turn.get("role") == "user" and turn.get("content") and turn["content"].strip()]
+
+
+def answer_sessions(item: dict[str, Any]) -> list[str]:
+    """LongMemEval's own gold: the answer sessions with a user turn marked ``has_answer``."""
+    return [sid for sid, session in zip(item["haystack_session_ids"], item["haystack_sessions"])
+            if sid in item["answer_session_ids"]
+            and any(turn.get("role") == "user" and turn.get("has_answer") for turn in session)]
 
 
 def documents(item: dict[str, Any], level: str) -> tuple[list[tuple[str, str, str, str]], list[str]]:
@@ -173,9 +182,11 @@ def run_level(questions: list[dict[str, Any]], level: str, modes: list[str], emb
                 sessions = question_scores([session_of[doc_id] for doc_id in ranking], gold_sessions, ks=KS,
                                            recall=True, ndcg_k=None)
                 scores.update({f"session {name}": value for name, value in sessions.items()})
-            rows[system].append({"question_id": item["question_id"], "type": item["question_type"], "gold": gold,
-                                 "ranking": ranking[:args.limit] if level == "session" else ranking,
-                                 "scores": scores})
+            row = {"question_id": item["question_id"], "type": item["question_type"], "gold": gold,
+                   "ranking": ranking[:args.limit] if level == "session" else ranking, "scores": scores}
+            if level == "session" and (marked := answer_sessions(item)):
+                row["has_answer"] = question_scores(ranking, marked, ks=KS, recall=True, ndcg_k=10)
+            rows[system].append(row)
         db.close()
         if (number + 1) % 20 == 0:
             print(f"{level} level: {number + 1}/{len(questions)} questions", file=sys.stderr)
@@ -188,6 +199,12 @@ def run_level(questions: list[dict[str, Any]], level: str, modes: list[str], emb
             "by_type": {name: {"n": len(group), **mean_scores(group)} for name, group in groups.items()},
             "latency": latency_summary(latencies[system]),
         }
+    if level == "session":
+        summary["has_answer"] = {"systems": {}}
+        for system in systems:
+            marked = [row["has_answer"] for row in rows[system] if "has_answer" in row]
+            summary["has_answer"]["systems"][system] = {"by_type": {"all": {"n": len(marked), **mean_scores(marked)}},
+                                                        "latency": {}}
     return summary, rows
 
 
@@ -206,6 +223,11 @@ def report(summary: dict[str, Any]) -> str:
         parts.append(f"{level} level ({what}), limit {summary['limit']}; {found['skipped_questions']} questions "
                      f"skipped (abstention or no gold); embedding {found['embed_seconds']} s\n"
                      + table(overall, columns, percent=True, label="system"))
+        if level == "session" and "has_answer" in found:
+            marked = [(system, {k: v for k, v in result["by_type"]["all"].items() if k != "n"},
+                       result["by_type"]["all"]["n"]) for system, result in found["has_answer"]["systems"].items()]
+            parts.append("session level, LongMemEval's gold (the answer sessions with a has_answer user turn; "
+                         "questions without one left out)\n" + table(marked, COLUMNS, percent=True, label="system"))
         for system, result in found["systems"].items():
             by_type = [(name, {k: v for k, v in means.items() if k != "n"}, means["n"])
                        for name, means in result["by_type"].items() if name != "all"]
