@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import coderecall  # noqa: E402
 import locomo  # noqa: E402
+import longmemeval  # noqa: E402
 from metrics import (all_at, hit_at, mean_scores, ndcg_at, question_scores, recall_at,  # noqa: E402
                      reciprocal_rank)
 
@@ -85,3 +86,22 @@ def test_coderecall_relevance_and_scores():
     # a non-summary memory of a gold session is not relevant by itself
     assert coderecall.score([_Memory("toolu_s2_99", "s2")], gold)["Hit@10"] == 0.0
     assert coderecall.substitute({"a": ["{PROJECT}/x", "in {PROJECT}"]}, "/p", "/t") == {"a": ["/p/x", "in {PROJECT}"]}
+
+
+def test_longmemeval_levels_and_their_gold():
+    item = {"haystack_session_ids": ["s1", "s2", "s3"], "haystack_dates": ["2023/05/20 (Sat) 10:44"] * 3,
+            "answer_session_ids": ["s1", "s2"],
+            "haystack_sessions": [
+                [{"role": "user", "content": "I adopted a cat", "has_answer": True},
+                 {"role": "assistant", "content": "Congratulations!"}, {"role": "user", "content": "Her name is Ada"}],
+                [{"role": "user", "content": "Any tips?"}, {"role": "assistant", "content": "Feed her twice a day",
+                                                            "has_answer": True}],
+                [{"role": "user", "content": "   "}, {"role": "user", "content": "Unrelated"}]]}
+    docs, gold = longmemeval.documents(item, "session")
+    assert [doc[0] for doc in docs] == ["s1", "s2", "s3"] and gold == ["s1", "s2"]
+    assert docs[0][3] == "I adopted a cat\nHer name is Ada"
+    # LongMemEval's own gold: only answer sessions with a has_answer *user* turn.
+    assert longmemeval.answer_sessions(item) == ["s1"]
+    docs, gold = longmemeval.documents(item, "turn")
+    assert [doc[0] for doc in docs] == ["s1#0", "s1#2", "s2#0", "s3#1"] and gold == ["s1#0"]
+    assert {doc[1] for doc in docs} == {"s1", "s2", "s3"}
