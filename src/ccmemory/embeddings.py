@@ -506,13 +506,13 @@ class Embedder:
         of its own words as the model reads them after it.
         """
         prefix = self.spec.document_prefix
-        if contexts and any(contexts):
+        if prefix and contexts:  # the prefix leads what the model reads: the context when there is one
             contexts = [prefix + context if context else None for context in contexts]
             texts = [text if context else prefix + text for text, context in zip(texts, contexts)]
-            with self._lock:
-                return self._encoder.encode(texts, contexts)
+        elif prefix:
+            texts = [prefix + text for text in texts]
         with self._lock:
-            return self._encoder.encode([prefix + text for text in texts] if prefix else texts)
+            return self._encoder.encode(texts, contexts)
 
     def windows(self, text: str) -> list[str]:
         """The windows of a long text this model reads (:func:`ccmemory.tokens.windows`), in its own word pieces.
@@ -684,10 +684,11 @@ def _parts_to_embed(db: Database, embedder: Embedder, kind: str, batch: Sequence
     return parts
 
 
-def _embedded(embedder: Embedder, parts: Sequence[Part]) -> list[tuple[int, bytes]]:
-    """(part, vector) of each of ``parts``, in one call to the model."""
-    vectors_made = embedder.embed([text for _, text, _ in parts], [context for _, _, context in parts])
-    return [(part, vector) for (part, _, _), vector in zip(parts, vectors_made)]
+def _embedded(embedder: Embedder, items: Sequence[Sequence[Part]]) -> list[list[tuple[int, bytes]]]:
+    """The (part, vector) pairs of each item's parts, all in one call to the model."""
+    flat = [part for parts in items for part in parts]
+    made = iter(embedder.embed([text for _, text, _ in flat], [context for _, _, context in flat]))
+    return [[(part, next(made)) for part, _, _ in parts] for parts in items]
 
 
 def _store(db: Database, kind: str, row: dict[str, Any], made: list[tuple[int, bytes]], model: int) -> None:
@@ -763,15 +764,14 @@ def embed_pending(
                                     else [row["text"] for row in batch], model)
             made: list[list[tuple[int, bytes]] | None]
             try:
-                flat = iter(_embedded(embedder, [part for row in batch for part in parts[row["seq"]]]))
-                made = [[next(flat) for _ in parts[row["seq"]]] for row in batch]
+                made = list(_embedded(embedder, [parts[row["seq"]] for row in batch]))
             except Exception:
                 if on_error is None:
                     raise
                 made = []
                 for row in batch:
                     try:
-                        made.append(_embedded(embedder, parts[row["seq"]]))
+                        made.append(_embedded(embedder, [parts[row["seq"]]])[0])
                     except Exception as exc:
                         passed_over.append(row["seq"])
                         on_error(kind, row, exc)
@@ -804,8 +804,7 @@ def embed_memories(db: Database, embedder: Embedder, seqs: Sequence[int]) -> int
     if not batch:
         return 0
     parts = _parts_to_embed(db, embedder, "memory", batch, texts_to_embed(batch, {}), model)
-    flat = iter(_embedded(embedder, [part for row in batch for part in parts[row["seq"]]]))
-    made = [[next(flat) for _ in parts[row["seq"]]] for row in batch]
+    made = _embedded(embedder, [parts[row["seq"]] for row in batch])
     with db.transaction():
         for row, item_parts in zip(batch, made):
             _store(db, "memory", row, item_parts, model)
