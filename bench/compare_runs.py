@@ -46,54 +46,42 @@ def locomo_table(before: dict[str, Any], after: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def longmemeval_table(before: dict[str, Any], after: dict[str, Any]) -> str:
-    """Any-gold and all-gold recall at 5 and 10 and NDCG@10, per system, over all questions."""
-    lines = ["| system | any@5 | all@5 | any@10 | all@10 | NDCG@10 |", "|---|---|---|---|---|---|"]
+#: LongMemEval metrics and their column names.
+_LME_COLUMNS = {"Hit@5": "any@5", "All@5": "all@5", "Hit@10": "any@10", "All@10": "all@10", "NDCG@10": "NDCG@10",
+                "session Hit@5": "session any@5", "session All@5": "session all@5"}
+
+
+def _lme_table(before: dict[str, Any], after: dict[str, Any], part: str | None, metrics: tuple[str, ...], *,
+               count: bool = False) -> str:
+    """One row per system, over all questions, of a part of the LongMemEval summary (None: the session level's
+    ``systems``; ``has_answer``, ``turn``); a run without the part shows "–" (neither: no table)."""
+    runs = [run if part is None else run.get(part, {}) for run in (before, after)]
+    if not any(runs):
+        return ""
+    heads = ["n"] * count + [_LME_COLUMNS[metric] for metric in metrics]
+    lines = ["| system | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
     for system in ("FTS5 BM25", *MODES):
-        cells = []
-        for metric in ("Hit@5", "All@5", "Hit@10", "All@10", "NDCG@10"):
-            values = [run["systems"].get(system, {}).get("by_type", {}).get("all", {}).get(metric)
-                      for run in (before, after)]
-            cells.append(_pair(values[0], values[1], 100, 1))
+        found = [run.get("systems", {}).get(system, {}).get("by_type", {}).get("all", {}) for run in runs]
+        cells = [_pair(found[0].get("n"), found[1].get("n"), 1, 0)] * count
+        cells += [_pair(found[0].get(metric), found[1].get(metric), 100, 1) for metric in metrics]
         name = "**hybrid (default)**" if system == "hybrid" else system
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def longmemeval_table(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Any-gold and all-gold recall at 5 and 10 and NDCG@10, per system, over all questions."""
+    return _lme_table(before, after, None, ("Hit@5", "All@5", "Hit@10", "All@10", "NDCG@10"))
 
 
 def longmemeval_marked_table(before: dict[str, Any], after: dict[str, Any]) -> str:
     """Session level scored with LongMemEval's own gold (answer sessions with a ``has_answer`` user turn)."""
-    if "has_answer" not in before and "has_answer" not in after:
-        return ""
-    lines = ["| system | n | any@5 | all@5 | any@10 | all@10 | NDCG@10 |", "|---|---|---|---|---|---|---|"]
-    for system in ("FTS5 BM25", *MODES):
-        found = [run.get("has_answer", {}).get("systems", {}).get(system, {}).get("by_type", {}).get("all", {})
-                 for run in (before, after)]
-        cells = [_pair(found[0].get("n"), found[1].get("n"), 1, 0)]
-        cells += [_pair(found[0].get(metric), found[1].get(metric), 100, 1)
-                  for metric in ("Hit@5", "All@5", "Hit@10", "All@10", "NDCG@10")]
-        name = "**hybrid (default)**" if system == "hybrid" else system
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return _lme_table(before, after, "has_answer", ("Hit@5", "All@5", "Hit@10", "All@10", "NDCG@10"), count=True)
 
 
 def longmemeval_turn_table(before: dict[str, Any], after: dict[str, Any]) -> str:
-    """Turn level (one memory per user turn): the turns' any/all-gold recall, NDCG@10 and their sessions' recall.
-
-    A run made before turn level existed has none: its cells show "–" (and with neither, there is no table).
-    """
-    if "turn" not in before and "turn" not in after:
-        return ""
-    metrics = ("Hit@5", "All@5", "Hit@10", "NDCG@10", "session Hit@5", "session All@5")
-    lines = ["| system | any@5 | all@5 | any@10 | NDCG@10 | session any@5 | session all@5 |", "|---|---|---|---|---|---|---|"]
-    for system in ("FTS5 BM25", *MODES):
-        cells = []
-        for metric in metrics:
-            values = [run.get("turn", {}).get("systems", {}).get(system, {}).get("by_type", {}).get("all", {})
-                      .get(metric) for run in (before, after)]
-            cells.append(_pair(values[0], values[1], 100, 1))
-        name = "**hybrid (default)**" if system == "hybrid" else system
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    """Turn level (one memory per user turn): the turns' any/all-gold recall, NDCG@10 and their sessions' recall."""
+    return _lme_table(before, after, "turn", ("Hit@5", "All@5", "Hit@10", "NDCG@10", "session Hit@5", "session All@5"))
 
 
 def coderecall_table(before: dict[str, Any], after: dict[str, Any]) -> str:
