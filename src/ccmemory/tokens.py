@@ -20,6 +20,7 @@ this module loads only the standard library (hooks must stay cheap).
 from __future__ import annotations
 
 import json
+import os
 import re
 from bisect import bisect_left
 from functools import lru_cache
@@ -55,10 +56,19 @@ def tokenizer() -> Any:
 
 
 def counting_tokenizer(path: str | Path) -> Any:
-    """The tokenizer at ``path`` with truncation and padding off, for counting a model's word pieces."""
+    """The tokenizer at ``path`` with truncation and padding off, for counting a model's word pieces.
+
+    One copy per file (a tokenizer holds its whole vocabulary): the encoder, the embedder's window
+    counter and :func:`tokenizer` share it; it is never changed once made.
+    """
+    return _counting_tokenizer(os.path.realpath(path))
+
+
+@lru_cache(maxsize=4)
+def _counting_tokenizer(path: str) -> Any:
     from tokenizers import Tokenizer
 
-    loaded = Tokenizer.from_file(str(path))
+    loaded = Tokenizer.from_file(path)
     loaded.no_truncation()
     loaded.no_padding()
     return loaded
