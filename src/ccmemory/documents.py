@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import chunking, clock, fetch, html_text, markdown_blocks, safe_files
+from . import chunking, clock, fetch, html_text, markdown_blocks, paths, safe_files
 from .db import Database
 from .errors import NotFoundError, ValidationError
 from .redaction import redact, redact_fields
@@ -75,7 +75,7 @@ def chunk_text(text: str) -> tuple[str | None, list[tuple[str, str]]]:
 
 def _read_path(path: str, root: str | None) -> tuple[str, str]:
     """A text file's content and real path: a regular file of at most MAX_DOCUMENT_BYTES, inside ``root`` if given."""
-    file = os.path.expanduser(path)
+    file = paths.expand_user(path)
     if os.path.isdir(file):
         raise ValidationError(f"{file} is a directory; ingest its files one at a time "
                               f"(`ccmemory docs ingest {file}/FILE.md`, or docs_ingest with path=FILE)")

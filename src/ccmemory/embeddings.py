@@ -170,7 +170,8 @@ class ModelSpec:
     @classmethod
     def from_settings(cls, settings: dict[str, Any] | None) -> "ModelSpec":
         settings = settings or {}
-        return cls(name=settings.get("model") or DEFAULT_MODEL, path=settings.get("path") or None,
+        path = settings.get("path") or None
+        return cls(name=settings.get("model") or DEFAULT_MODEL, path=paths.expand_user(path) if path else None,
                    query_prefix=settings.get("query_prefix") or "", document_prefix=settings.get("document_prefix") or "")
 
 
@@ -179,14 +180,18 @@ FOLDER_FILES = ("model.onnx", "tokenizer.json")
 
 
 def local_model_folder(path: str) -> Path:
-    """The resolved folder of ``embedding.path``, checked: both :data:`FOLDER_FILES` are regular files in it.
+    """The resolved folder of ``embedding.path`` (``~`` already expanded by :meth:`ModelSpec.from_settings`), checked:
+    it is absolute (:func:`ccmemory.paths.is_fixed`) and both :data:`FOLDER_FILES` are regular files in it.
 
     A file that is a link out of the folder is refused (as onnxruntime refuses external data outside its
     model's folder): what runs, and what its digest covers, is what the folder holds.
     """
-    folder = Path(path).expanduser().resolve()
     fix = ("Put model.onnx and tokenizer.json (regular files, not links out of the folder) in it, or remove "
            "`embedding.path` from config.json to use the built-in model (`ccmemory config unset embedding.path`).")
+    if not paths.is_fixed(path):  # relative: it would be looked up in the project, whose files never run
+        raise ModelError(f"embedding.path {path!r} is not an absolute path (after ~ expansion). Give the folder's "
+                         f"absolute path. {fix}")
+    folder = Path(path).resolve()
     if not folder.is_dir():
         raise ModelError(f"embedding.path {path!r} is not a folder. {fix}")
     for name in FOLDER_FILES:

@@ -19,7 +19,7 @@ of a checkout (and when a path-identified or shallow checkout may have changed).
 The repository is untrusted (docs/security.md, "Identity from git"): git runs from the absolute
 ``PATH`` only, on a ``.git`` that belongs to the checkout and holds no FIFO, device or symbolic
 link where git looks for ``HEAD`` (:func:`git_dirs`), with settings no config file can override
-(:data:`SAFE_CONFIG`: no transport, no file-system monitor, pager or hook), every ``GIT_*``
+(:data:`SAFE_CONFIG` and :data:`NO_HOOKS`: no transport, no file-system monitor, pager or hook), every ``GIT_*``
 variable of the environment dropped, and a time limit; when it fails the identity is the path,
 marked ``unread`` so the caller does not ask again at once. Standard library only; ``subprocess``
 is imported on first use.
@@ -42,11 +42,13 @@ MAX_GIT_FILE_BYTES = 256 * 1024
 #: Largest ``packed-refs`` read (a repository with many tags has a large one).
 MAX_PACKED_REFS_BYTES = 16 * 1024 * 1024
 #: Settings given on git's command line, which outrank every config file (the repository's, its includes, the
-#: user's): no program of the repository's choosing runs. No transport at all (a partial clone missing a commit
-#: would fetch it lazily from its promisor remote, through the repository's ``core.sshCommand`` or a remote
-#: helper), no file-system monitor, no pager, no hooks.
-SAFE_CONFIG = ("-c", "protocol.allow=never", "-c", "core.fsmonitor=false", "-c", "core.pager=cat",
-               "-c", "core.hooksPath=/dev/null")
+#: user's): no program of the repository's choosing runs while git reads it. No transport at all (a partial clone
+#: missing a commit would fetch it lazily from its promisor remote, through the repository's ``core.sshCommand``
+#: or a remote helper), no file-system monitor, no pager. Every git command ccmemory starts takes these (the
+#: knowledge pre-commit hook's too, :mod:`ccmemory.knowledge.githook`).
+SAFE_CONFIG = ("-c", "protocol.allow=never", "-c", "core.fsmonitor=false", "-c", "core.pager=cat")
+#: No hooks either: for every command but the one asking git where the hooks are (``ccmemory init``).
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
 #: Identity kinds and how portable each is: a checkout's identity is upgraded along this line, never down.
 PORTABILITY = {"path": 0, "remote": 1, "git": 2}
 
@@ -266,7 +268,7 @@ def _git(top: str, *args: str) -> list[str] | None:
     env = {name: value for name, value in isolation.child_env().items() if not name.startswith("GIT_")}
     env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", GIT_NO_LAZY_FETCH="1",
                GIT_CEILING_DIRECTORIES=os.path.dirname(top))
-    command = [git, *SAFE_CONFIG, "--no-pager", "-C", top, *args]
+    command = [git, *SAFE_CONFIG, *NO_HOOKS, "--no-pager", "-C", top, *args]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS, env=env,
                               stdin=subprocess.DEVNULL)

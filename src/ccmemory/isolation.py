@@ -19,8 +19,8 @@ resolves against it. So every process ccmemory starts is started through here:
   (:func:`absolute_program`), and programs are looked up on the absolute ``PATH``
   entries only (:func:`find_program`).
 
-"Absolute" means :func:`is_fixed`: a path that names the same file for every process. On Linux
-``/proc/self/cwd`` is absolute yet is the current directory of whoever reads it, the project; a path
+"Absolute" means :func:`ccmemory.paths.is_fixed`: a path that names the same file for every process. On
+Linux ``/proc/self/cwd`` is absolute yet is the current directory of whoever reads it, the project; a path
 leading through ``/proc`` or ``/dev/fd`` counts as relative.
 
 Standard library only and cheap to import (``os`` and ``sys``): the hooks use it.
@@ -28,6 +28,8 @@ Standard library only and cheap to import (``os`` and ``sys``): the hooks use it
 
 import os
 import sys
+
+from .paths import expand_user, is_fixed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,28 +44,6 @@ _RUN_MODULE = ("import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); sys.argv
 
 class UnsafeSetting(ValueError):
     """A setting that would make ccmemory run a file chosen by the project; the message says what to do."""
-
-
-#: Folders whose paths depend on the process that reads them (``/proc/self/cwd``, ``/dev/fd/3``).
-_PROCESS_FOLDERS = ("/proc", "/dev/fd")
-
-
-def is_fixed(path: "str | None") -> bool:
-    """Whether ``path`` is absolute and names the same file whatever the current directory of the process
-    reading it: not relative, and no step of it leads through ``/proc`` or ``/dev/fd`` (``/proc/self/cwd``,
-    ``/dev/fd/../cwd`` are the project). Each step is resolved, since a link or ``..`` can lead there."""
-    if not path or "\0" in path or not os.path.isabs(path):
-        return False
-    if os.sep != "/":
-        return True
-    step = "/"
-    for part in path.split("/"):
-        if part:
-            step = os.path.join(step, part)
-            real = os.path.realpath(step)
-            if any(real == folder or real.startswith(folder + "/") for folder in _PROCESS_FOLDERS):
-                return False
-    return True
 
 
 def absolute_entries(value: "str | None") -> "list[str]":
@@ -115,8 +95,9 @@ def package_parent() -> str:
 
 
 def absolute_program(value: str, setting: str) -> str:
-    """``value`` (``~`` expanded) if it is an absolute path, else :class:`UnsafeSetting` saying what to do."""
-    path = os.path.expanduser(value)
+    """``value`` (``~`` expanded, :func:`ccmemory.paths.expand_user`) if it is an absolute path, else
+    :class:`UnsafeSetting` saying what to do."""
+    path = expand_user(value)
     if not is_fixed(path):
         example = "C:\\Python312\\python.exe" if sys.platform == "win32" else "/home/you/.venvs/ccmemory/bin/python"
         raise UnsafeSetting(

@@ -13,6 +13,10 @@ A value that is not an absolute path (empty, relative, or a placeholder such as
 nothing is ever created relative to the working directory, which is the
 user's project; :func:`ignored_settings` says what was ignored.
 
+What a path given from outside means is decided here too: whether it is absolute for every
+process (:func:`is_fixed`) and what a leading ``~`` is (:func:`expand_user`, with the home folder
+of :func:`user_home`, never a ``HOME`` that leads into the project).
+
 Paths are plain strings built with :mod:`os.path`: every hook imports this
 module, and importing :mod:`pathlib` would cost each tool call ~10 ms.
 """
@@ -22,18 +26,38 @@ from __future__ import annotations
 import os
 import sys
 
-from .isolation import is_fixed
-
 DB_FILENAME = "ccmemory.db"
+#: What ends the ``~`` of ``~/x`` (a backslash too on Windows).
+_SEPARATORS = os.sep + (os.altsep or "")
+#: Folders whose paths depend on the process that reads them (``/proc/self/cwd``, ``/dev/fd/3``).
+_PROCESS_FOLDERS = ("/proc", "/dev/fd")
+
+
+def is_fixed(path: str | None) -> bool:
+    """Whether ``path`` is absolute and names the same file whatever the current directory of the process
+    reading it: not relative, and no step of it leads through ``/proc`` or ``/dev/fd`` (``/proc/self/cwd``,
+    ``/dev/fd/../cwd`` are the project). Each step is resolved, since a link or ``..`` can lead there."""
+    if not path or "\0" in path or not os.path.isabs(path):
+        return False
+    if os.sep != "/":
+        return True
+    step = "/"
+    for part in path.split("/"):
+        if part:
+            step = os.path.join(step, part)
+            real = os.path.realpath(step)
+            if any(real == folder or real.startswith(folder + "/") for folder in _PROCESS_FOLDERS):
+                return False
+    return True
 
 
 def usable_dir(value: str | None) -> str | None:
-    """``value`` as a directory path if it is an absolute path after ``~`` expansion, else None.
+    """``value`` as a directory path if it is an absolute path after ``~`` expansion (:func:`expand_user`), else None.
 
-    Absolute as :func:`ccmemory.isolation.is_fixed` means it: ``/proc/self/cwd/x`` is the project's ``x``."""
+    Absolute as :func:`is_fixed` means it: ``/proc/self/cwd/x`` is the project's ``x``."""
     if not value or "${" in value:
         return None
-    path = os.path.expanduser(value)
+    path = expand_user(value)
     return path if is_fixed(path) else None
 
 
@@ -52,16 +76,22 @@ def data_dir() -> str:
 
 
 def user_home() -> str:
-    """The user's home folder: ``HOME`` (``USERPROFILE`` on Windows) when it is absolute (:func:`is_fixed`),
-    else, on POSIX, the account's own home from the password database.
+    """The user's home folder: ``HOME`` (``USERPROFILE`` on Windows) when it is absolute (:func:`is_fixed`), else
+    the account's own: on POSIX from the password database, on Windows ``HOMEDRIVE`` + ``HOMEPATH``.
 
     A relative ``HOME`` (``.``) or one through ``/proc/self/cwd``, which a project's ``.claude/settings.json``
     can hand Claude Code's hooks and servers, would put the data dir, with the user's trusted ``config.json``,
-    inside the project.
+    inside the project. Only Windows reads ``USERPROFILE`` (Python's ``expanduser`` does the same).
     """
     home = os.path.expanduser("~")
-    if is_fixed(home) or sys.platform == "win32":
+    if is_fixed(home):
         return home
+    if sys.platform == "win32":
+        profile = os.environ.get("HOMEDRIVE", "") + os.environ.get("HOMEPATH", "")
+        if is_fixed(profile):
+            return profile
+        raise RuntimeError(f"USERPROFILE is {os.environ.get('USERPROFILE')!r}, not an absolute path, and HOMEDRIVE "
+                           "and HOMEPATH name none either: set USERPROFILE or CCMEMORY_HOME to an absolute path")
     import pwd
 
     try:
@@ -69,6 +99,23 @@ def user_home() -> str:
     except KeyError:
         raise RuntimeError(f"HOME is {os.environ.get('HOME')!r}, not an absolute path, and this account has no home "
                            "folder in the password database: set HOME or CCMEMORY_HOME to an absolute path") from None
+
+
+def expand_user(text: str) -> str:
+    """``text`` with a leading ``~`` (``~`` alone, ``~/…``) replaced by :func:`user_home`.
+
+    Every setting or argument that may start with ``~`` is expanded here, never by ``os.path.expanduser``,
+    which follows whatever ``HOME`` the process was given (``.``: the project). ``~name/…``, another account's
+    home, comes from the password database on POSIX and is left as it is on Windows (Python would derive it
+    from ``USERPROFILE``); text without a leading ``~`` is returned unchanged.
+    """
+    if not text.startswith("~"):
+        return text
+    name_end = min((found for found in (text.find(sep, 1) for sep in _SEPARATORS) if found > 0), default=len(text))
+    if name_end == 1:
+        home = user_home()
+        return home.rstrip(_SEPARATORS) + text[1:] or home
+    return text if sys.platform == "win32" else os.path.expanduser(text)
 
 
 def default_data_dir() -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 
-from . import clock, identity
+from . import clock, identity, paths
 from .errors import NotFoundError
 
 #: How long a checkout whose history git could not read keeps its path identity before git is asked again
@@ -197,7 +197,7 @@ def resolve(db: Database, ref: str) -> int:
         if project is None:
             raise NotFoundError(f"No project with id {text}; `ccmemory projects` lists them")
         return int(project)
-    path = os.path.realpath(os.path.expanduser(text))
+    path = os.path.realpath(paths.expand_user(text))
     project = db.scalar("SELECT project_id FROM project_aliases WHERE path = ?", (path,))
     if project is None and os.path.isdir(path):
         project = project_id(db, path, create=False)
@@ -209,7 +209,7 @@ def resolve(db: Database, ref: str) -> int:
 
 def alias_for(db: Database, ref: str) -> str:
     """The location where a project was seen that the path ``ref`` names: itself, else its git top-level."""
-    path = os.path.realpath(os.path.expanduser(ref.strip()))
+    path = os.path.realpath(paths.expand_user(ref.strip()))
     for candidate in (path, project_root(path)):
         if db.scalar("SELECT 1 FROM project_aliases WHERE path = ?", (candidate,)):
             return candidate

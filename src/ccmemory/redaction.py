@@ -23,6 +23,12 @@ secret is never cut in half first.
   HTML entities; up to :data:`MAX_DECODE_ROUNDS` nested layers): the decoded text is scanned too
   and each hit is mapped back to the span of the original text it came from, so
   ``{\\"db_password\\": \\"…\\"}`` and ``db%5Fpassword=…`` are redacted where they stand.
+* Text that is not plain ASCII is scanned again as the rules should read it (:func:`_normalized`: NFKC,
+  :data:`INVISIBLE` characters dropped), so ``ｐａｓｓｗｏｒｄ＝…`` and a token split by a zero-width
+  space are found; each hit is mapped back to its span of the original, nothing else changes.
+* Base64 whose decoded text holds a secret (an env file, a token) is redacted whole
+  (:func:`_base64_spans`, at most :data:`MAX_BASE64_DECODE` characters of a blob decoded), and so is
+  every value of a Kubernetes ``kind: Secret``'s ``data`` and ``stringData`` (:func:`_kubernetes_spans`).
 * A value is kept only when it is plainly not a credential: a bare variable reference
   (``$DB_PASSWORD``, ``${X}``, ``%X%``, ``$(cmd)``), a template (``{{ … }}``, ``<your-token>``), a
   mask (``***``), a type (``str``), a short number, or, after an unquoted name, code
@@ -57,6 +63,13 @@ MAX_DECODE_ROUNDS = 3
 MAX_BLOCK_LINES, MAX_BLOCK_CHARS = 500, 100_000
 #: Characters a config-line value (``password: correct horse battery``) may run to its line's end.
 MAX_LINE_VALUE = 1000
+#: Characters that show as nothing, put inside a secret to hide it from the rules: zero-width space,
+#: non-joiner and joiner, word joiner, zero-width no-break space (byte order mark), soft hyphen.
+INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+#: Most characters of one base64 blob decoded to look inside it (its first ones, when it is longer).
+MAX_BASE64_DECODE = 16_384
+#: Shortest base64 run decoded: 18 bytes, ``DB_PASSWORD=s3cr3t``.
+MIN_BASE64 = 24
 
 _WORD_SPLIT = re.compile(r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])")
 _PLACEHOLDER = re.compile(
@@ -83,6 +96,19 @@ _ESCAPE = re.compile(
     r"|&(?:quot|apos|amp|lt|gt|#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6});"
 )
 _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]+")
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/]{%d,}={0,2}" % MIN_BASE64)
+#: Widths ``base64`` (76) and PEM or ``openssl base64`` (64) wrap their output at.
+_BASE64_WRAPS = (64, 76)
+_K8S_KIND = re.compile(r"""^[ \t]{0,80}(?:-[ \t]{1,8})?["']?kind["']?[ \t]{0,8}:[ \t]{0,8}["']?Secret["']?[ \t]{0,8}\r?$""",
+                       re.MULTILINE)
+_K8S_DATA = re.compile(r"""^([ \t]{0,80}(?:-[ \t]{1,8})?)["']?(?:data|stringData)["']?[ \t]{0,8}:[ \t]{0,8}\r?$""",
+                       re.MULTILINE)
+_YAML_ENTRY = re.compile(r"""([ \t]{1,80})(?:"[^"\n]{1,253}"|'[^'\n]{1,253}'|[^\s#:"'][^:\n]{0,252}):[ \t]{1,8}(\S[^\n]{0,100000})""")
+_DOCUMENT_START = re.compile(r"^---", re.MULTILINE)
+_K8S_JSON_KIND = re.compile(r'"kind"[ \t]{0,8}:[ \t]{0,8}"Secret"')
+_K8S_JSON_DATA = re.compile(r'"(?:data|stringData)"[ \t]{0,8}:[ \t]{0,8}\{')
+_JSON_ENTRY = re.compile(r'\s{0,200}"(?:[^"\\\n]|\\.){1,300}"\s{0,20}:\s{0,20}"((?:[^"\\\n]|\\.){0,100000})"\s{0,20}(,?)')
 _ENTITIES = {"quot": '"', "apos": "'", "amp": "&", "lt": "<", "gt": ">"}
 
 
@@ -283,6 +309,8 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         return plausible_value(value)
     if check == "opaque":
         return _opaque(value)
+    if check == "machine-made":
+        return _machine_made(value) and plausible_value(value)
     if check == "base64-private-key":
         return _base64_private_key(value)
     if not is_secret_name(text[match.start("name"):match.end("name")]):
@@ -499,6 +527,116 @@ def _scan(text: str) -> list[tuple[int, int, str]]:
             if candidates is None:
                 candidates = starts[key] = _anchor_starts(lower if rule.get("lower") else text, anchor)
         spans.extend(_rule_spans(rule, text, lower, candidates))
+    if "secret" in lower and "kind" in lower and "data" in lower:
+        spans.extend(_kubernetes_spans(text))
+    spans.extend(_base64_spans(text))
+    return spans
+
+
+def _base64_spans(text: str) -> list[tuple[int, int, str]]:
+    """Base64 blobs (a line of ``base64 .env``, a Kubernetes value) whose decoded text holds a secret, whole.
+
+    A blob wrapped the way ``base64`` and PEM wrap (full lines of 76 or 64 characters) is read across its
+    lines. Each blob is decoded once, at most its first :data:`MAX_BASE64_DECODE` characters.
+    """
+    spans: list[tuple[int, int, str]] = []
+    position = 0
+    while True:
+        found = _BASE64.search(text, position)
+        if found is None:
+            return spans
+        end = found.end()
+        width = end - found.start()
+        while width in _BASE64_WRAPS and text.startswith("\n", end) and end - found.start() < MAX_BASE64_DECODE:
+            following = _BASE64.match(text, end + 1)
+            if following is None or following.end() - following.start() > width:
+                break
+            end = following.end()
+            if following.end() - following.start() < width:
+                break
+        if _base64_hides_secret(text[found.start():end]):
+            spans.append((found.start(), end, REDACTED))
+        position = end
+
+
+def _base64_hides_secret(blob: str) -> bool:
+    """Whether ``blob`` decodes to text (UTF-8, printable) in which a rule finds a secret."""
+    import binascii
+
+    body = blob.replace("\n", "")[:MAX_BASE64_DECODE]
+    body = body[:len(body) - len(body) % 4]
+    try:
+        data = binascii.a2b_base64(body)
+    except (binascii.Error, ValueError):
+        return False
+    try:
+        decoded = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(data) - 3 or exc.reason != "unexpected end of data":
+            return False
+        decoded = data[:exc.start].decode("utf-8")  # a character cut where the decoding stopped
+    if not decoded.replace("\n", "").replace("\t", "").replace("\r", "").isprintable():
+        return False
+    return bool(_scan(decoded))
+
+
+def _kubernetes_spans(text: str) -> list[tuple[int, int, str]]:
+    """The values under ``data:`` and ``stringData:`` of a Kubernetes ``kind: Secret`` (YAML or JSON).
+
+    A value there is the secret itself (base64 of it under ``data``) whatever its key is called, so each is
+    redacted and the keys are kept. In YAML only the documents (between ``---`` lines) that say
+    ``kind: Secret`` count, ``kubectl get secrets -o yaml``'s list included; in JSON, any text that does.
+    """
+    spans: list[tuple[int, int, str]] = []
+    kinds = [found.start() for found in _K8S_KIND.finditer(text)]
+    documents = [-1, *(found.start() for found in _DOCUMENT_START.finditer(text)), len(text)]
+    for data in _K8S_DATA.finditer(text) if kinds else ():
+        document = bisect_right(documents, data.start())
+        first_kind = bisect_right(kinds, documents[document - 1])
+        if first_kind == len(kinds) or kinds[first_kind] > documents[document]:
+            continue  # no kind: Secret in this data's document
+        indent = len(data.group(1))
+        position, lines = data.end() + 1, 0
+        while position < len(text) and lines < MAX_BLOCK_LINES:
+            lines += 1
+            line_end = text.find("\n", position)
+            line_end = len(text) if line_end < 0 else line_end
+            line = text[position:line_end]
+            depth = len(line) - len(line.lstrip(" \t"))
+            if line.strip() and depth <= indent:
+                break
+            entry = _YAML_ENTRY.match(text, position, line_end)
+            if entry is not None:
+                value_start, value_end = entry.span(2)
+                if entry.group(2)[:1] in "|>":  # a block scalar: the lines indented deeper than its key
+                    value_start, value_end = line_end, line_end
+                    while value_end < len(text) and lines < MAX_BLOCK_LINES:
+                        following = text.find("\n", value_end + 1)
+                        following = len(text) if following < 0 else following
+                        body = text[value_end + 1:following]
+                        if body.strip() and len(body) - len(body.lstrip(" \t")) <= len(entry.group(1)):
+                            break
+                        value_end, lines = following, lines + 1
+                    block = text[line_end:value_end]
+                    value_start = line_end + len(block) - len(block.lstrip(" \t\r\n"))
+                value = text[value_start:value_end].rstrip()
+                if value:
+                    spans.append((value_start, value_start + len(value), REDACTED))
+                position = max(value_end, line_end) + 1
+            else:
+                position = line_end + 1
+    if _K8S_JSON_KIND.search(text):
+        for data in _K8S_JSON_DATA.finditer(text):
+            position = data.end()
+            for _ in range(MAX_BLOCK_LINES):
+                entry = _JSON_ENTRY.match(text, position)
+                if entry is None:
+                    break
+                if entry.end(1) > entry.start(1):
+                    spans.append((entry.start(1), entry.end(1), REDACTED))
+                position = entry.end()
+                if not entry.group(2):
+                    break
     return spans
 
 
@@ -563,13 +701,78 @@ def _to_source(position: int, at: list[int], source: list[int], width: list[int]
     return source[index] + width[index] + position - at[index] - 1
 
 
+def _normalized(text: str) -> tuple[str, list[int], list[int], list[int]] | None:
+    """``text`` as the rules read it when it is not plain ASCII, and where each changed character went.
+
+    Each character in its NFKC form (full-width ``ｐａｓｓｗｏｒｄ＝`` is ``password=``, full-width digits
+    are digits) and every :data:`INVISIBLE` character dropped. Change ``i``: the character at
+    ``source[i]`` of ``text`` became ``length[i]`` characters (none for an invisible one) at ``at[i]``
+    of the normalised text. None when nothing changes: a text already in NFKC with nothing invisible
+    (Russian, Chinese, accented prose) costs two C-level checks.
+    """
+    import unicodedata
+
+    if unicodedata.is_normalized("NFKC", text) and not any(char in text for char in INVISIBLE):
+        return None
+    parts: list[str] = []
+    at: list[int] = []
+    source: list[int] = []
+    length: list[int] = []
+    position = shift = 0
+    for run in _NOT_ASCII.finditer(text):
+        for index in range(run.start(), run.end()):
+            char = text[index]
+            folded = "" if char in INVISIBLE else unicodedata.normalize("NFKC", char)
+            if folded == char:
+                continue
+            parts.append(text[position:index])
+            parts.append(folded)
+            at.append(index + shift)
+            source.append(index)
+            length.append(len(folded))
+            shift += len(folded) - 1
+            position = index + 1
+    if not at:
+        return None
+    parts.append(text[position:])
+    return "".join(parts), at, source, length
+
+
+def _from_normalized(position: int, at: list[int], source: list[int], length: list[int]) -> int:
+    """The position in the original text of the character at ``position`` of the normalised one."""
+    index = bisect_right(at, position) - 1
+    if index < 0:
+        return position
+    if position < at[index] + length[index]:
+        return source[index]
+    return source[index] + 1 + position - at[index] - length[index]
+
+
+def _scan_views(text: str) -> list[tuple[int, int, str]]:
+    """:func:`_scan` of ``text``, and when it is not plain ASCII (the common case skips this at the cost of
+    ``str.isascii``) of its normalised view (:func:`_normalized`), each hit mapped back to the span of
+    ``text`` it came from: the invisible characters inside a secret go with it, nothing else changes."""
+    spans = _scan(text)
+    if text.isascii():
+        return spans
+    view = _normalized(text)
+    if view is None:
+        return spans
+    normalized, *changes = view
+    for start, end, replacement in _scan(normalized):
+        if end > start:
+            spans.append((_from_normalized(start, *changes), _from_normalized(end - 1, *changes) + 1, replacement))
+    return spans
+
+
 def find_secrets(text: str) -> list[tuple[int, int, str]]:
     """Non-overlapping (start, end, replacement) spans of every secret in ``text``, in order.
 
-    The text is scanned as it stands and again after each layer of escapes is undone; a hit
-    in a decoded layer is mapped back to the characters of ``text`` it came from.
+    The text is scanned as it stands and again after each layer of escapes is undone, each layer also
+    in its normalised form when it is not plain ASCII (:func:`_scan_views`); a hit in a decoded layer
+    is mapped back to the characters of ``text`` it came from.
     """
-    spans = _scan(text)
+    spans = _scan_views(text)
     layers: list[tuple[list[int], list[int], list[int]]] = []
     current = text
     for _ in range(MAX_DECODE_ROUNDS):
@@ -578,7 +781,7 @@ def find_secrets(text: str) -> list[tuple[int, int, str]]:
             break
         current, at, source, width = decoded
         layers.append((at, source, width))
-        for start, end, replacement in _scan(current):
+        for start, end, replacement in _scan_views(current):
             for layer in reversed(layers):
                 start, end = _to_source(start, *layer), _to_source(end, *layer)
             spans.append((start, end, replacement))

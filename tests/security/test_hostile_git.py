@@ -21,6 +21,7 @@ from typing import Callable
 
 import pytest
 
+from testing.cli import spawn
 from testing.git_repos import GIT, commit, git, new_repo, root_commit
 from testing.hooks import rows, run_hook
 
@@ -300,3 +301,17 @@ def test_a_repository_of_another_user_keeps_path_identity_without_git_at_every_h
     assert trap.ran() == []
     assert stat.S_ISDIR(os.lstat(repo / ".git").st_mode)
 
+
+
+def test_the_knowledge_pre_commit_hook_runs_nothing_the_repositorys_config_names(home, trap, tmp_path):
+    """``ccmemory git-hook pre-commit`` runs in the user's commit, in a repository that may be a hostile clone:
+    the git it starts to see what is staged takes the same safe settings as the identity's."""
+    repo = new_repo(tmp_path / "repo")
+    (repo / ".claude" / "knowledge" / "architecture").mkdir(parents=True)
+    (repo / ".claude" / "knowledge" / "architecture" / "auth.md").write_text(
+        "# Auth\n### Token validation\nJWT tokens are checked by the auth middleware.\n")
+    git(repo, "add", "-A")
+    configure(repo, CONFIG_TRAPS["fsmonitor"](trap) + f"[diff]\n\texternal = {trap.program}\n")
+    done = spawn(home, repo, "git-hook", "pre-commit")
+    assert done.returncode == 0 and "Indexed 1 file(s)" in done.stdout + done.stderr, done.stdout + done.stderr
+    assert trap.ran() == []

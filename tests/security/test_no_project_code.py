@@ -322,3 +322,21 @@ def test_a_home_that_leads_into_the_project_is_not_the_users(hostile, tmp_path, 
     for folder in done.stdout.splitlines():
         assert os.path.isabs(folder) and folder.startswith(account), folder
         assert not os.path.realpath(folder).startswith(str(hostile.root.resolve())), folder
+
+
+@pytest.mark.parametrize("home", [".", *HERE])
+def test_a_tilde_setting_never_follows_a_home_that_leads_into_the_project(hostile, plugin_data, tmp_path, home):
+    """``embedding.path = "~/model"`` in the user's config, with ``HOME=.`` from a project's settings: ``~`` is the
+    account's home (``ccmemory.paths.expand_user``), so the repository's ``model/`` folder is never loaded."""
+    import pwd
+
+    (hostile.root / "model").mkdir()
+    (hostile.root / "model" / "model.onnx").write_bytes(b"planted by the repository")
+    (hostile.root / "model" / "tokenizer.json").write_text("{}")
+    env = {**plugin_cli_env(hostile, tmp_path), "HOME": home}
+    write_config(Path(env["CCMEMORY_HOME"]), {"embedding": {"path": "~/model"}})
+    done = cli(hostile, env, "doctor")
+    said = done.stdout + done.stderr
+    account = pwd.getpwuid(os.getuid()).pw_dir
+    assert f"embedding.path {os.path.join(account, 'model')!r} is not a folder" in said, said
+    assert str(hostile.root) not in said and hostile.ran() == []

@@ -18,6 +18,7 @@ subprocess with a generous timeout, not a time assertion).
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import string
@@ -69,7 +70,42 @@ _MORE = {
             "Server=x;User Id=sa;Password={s};", "https://api.example.com/v1?access_token={s}&page=2"],
     "prose": ["the password is {s}", "API key: {s}", "Password for admin: {s}"],
     "decoded": ["p&#97;ssword={s}", "\\u0070assword: {s}", '{{\\"data\\": \\"{{\\\\\\"token\\\\\\": \\\\\\"{s}\\\\\\"}}\\"}}'],
+    # issue 25: names disguised by full-width forms and invisible characters, bare ?key= in URLs
+    "unicode": ["ｐａｓｓｗｏｒｄ＝{s}", "DB_PASS\u200bWORD={s}", "pass\u00adword: {s}", 'api\u2060key = "{s}"',
+                "ＡＰＩ＿ＫＥＹ＝{s}", "to\u200cken\ufeff: {s}", "export SECRET\u200d_KEY={s}"],
+    "url-query": ["https://maps.example.com/api/geocode?address=x&key={s}", "curl 'https://h.example/v1?key={s}&page=2'",
+                  "https://bucket.s3.amazonaws.com/o?X-Amz-Signature={s}&X-Amz-Expires=60",
+                  "https://login.example.com/token?client_secret={s}&grant_type=x", "https://h.example/f?sig={s}&se=1",
+                  "https://h.example/cb#access_token={s}&state=1", "https://h.example/?token={s}",
+                  "https://h.example/login?user=bob&password={s}", "https://h.example/?signature={s}"],
 }
+
+
+def _issue25_forms() -> list[tuple[str, str, str]]:
+    """Secrets hidden in base64 (an env file, a token, a Kubernetes Secret's values) and tokens split by
+    invisible characters or written in full-width forms: the secret is what must not be stored."""
+    cases = []
+    for template in ("echo {b} | base64 -d > .env", "ENV_FILE_B64={b}", "  env: {b}"):
+        secret = _secret()
+        blob = base64.b64encode(f"APP=demo\nDB_PASSWORD={secret}\nDEBUG=1\n".encode()).decode()
+        cases.append(("base64-env", template.format(b=blob), blob))
+    token = "gh" + "p_" + "".join(_RNG.choice(string.ascii_letters + string.digits) for _ in range(36))
+    blob = base64.b64encode(token.encode()).decode()
+    cases.append(("base64-token", f"GITHUB_AUTH: {blob}", blob))
+    wrapped = base64.encodebytes(("LOG=info\n" * 12 + f"STRIPE_SECRET={_secret()}\n").encode()).decode().strip()
+    cases.append(("base64-wrapped", f"$ base64 .env\n{wrapped}\n$ done", wrapped.split("\n")[-1]))
+    for key in ("config", "tls.key", ".dockerconfigjson"):
+        value = base64.b64encode(_secret().encode()).decode()
+        cases.append(("kubernetes-secret", f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ndata:\n"
+                                           f"  {key}: {value}\ntype: Opaque", value))
+    value = base64.b64encode(_secret().encode()).decode()
+    cases.append(("kubernetes-secret", json.dumps({"kind": "Secret", "data": {"config": value}}, indent=2), value))
+    token = "".join(_RNG.choice(string.ascii_letters + string.digits) for _ in range(36))
+    cases.append(("split-token", f"GH auth: gh\u200bp_{token[:10]}\u200b{token[10:]}", token[10:]))
+    key = "".join(_RNG.choice(string.ascii_uppercase + "234567") for _ in range(16))
+    full_width = "".join(chr(ord(char) + 0xFEE0) for char in "AKIA" + key)
+    cases.append(("full-width-token", f"aws key {full_width} found", full_width[4:]))
+    return cases
 
 
 def _more_forms() -> list[tuple[str, str, str]]:
@@ -81,7 +117,7 @@ def _more_forms() -> list[tuple[str, str, str]]:
     return cases
 
 
-FORMS = ISSUE19 + _more_forms()
+FORMS = ISSUE19 + _more_forms() + _issue25_forms()
 
 
 def _payloads(channel: str, session: str, project: Path, chunk: str, number: int) -> list[dict]:
@@ -187,6 +223,11 @@ def test_every_secret_name_is_redacted_on_its_own(name: str) -> None:
     "the token is invalid", "the token is expired.", "password was changed", "dsn = settings.SENTRY_DSN",
     "self.password = password", "key = event.key", "bypass = true", "password:\n  type: string\n  minLength: 8",
     "password:\n  valueFrom:\n    secretKeyRef:\n      name: db", "DB_PASSWORD=$DB_PASSWORD", "password=${DB_PASSWORD}",
+    # issue 25: ordinary query parameters, prose, other scripts, harmless base64, a ConfigMap's data
+    "https://example.com/list?page=2&sort=name", "https://example.com/?key=value", "key=name, as the docs say", "?key=primary_key",
+    "Привет, ёжик: это не секрет", "東京：はい、ＯＫ", "ｆｕｌｌ　ｗｉｄｔｈ ｔｅｘｔ ＝ ｆｉｎｅ", "a\u200bb\u00adc",
+    "echo aGVsbG8gd29ybGQsIHRoaXMgaXMgaGFybWxlc3M= | base64 -d", "commit 3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a",
+    "src/ccmemory/memories/things/and/more/Components", "kind: ConfigMap\ndata:\n  mode: production\n  replicas: '3'",
 ])
 def test_non_secrets_survive(text: str) -> None:
     assert redaction.redact(text) == text
@@ -202,6 +243,17 @@ def test_non_secrets_survive(text: str) -> None:
     ("db.internal:5432:app:appuser:Qv7mZ2xRt9Lw", "db.internal:5432:app:appuser:[REDACTED]"),
     ("password: correct horse battery staple", "password: [REDACTED]"),
     ("PGPASSWORD=$ecr3t!Qv7 psql", "PGPASSWORD=[REDACTED] psql"),
+    # issue 25: the normalised view finds it, the original's span is replaced, nothing else changes
+    ("Résumé ｆｕｌｌ ﬁle — naïve\nｐａｓｓｗｏｒｄ＝hunter2xyz99 ok", "Résumé ｆｕｌｌ ﬁle — naïve\nｐａｓｓｗｏｒｄ＝[REDACTED] ok"),
+    ("tok\u200ben\u00ad=Qv7m\u200bZ2xRt9Lw next \u200b", "tok\u200ben\u00ad=[REDACTED] next \u200b"),
+    ("ＡＫＩＡ\u200bＩＯＳＦＯＤＮＮ７ＱＶ７ＭＺ２Ｘ key", "[REDACTED] key"),
+    ("GET /v1/geo?key=Qv7mZ2xRt9Lw&page=2 200", "GET /v1/geo?key=[REDACTED]&page=2 200"),
+    ("kind: Secret\ndata:\n  username: YWRtaW4=\n  ca.crt: |\n    Q2VydA==\n    QQ==\nstringData:\n  note: plain words\n"
+     "type: Opaque", "kind: Secret\ndata:\n  username: [REDACTED]\n  ca.crt: |\n    [REDACTED]\nstringData:\n"
+     "  note: [REDACTED]\ntype: Opaque"),
+    ('{"data": {"a": "YWRtaW4=", "b": "Qw=="}, "kind": "Secret"}', '{"data": {"a": "[REDACTED]", "b": "[REDACTED]"}, '
+     '"kind": "Secret"}'),
+    ("printf %s UEdQQVNTV09SRD1RdjdtWjJ4UnQ5THc= | base64 -d", "printf %s [REDACTED] | base64 -d"),
 ])
 def test_redacted_where_it_stands_and_nothing_more(text: str, expected: str) -> None:
     assert redaction.redact(text) == expected
@@ -257,6 +309,13 @@ ADVERSARIAL = {
     "yaml-blocks": "password:\n  abc123x\n" * (_MEGABYTE // 20),
     "escaped-json-pairs": '{\\"api_key\\": \\"abc123x\\"}, ' * (_MEGABYTE // 28),
     "mixed": ("PASSWORD=abc123 " + "x" * 50 + ' \\"token\\": \\"v\\" %5F ') * (_MEGABYTE // 90),
+    "invisible": "pass\u200bword=\u00ad" * (_MEGABYTE // 11),
+    "full-width": "ｐａｓｓｗｏｒｄ＝ａ１" * (_MEGABYTE // 11),
+    "base64-run": "QUJD" * (_MEGABYTE // 4),
+    "base64-lines": ("QUJD" * 19 + "\n") * (_MEGABYTE // 77),
+    "kubernetes": "kind: Secret\ndata:\n" + "  k: YWRtaW4=\n" * (_MEGABYTE // 14),
+    "kubernetes-data-keys": "kind: Secret\n" + "data:\n" * (_MEGABYTE // 6),
+    "kubernetes-json": '"kind": "Secret" ' + '"data": {"k": "v", ' * (_MEGABYTE // 20),
 }
 
 
@@ -278,3 +337,20 @@ def test_decoding_runs_on_the_hook_interpreter() -> None:
                             capture_output=True, text=True, timeout=30)
     assert result.stdout.strip() == 'x={\\"api_key\\": \\"[REDACTED]\\"}', result.stderr
     assert sys.version_info >= (3, 9)
+
+
+def test_disguised_secrets_are_redacted_by_the_capture_hook_and_nothing_else_changes(home: Path,
+                                                                                      project_dir: Path) -> None:
+    """Issue 25: the hook stores the original text, full-width letters, ligature and invisible characters
+    included, with only the secrets (found in the normalised view, in a URL's query, in base64, in a
+    Kubernetes Secret) replaced."""
+    blob = base64.b64encode(b"DB_PASSWORD=Qv7mZ2xRt9Lw\n").decode()
+    output = ("Résumé ｆｕｌｌ ﬁle — naïve\u200b\nｐａｓｓｗｏｒｄ＝hunter2xyz99 ok\ngh\u200bp_" + "aB3dE5gH7jK9mN1pQ3" * 2
+              + "\nGET /geo?key=Qv7mZ2xRt9Lw&page=2 200\nENV=" + blob + "\nkind: Secret\ndata:\n  user: YWRtaW4=\n")
+    payload = tool_call("s-u", project_dir, "Bash", {"command": "cat notes.txt"},
+                        {"stdout": output, "stderr": "", "interrupted": False}, "t-u")
+    assert_quiet_success(run_hook("post_tool_use", payload, home))
+    [memory] = memories_of(home, "s-u")
+    expected = ("Résumé ｆｕｌｌ ﬁle — naïve\u200b\nｐａｓｓｗｏｒｄ＝[REDACTED] ok\n[REDACTED]\nGET /geo?key=[REDACTED]&page=2 200\n"
+                "ENV=[REDACTED]\nkind: Secret\ndata:\n  user: [REDACTED]")
+    assert expected in memory["content"], memory["content"]

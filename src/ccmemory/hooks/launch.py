@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 
-from ..isolation import child_env, is_fixed
+from ..isolation import child_env
+from ..paths import is_fixed
 from . import log
 
 TYPE_CHECKING = False

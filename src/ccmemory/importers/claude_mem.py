@@ -32,7 +32,7 @@ from typing import Any, Iterator
 from urllib.parse import quote
 
 from ..db import Database
-from .. import safe_files, transcript
+from .. import paths, safe_files, transcript
 from ..errors import ValidationError
 from .base import Report, Writer, epoch_time
 
@@ -60,7 +60,7 @@ class Source:
     """
 
     def __init__(self, path: str) -> None:
-        real = os.path.realpath(os.path.expanduser(path))
+        real = os.path.realpath(paths.expand_user(path))
         try:
             mode = os.stat(real).st_mode
         except OSError:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .. import isolation, safe_files
+from ..identity import NO_HOOKS, SAFE_CONFIG
 from ..errors import ValidationError
 from ..safe_files import UnsafeFileError, open_text_for_writing
 from .. import locks
@@ -57,11 +58,17 @@ class HookResult:
 
 
 def _git(root: str, *args: str) -> subprocess.CompletedProcess[str] | None:
+    """Git on the repository at ``root`` with :data:`ccmemory.identity.SAFE_CONFIG`: the repository may be a
+    hostile clone, and its config must not run a program (``core.fsmonitor``, a pager) in the user's commit.
+
+    The environment is kept: in a pre-commit hook git's ``GIT_INDEX_FILE`` names the index being committed.
+    """
     git = isolation.find_program("git")  # never a ./git of the repository
     if git is None:
         return None
     try:
-        return subprocess.run([git, *args], cwd=root, capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS)
+        return subprocess.run([git, *SAFE_CONFIG, *args], cwd=root, capture_output=True, text=True,
+                              timeout=GIT_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
 
@@ -159,7 +166,7 @@ def install(root: str, python: str | None = None) -> HookResult:
 
 def staged_files(root: str) -> list[str] | None:
     """Paths (relative to the repository top) staged for the commit; None when git cannot say."""
-    found = _git(root, "diff", "--cached", "--name-only", "-z")
+    found = _git(root, *NO_HOOKS, "diff", "--cached", "--no-ext-diff", "--no-textconv", "--name-only", "-z")
     if found is None or found.returncode != 0:
         return None
     return [name for name in found.stdout.split("\0") if name]

@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import safe_files
+from .. import paths, safe_files
 from ..errors import ValidationError
 
 CONFIG_FILE = os.path.join(".claude", "memory.config.json")
@@ -95,7 +95,7 @@ def load(root: str) -> ProjectSettings:
     folder = data.get("knowledge_dir")
     if folder is not None:
         if isinstance(folder, str) and folder.strip():
-            wanted = os.path.normpath(os.path.join(root, os.path.expanduser(folder.strip())))
+            wanted = os.path.normpath(os.path.join(root, paths.expand_user(folder.strip())))
             if safe_files.is_inside(wanted, root):
                 settings.knowledge_dir = wanted
             else:
