@@ -26,6 +26,7 @@ it waits (a file in ``<db>-waiting/`` while it waits, :data:`WAITING_SUFFIX`), a
 from __future__ import annotations
 
 import os
+import stat
 import time
 
 try:  # the C module itself: sqlite3's Python layer would import datetime, ~2.5 ms of every hook
@@ -145,8 +146,10 @@ class Database:
             self.conn.execute(f"PRAGMA busy_timeout = {int(milliseconds)}")
 
     def waiting_writers(self) -> list[int]:
-        """The pids of the other connections waiting for the write lock (one entry per waiting connection)."""
-        folder = self.path + WAITING_SUFFIX
+        """The pids of the connections waiting for the write lock (one entry per waiting connection)."""
+        folder = _waiting_folder(self.path)
+        if folder is None:
+            return []
         try:
             names = os.listdir(folder)
         except OSError:
@@ -155,7 +158,8 @@ class Database:
 
         found = []
         for name in names:
-            pid = int(name.split(".", 1)[0]) if name.split(".", 1)[0].isdigit() else 0
+            head = name.partition(".")[0]
+            pid = int(head) if head.isdigit() else 0
             marker = os.path.join(folder, name)
             try:
                 age = time.time() - os.lstat(marker).st_mtime
@@ -167,19 +171,12 @@ class Database:
                 found.append(pid)
         return found
 
-    def give_way(self) -> int:
-        """Let the writers that wait for the write lock have it before this connection takes it again; how
-        many there were. A job writing in many batches calls it between them, outside a transaction.
-
-        Waits until none is left waiting, :data:`GIVE_WAY_SECONDS` at most.
-        """
+    def give_way(self) -> None:
+        """Let the writers waiting for the write lock have it before this connection takes it again: wait
+        until none is left waiting, :data:`GIVE_WAY_SECONDS` at most. A job writing many batches calls it
+        before each one, outside a transaction."""
         deadline = time.monotonic() + GIVE_WAY_SECONDS
-        most = 0
-        while True:
-            waiting = len(self.waiting_writers())
-            most = max(most, waiting)
-            if not waiting or time.monotonic() >= deadline:
-                return most
+        while self.waiting_writers() and time.monotonic() < deadline:
             time.sleep(0.002)
 
     def set_limit(self, category: int, value: int) -> None:
@@ -205,15 +202,17 @@ class Database:
 @contextmanager
 def _waiting(path: str) -> Iterator[None]:
     """Say, for the block, that this connection waits for the write lock of the database at ``path``
-    (:meth:`Database.give_way`); silently not said where the file cannot be made (a read-only folder)."""
+    (:meth:`Database.give_way`); not said where it cannot be (a read-only folder, a folder of that
+    name that is a symlink or someone else's: a database put in a shared folder such as ``/tmp``)."""
     marker = None
     if path not in ("", ":memory:"):
-        folder = path + WAITING_SUFFIX
-        name = os.path.join(folder, f"{os.getpid()}.{os.urandom(6).hex()}")
         try:
-            os.makedirs(folder, mode=0o700, exist_ok=True)
-            os.close(os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-            marker = name
+            os.makedirs(path + WAITING_SUFFIX, mode=0o700, exist_ok=True)
+            folder = _waiting_folder(path)
+            if folder:
+                name = os.path.join(folder, f"{os.getpid()}.{os.urandom(6).hex()}")
+                os.close(os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                marker = name
         except OSError:
             pass
     try:
@@ -221,6 +220,17 @@ def _waiting(path: str) -> Iterator[None]:
     finally:
         if marker is not None:
             _remove(marker)
+
+
+def _waiting_folder(path: str) -> str | None:
+    """The folder where writers of the database at ``path`` say they wait, when it is a folder of this user's."""
+    folder = path + WAITING_SUFFIX
+    try:
+        found = os.lstat(folder)
+    except OSError:
+        return None
+    mine = not hasattr(os, "getuid") or found.st_uid == os.getuid()
+    return folder if stat.S_ISDIR(found.st_mode) and mine else None
 
 
 def _remove(path: str) -> None:
