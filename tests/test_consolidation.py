@@ -322,7 +322,7 @@ def test_hooks_capturing_during_a_pass_lose_nothing(db: database.Database, proje
     for thread in threads:
         thread.start()
     waits = _waits(db, process, threads)
-    assert process.poll() is None, "the hooks were done before the pass"
+    assert process.poll() is None, "the pass ended before the hooks did: they did not run during it"
     out, err = process.communicate(timeout=180)
     assert process.returncode == 0, err
     assert json.loads(out)["merged_rows"] == GROUPS
@@ -332,7 +332,8 @@ def test_hooks_capturing_during_a_pass_lose_nothing(db: database.Database, proje
     captured = rows(home, "SELECT content FROM memories WHERE session_id = 's-live' AND source = 'capture'")
     assert sorted(row["content"].split("\n")[0] for row in captured) == sorted(
         f"Ran: echo live-{n} (Run it)" for n in range(HOOKS_DURING_A_PASS))
-    assert waits and max(waits.values()) <= 2, f"batches the pass wrote while a hook waited: {waits}"
+    assert waits, "no hook found the lock taken"
+    assert max(waits.values()) <= 2, f"batches the pass wrote while a hook waited (by pid): {waits}"
     assert db.scalar("PRAGMA integrity_check") == "ok"
 
 
