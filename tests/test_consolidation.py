@@ -310,7 +310,7 @@ def test_hooks_capturing_during_a_pass_lose_nothing(db: database.Database, proje
     SQLite's lock is not fair: a hook sleeping in its busy handler mostly missed the instants between the
     pass's back-to-back batches and waited for much of the pass (past its budget on a slow machine: its
     observation was lost). Counted while each hook said it waited, the pass writes a batch or two (the one
-    under way, one begun as the hook came), never dozens.
+    under way, one begun as the hook came), never dozens (7 runs in 8 saw 13 to 282 without the give-way).
     """
     _repeats(db, project, GROUPS)
     process = _start_pass(home, project_dir, db)
@@ -319,10 +319,15 @@ def test_hooks_capturing_during_a_pass_lose_nothing(db: database.Database, proje
              for n in range(HOOKS_DURING_A_PASS)]
     threads = [threading.Thread(target=lambda call=call: results.append(run_hook("post_tool_use", call, home)))
                for call in calls]
-    for thread in threads:
-        thread.start()
+    with db.transaction():  # the pass waits for this lock until a hook waits too: the hooks start during the pass
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 120
+        while not set(db.waiting_writers()) - {process.pid}:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "no hook came to write"
+            time.sleep(0.002)
     waits = _waits(db, process, threads)
-    assert process.poll() is None, "the pass ended before the hooks did: they did not run during it"
     out, err = process.communicate(timeout=180)
     assert process.returncode == 0, err
     assert json.loads(out)["merged_rows"] == GROUPS
@@ -332,8 +337,7 @@ def test_hooks_capturing_during_a_pass_lose_nothing(db: database.Database, proje
     captured = rows(home, "SELECT content FROM memories WHERE session_id = 's-live' AND source = 'capture'")
     assert sorted(row["content"].split("\n")[0] for row in captured) == sorted(
         f"Ran: echo live-{n} (Run it)" for n in range(HOOKS_DURING_A_PASS))
-    assert waits, "no hook found the lock taken"
-    assert max(waits.values()) <= 2, f"batches the pass wrote while a hook waited (by pid): {waits}"
+    assert max(waits.values(), default=0) <= 2, f"batches the pass wrote while a hook waited (by pid): {waits}"
     assert db.scalar("PRAGMA integrity_check") == "ok"
 
 
