@@ -20,9 +20,10 @@ A pass works on captured observations (source ``capture``) only, without a model
   half-life)``, down to a quarter of its importance (idempotent: computed from the importance).
 
 Every change is written with what it replaced, in the same transaction, to ``consolidation_undo``
-(zlib-compressed JSON, one row per batch): a pass killed half way leaves whole batches, each
-undoable, and ``--undo`` (:func:`undo`) puts back every row it touched exactly (vectors included;
-they are re-added to the vector index). A pass killed half way is resumed by the next one, which
+(zlib-compressed JSON, one row per batch; between two batches, writers waiting for the lock, such as
+a hook's capture, go first): a pass killed half way leaves whole batches, each undoable, and
+``--undo`` (:func:`undo`) puts back every row it touched exactly (vectors included; they are re-added
+to the vector index). A pass killed half way is resumed by the next one, which
 adds to its log, so one undo still restores the store as it was before it. Only the latest pass
 keeps its log, and for ``consolidation.undo_days`` (7) after it finished (:func:`expire_undo`, run
 by the background's checks and by ``--undo``): the next pass drops it, and so do ``gc`` and the storage
@@ -55,7 +56,8 @@ from .vocabulary import CAPTURE_SOURCE, FILE_CHANGING_TOOLS, SUMMARY_SOURCE
 LAST_PASS_KEY = "consolidation.last_pass"
 #: Examples of each kind of change a report shows.
 EXAMPLES = 5
-#: Changes written per transaction (one undo row each): short, so hooks writing meanwhile wait little.
+#: Changes written per transaction (one undo row each): short, so hooks writing meanwhile wait little (the
+#: pass lets them in between two batches).
 BATCH = 200
 #: A background pass stops after this many changed rows; the next idle tick goes on.
 BACKGROUND_MAX_CHANGES = 20_000
@@ -360,8 +362,10 @@ class _Log:
 def _apply_logged(db: Database, pass_id: int, items: Sequence[Any], size: int,
                   apply: Callable[[Database, _Log, Any], object]) -> None:
     """``apply`` each item, ``size`` to a transaction that also writes their undo log: a pass killed half way
-    leaves only whole, undoable batches."""
+    leaves only whole, undoable batches. Between two batches, writers waiting for the lock (a hook's capture)
+    go first (:meth:`ccmemory.db.Database.give_way`)."""
     for start in range(0, len(items), size):
+        db.give_way()
         with db.transaction():
             log = _Log(db, pass_id)
             for item in items[start:start + size]:
@@ -524,6 +528,7 @@ def undo(db: Database, loaded: settings.Config | None = None) -> dict[str, Any]:
     restored = 0
     columns: list[str] = [r["name"] for r in db.rows("PRAGMA table_info(memories)")]
     while True:
+        db.give_way()
         with db.transaction():
             step = db.one("SELECT step, data FROM consolidation_undo WHERE pass_id = ? ORDER BY step DESC LIMIT 1",
                           (last["id"],))

@@ -14,11 +14,19 @@ copy then finds the ``-shm`` file "unused" and truncates it under the first copy
 map, whose next read kills the process with SIGBUS; its close drops the first copy's
 locks too. So all connections of a process pass the same ``vectors`` to :func:`connect`,
 and a read-only one (:func:`connect_readonly`) takes the binding of the connection it sits beside.
+
+SQLite's write lock is not fair. A writer that finds it taken sleeps in its busy handler, up to 100 ms
+between tries, while a job that commits a batch and begins the next one at once takes the lock back within
+microseconds: a job writing many batches back to back (a consolidation pass) kept a hook's capture waiting
+until it ended, and a capture that waits past its budget is lost. So a writer that finds the lock taken says
+it waits (a file in ``<db>-waiting/`` while it waits, :data:`WAITING_SUFFIX`), and such a job calls
+:meth:`Database.give_way` between its batches: it takes the lock again only once no one waits.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import time
 
 try:  # the C module itself: sqlite3's Python layer would import datetime, ~2.5 ms of every hook
@@ -40,6 +48,14 @@ BUSY_TIMEOUT_MS = 10_000
 _BUSY_RETRIES = 5
 #: Tries at switching a new file to WAL while other processes do the same (~4 s in all).
 _WAL_ATTEMPTS = 20
+#: ``<db><suffix>/<pid>.<random>``: a writer waiting for the write lock (see the module docstring).
+WAITING_SUFFIX = "-waiting"
+#: What :meth:`Database.give_way` waits at most each time for the writers waiting to have had their turn:
+#: a waiter stopped (SIGSTOP) or itself waiting behind another long writer slows a job, never stalls it.
+GIVE_WAY_SECONDS = 2.0
+#: A waiting writer gives up after its busy timeout, tried ``_BUSY_RETRIES`` times: a marker older than this
+#: belongs to a process that is gone (or to a pid used again since), and is not waited for.
+_WAITING_STALE_SECONDS = BUSY_TIMEOUT_MS / 1000 * _BUSY_RETRIES + 10
 
 
 class Database:
@@ -92,7 +108,7 @@ class Database:
             yield self
             return
         try:
-            _while_busy(lambda: self.conn.execute("BEGIN IMMEDIATE"), _BUSY_RETRIES, 0.05)
+            self._begin()
         except Exception as exc:  # sqlite3.OperationalError or apsw.BusyError
             raise StorageError(
                 f"The memory database {self.path} stayed locked: {exc}. "
@@ -108,6 +124,60 @@ class Database:
             self.conn.execute("COMMIT")
         finally:
             self._in_transaction = False
+
+    def _begin(self) -> None:
+        """BEGIN IMMEDIATE; a writer that finds the write lock taken says it waits until it has the lock."""
+        self._set_busy_timeout(0)
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            return
+        except Exception as exc:
+            if not _is_busy(exc):
+                raise
+        finally:
+            self._set_busy_timeout(BUSY_TIMEOUT_MS)
+        with _waiting(self.path):
+            _while_busy(lambda: self.conn.execute("BEGIN IMMEDIATE"), _BUSY_RETRIES, 0.05)
+
+    def _set_busy_timeout(self, milliseconds: int) -> None:
+        if self.binding == "apsw":
+            self.conn.set_busy_timeout(milliseconds)
+        else:
+            self.conn.execute(f"PRAGMA busy_timeout = {int(milliseconds)}")
+
+    def waiting_writers(self) -> list[int]:
+        """The pids of the connections waiting for the write lock (one entry per waiting connection)."""
+        folder = _waiting_folder(self.path)
+        if folder is None:
+            return []
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return []
+        from .locks import alive
+
+        found = []
+        for name in names:
+            head = name.partition(".")[0]
+            pid = int(head) if head.isdigit() else 0
+            marker = os.path.join(folder, name)
+            try:
+                age = time.time() - os.lstat(marker).st_mtime
+            except OSError:  # its writer took the lock meanwhile
+                continue
+            if not alive(pid):
+                _remove(marker)
+            elif age < _WAITING_STALE_SECONDS:
+                found.append(pid)
+        return found
+
+    def give_way(self) -> None:
+        """Let the writers waiting for the write lock have it before this connection takes it again: wait
+        until none is left waiting, :data:`GIVE_WAY_SECONDS` at most. A job writing many batches calls it
+        before each one, outside a transaction."""
+        deadline = time.monotonic() + GIVE_WAY_SECONDS
+        while self.waiting_writers() and time.monotonic() < deadline:
+            time.sleep(0.002)
 
     def set_limit(self, category: int, value: int) -> None:
         """Set one of SQLite's run-time limits (``SQLITE_LIMIT_*``) of this connection."""
@@ -127,6 +197,47 @@ class Database:
     def close(self) -> None:
         """Close the connection; the WAL is checkpointed by the last closer."""
         self.conn.close()
+
+
+@contextmanager
+def _waiting(path: str) -> Iterator[None]:
+    """Say, for the block, that this connection waits for the write lock of the database at ``path``
+    (:meth:`Database.give_way`); not said where it cannot be (a read-only folder, a folder of that
+    name that is a symlink or someone else's: a database put in a shared folder such as ``/tmp``)."""
+    marker = None
+    if path not in ("", ":memory:"):
+        try:
+            os.makedirs(path + WAITING_SUFFIX, mode=0o700, exist_ok=True)
+            folder = _waiting_folder(path)
+            if folder:
+                name = os.path.join(folder, f"{os.getpid()}.{os.urandom(6).hex()}")
+                os.close(os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                marker = name
+        except OSError:
+            pass
+    try:
+        yield
+    finally:
+        if marker is not None:
+            _remove(marker)
+
+
+def _waiting_folder(path: str) -> str | None:
+    """The folder where writers of the database at ``path`` say they wait, when it is a folder of this user's."""
+    folder = path + WAITING_SUFFIX
+    try:
+        found = os.lstat(folder)
+    except OSError:
+        return None
+    mine = not hasattr(os, "getuid") or found.st_uid == os.getuid()
+    return folder if stat.S_ISDIR(found.st_mode) and mine else None
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
 
 
 def _is_busy(exc: BaseException) -> bool:
