@@ -240,6 +240,18 @@ def _remove(path: str) -> None:
         pass
 
 
+def unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database cannot be written now rather than that the write was wrong: its write
+    lock stayed taken past the retries, another process upgrades it, it cannot be opened or written (read-only,
+    locked, a folder missing). Such a write may succeed later; capture keeps it meanwhile (:mod:`ccmemory.spill`)."""
+    if isinstance(exc, StorageError):
+        return True
+    if type(exc).__module__ == "apsw":
+        return type(exc).__name__ in ("BusyError", "LockedError", "CantOpenError", "ReadOnlyError", "IOError",
+                                      "FullError")
+    return isinstance(exc, sqlite3.OperationalError)
+
+
 def _is_busy(exc: BaseException) -> bool:
     text = f"{type(exc).__name__} {exc}".lower()
     return "busy" in text or "locked" in text

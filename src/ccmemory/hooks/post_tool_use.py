@@ -13,8 +13,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..db import Database
+
 from ..config import Config
-from ..observations import from_payload, skip_reason, store
+from ..observations import Observation, from_payload, skip_reason, store
 from ..staleness import SEEN_KEY, record
 from . import log, payload as payloads
 from .runner import RECEIVED_AT
@@ -38,10 +40,50 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     seen = record(observation.files, root)
     if seen:
         observation.metadata[SEEN_KEY] = seen
-    db = database.connect(vectors=False)
+    tool_use_id, created_at = payloads.text(data, "tool_use_id"), payloads.text(data, RECEIVED_AT)
     try:
-        project = projects.project_id(db, root)
-        store(db, observation, project_id=project, session_id=session_id,
-              tool_use_id=payloads.text(data, "tool_use_id"), created_at=payloads.text(data, RECEIVED_AT))
+        db = database.connect(vectors=False)
+    except Exception as exc:
+        _keep(exc, observation, root, session_id, tool_use_id, created_at)
+        return
+    try:
+        try:
+            project = projects.project_id(db, root)
+            store(db, observation, project_id=project, session_id=session_id, tool_use_id=tool_use_id,
+                  created_at=created_at)
+        except Exception as exc:
+            _keep(exc, observation, root, session_id, tool_use_id, created_at)
+            return
+        _drain(db)
     finally:
         db.close()
+
+
+def _keep(exc: Exception, observation: Observation, root: str, session_id: str, tool_use_id: str | None,
+          created_at: str | None) -> None:
+    """The database could not take the observation: keep it in the spill folder for a later capture (or re-raise
+    ``exc`` when it says the write itself was wrong, which a later try would not change)."""
+    from .. import spill
+    from ..db import unavailable
+
+    if not unavailable(exc):
+        raise exc
+    try:
+        kept = spill.save(observation, root=root, session_id=session_id, tool_use_id=tool_use_id,
+                          created_at=created_at)
+    except spill.SpillError as problem:
+        log.error("capture", f"the database could not be written ({exc}) and {problem}: this observation is lost")
+        return
+    log.error("capture", f"the database could not be written ({exc}); the observation is kept in {kept} "
+                         "and the next capture that reaches the database stores it")
+
+
+def _drain(db: Database) -> None:
+    """Store captures spilled earlier, now that the database took this one."""
+    from .. import spill
+
+    stored, problems = spill.drain(db)
+    for problem in problems:
+        log.error("capture", problem)
+    if stored:
+        log.info("capture", f"stored {stored} spilled capture(s) the database could not take earlier")
