@@ -10,8 +10,8 @@ from typing import Any, Callable
 
 import click
 
-from .. import (backfill, compat, config, embedding_worker, embeddings, isolation, migrations, paths, retention, status,
-               vectors, vocabulary)
+from .. import (backfill, compat, config, embedding_worker, embeddings, isolation, migrations, paths, retention, spill,
+               status, vectors, vocabulary)
 from .. import db as database
 from .common import (echo, emit_json, fail, handles_errors, json_option, load_settings, one_line, open_db, open_store,
                      project_option)
@@ -110,6 +110,10 @@ def _checks() -> list[dict[str, Any]]:
         check("apsw", has_loading, "not installed", "pip install apsw")
     library = vectors.extension_path()
     check("sqlite-vec", library is not None, str(library or "not installed"), "pip install sqlite-vec")
+    spilled = spill.count()
+    if spilled:
+        check("spilled captures", True, f"{spilled} capture(s) the database could not take wait in {spill.folder()}; "
+              "the next capture that reaches the database stores them", note=True)
     db_file = paths.db_path()
     try:
         db = database.connect(vectors=True)

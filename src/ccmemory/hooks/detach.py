@@ -22,6 +22,8 @@ Nothing is lost and order is kept:
   ``async`` hook, a subagent's call): Stop also waits (bounded) for the calls the transcript shows
   answered in the turn and capture would store (:func:`wait_for_calls`), and the session's captures
   then take their transcript times (:func:`ccmemory.observations.retime`).
+- a child that finds the database unwritable (locked past its retries, being upgraded) keeps the
+  observation in ``<data dir>/spill/`` for the next capture to store (:mod:`ccmemory.spill`).
 
 Where ``fork`` does not exist (Windows) capture simply runs in the hook process.
 """
