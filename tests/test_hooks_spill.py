@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from testing.cli import invoke as run
@@ -122,3 +125,25 @@ def test_a_symlinked_spill_folder_is_refused(home: Path, project_dir: Path, tmp_
     assert_quiet_success(run_hook("post_tool_use", bash_call("s-link", project_dir, "ls", "a", "toolu_1"), home))
     assert list(elsewhere.iterdir()) == []
     assert "ccmemory keeps no capture there" in log_text(home)
+
+
+def test_captures_draining_at_once_store_each_spilled_capture_once(home: Path, project_dir: Path) -> None:
+    """Spilled calls without a ``tool_use_id`` have no dedupe key: only the claim keeps two drains apart. A claim
+    whose capture died (``<name>.json.<pid>``) is given back and stored."""
+    newer_schema(home)
+    for index in range(3):
+        payload = bash_call("s-race", project_dir, f"echo {index}", str(index), "unused")
+        del payload["tool_use_id"]
+        assert_quiet_success(run_hook("post_tool_use", payload, home))
+    first, *_ = spilled(home)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    first.rename(first.with_name(f"{first.name}.{int(gone.stdout)}"))
+    set_schema_version(home, migrations.target_version())
+    payloads = [bash_call("s-race", project_dir, "ls", "a", f"toolu_{index}") for index in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        for result in pool.map(lambda payload: run_hook("post_tool_use", payload, home), payloads):
+            assert_quiet_success(result)
+    contents = sorted(m["content"] for m in memories_of(home, "s-race"))
+    assert contents == sorted([f"Ran: echo {index} (Run it)\nOutput:\n{index}" for index in range(3)]
+                              + ["Ran: ls (Run it)\nOutput:\na"] * 4)
+    assert list((home / "spill").iterdir()) == []

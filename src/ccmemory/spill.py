@@ -67,8 +67,9 @@ class SpillError(CCMemoryError):
     """A capture could not be kept in the spill folder (full, unsafe, or the disk refused)."""
 
 
-def folder() -> str:
-    return os.path.join(paths.data_dir(), SPILL_DIR)
+def folder(db_path: str | None = None) -> str:
+    """The spill folder: beside the database (``db_path``, else the data dir's), so finding it costs no look-up."""
+    return os.path.join(os.path.dirname(db_path or paths.db_path()), SPILL_DIR)
 
 
 def _own_folder(path: str) -> bool:
@@ -130,10 +131,12 @@ def save(observation: Observation, *, root: str, session_id: str, tool_use_id: s
         "category": observation.category, "salience": observation.salience,
         "metadata": redact_fields(observation.metadata),
     }
-    data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    # ASCII JSON: text with a lone surrogate (a payload may carry one) is written and read back unchanged.
+    data = json.dumps(record, separators=(",", ":")).encode("ascii")
     try:
-        paths.ensure_private_dir(paths.data_dir())
-        where = _private_folder(folder())
+        where = folder()
+        paths.ensure_private_dir(os.path.dirname(where))
+        where = _private_folder(where)
         files, size = _usage(where)
         if files >= MAX_FILES or size + len(data) > MAX_BYTES:
             raise SpillError(f"the spill folder {where} is full ({files} captures, {size / 1e6:.1f} MB; at most "
@@ -183,7 +186,7 @@ def drain(db: Database, limit: int = DRAIN_PER_RUN) -> tuple[int, list[str]]:
     Costs one failed ``os.listdir`` when nothing was ever spilled. Stops, keeping the rest, when the
     database cannot be written again.
     """
-    where = folder()
+    where = folder(db.path)
     try:
         names = os.listdir(where)
     except OSError:
