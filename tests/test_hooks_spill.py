@@ -131,19 +131,22 @@ def test_captures_draining_at_once_store_each_spilled_capture_once(home: Path, p
     """Spilled calls without a ``tool_use_id`` have no dedupe key: only the claim keeps two drains apart. A claim
     whose capture died (``<name>.json.<pid>``) is given back and stored."""
     newer_schema(home)
-    for index in range(3):
-        payload = bash_call("s-race", project_dir, f"echo {index}", str(index), "unused")
-        del payload["tool_use_id"]
-        assert_quiet_success(run_hook("post_tool_use", payload, home))
-    first, *_ = spilled(home)
+    payload = bash_call("s-race", project_dir, "echo 0", "0", "unused")
+    del payload["tool_use_id"]
+    assert_quiet_success(run_hook("post_tool_use", payload, home))
+    [kept] = spilled(home)
+    record = json.loads(kept.read_text())
+    for index in range(1, spill.DRAIN_PER_RUN):  # more of the same call, as if spilled one after another
+        record["content"] = f"Ran: echo {index} (Run it)\nOutput:\n{index}"
+        kept.with_name(f"{kept.stem}-{index:03d}.json").write_text(json.dumps(record))
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    first.rename(first.with_name(f"{first.name}.{int(gone.stdout)}"))
+    kept.rename(kept.with_name(f"{kept.name}.{int(gone.stdout)}"))
     set_schema_version(home, migrations.target_version())
     payloads = [bash_call("s-race", project_dir, "ls", "a", f"toolu_{index}") for index in range(4)]
     with ThreadPoolExecutor(4) as pool:
         for result in pool.map(lambda payload: run_hook("post_tool_use", payload, home), payloads):
             assert_quiet_success(result)
     contents = sorted(m["content"] for m in memories_of(home, "s-race"))
-    assert contents == sorted([f"Ran: echo {index} (Run it)\nOutput:\n{index}" for index in range(3)]
+    assert contents == sorted([f"Ran: echo {index} (Run it)\nOutput:\n{index}" for index in range(spill.DRAIN_PER_RUN)]
                               + ["Ran: ls (Run it)\nOutput:\na"] * 4)
     assert list((home / "spill").iterdir()) == []
