@@ -194,8 +194,8 @@ def drain(db: Database, limit: int = DRAIN_PER_RUN) -> tuple[int, list[str]]:
     if not _own_folder(where):
         return 0, [f"{where} is a symlink or another user's folder; the captures in it are not read. Remove it."]
     problems: list[str] = []
-    waiting = sorted(name for name in names if name.endswith(SUFFIX) and not name.startswith("."))
-    waiting += _abandoned(where, names, problems)
+    given_back = _abandoned(where, names, problems)
+    waiting = sorted([name for name in names if name.endswith(SUFFIX) and not name.startswith(".")] + given_back)
     stored = 0
     for name in waiting[:limit]:
         original = os.path.join(where, name)
@@ -217,7 +217,7 @@ def drain(db: Database, limit: int = DRAIN_PER_RUN) -> tuple[int, list[str]]:
             if unavailable(exc):
                 _give_back(claimed, original)
                 problems.append(f"the database could not be written again ({exc}); "
-                                f"{len(waiting) - stored} spilled capture(s) wait for the next capture")
+                                "the spilled captures left wait for the next capture")
                 break
             problems.append(_set_aside(where, claimed, name, f"could not be stored ({type(exc).__name__}: {exc})"))
             continue
