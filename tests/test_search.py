@@ -370,3 +370,24 @@ def test_a_memory_found_only_by_meaning_is_not_buried_by_common_word_matches(vdb
     assert cosines[login.seq] - max(c for seq, c in cosines.items() if seq != login.seq) > 0.1
     hybrid = search.search(vdb, query, project_id=project, embedder=embedder, limit=5, track=False)
     assert login.id in [hit.memory.id for hit in hybrid]
+
+
+def test_everyday_words_of_the_question_do_not_outweigh_the_word_that_matters(home, project_dir):
+    """Coverage counts each query word by how rare it is in the store (its BM25 idf): memories holding most of the
+    question's everyday words ("been", "like", "my", "need", "something", "any") but not its subject rank below one
+    that names the subject only. Counted word for word, each of those errands covered 7 of the 11 words against the
+    loaf's 1, and came second."""
+    db = database.connect(vectors=False)
+    project = projects.project_id(db, project_dir)
+    for topic in ("gardening", "taxes", "a new laptop", "running shoes", "a trip to Lisbon", "guitar lessons"):
+        memories.add(db, project_id=project, content=f"I've been thinking about {topic}; I like it but I need "
+                                                     "something extra for my plans, any advice?")
+    starter = memories.add(db, project_id=project, content="The sourdough starter doubled overnight after a feed of "
+                                                           "rye flour.")
+    loaf = memories.add(db, project_id=project, content="Baked a sourdough loaf with the kids this afternoon.")
+    query = "I've been feeling like my sourdough starter needs something extra. Any advice?"
+    hits = search.search(db, query, project_id=project, mode="keyword", limit=3, track=False)
+    assert [hit.memory.id for hit in hits[:2]] == [starter.id, loaf.id]
+    weights = search.term_weights(db, "memories_vocab", search.query_terms(query), 8)
+    assert weights["sourdough"] > 3 * weights["my"] > 0
+    db.close()

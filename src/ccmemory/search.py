@@ -220,23 +220,47 @@ def fts_query(query: str, db: Database | None = None, vocabulary: str | None = N
     """
     terms = query_terms(query)
     if db is not None and vocabulary and rows > _COMMON_WORD_MIN_ROWS and terms:
-        frequency = {}
-        for term, indexed in zip(terms, stems(db, terms)):
-            counts = [db.scalar(f"SELECT doc FROM {vocabulary} WHERE term = ?", (stem,)) or 0 for stem in indexed]
-            frequency[term] = min(counts) if counts else 0
+        frequency = document_frequencies(db, vocabulary, terms)
         limit = min(rows * COMMON_WORD_SHARE, COMMON_WORD_MAX_ROWS)
         rare = [term for term in terms if frequency[term] <= limit]
         terms = rare or sorted(terms, key=lambda term: frequency[term])[:1]
     return " OR ".join(f'"{term}"' for term in terms) if terms else None
 
 
-def keyword_ranking(db: Database, sql: str, params: Sequence[Any], terms: Sequence[str]) -> list[tuple[int, float]]:
+def document_frequencies(db: Database, vocabulary: str, terms: Sequence[str]) -> dict[str, int]:
+    """How many rows of the keyword index hold each word, counted by its rarest index term (after stemming).
+
+    ``vocabulary`` is the index's fts5vocab table (``row`` type).
+    """
+    frequency = {}
+    for term, indexed in zip(terms, stems(db, terms)):
+        counts = [db.scalar(f"SELECT doc FROM {vocabulary} WHERE term = ?", (stem,)) or 0 for stem in indexed]
+        frequency[term] = min(counts) if counts else 0
+    return frequency
+
+
+def term_weights(db: Database, vocabulary: str, terms: Sequence[str], rows: int) -> dict[str, float]:
+    """Each query word's weight in :func:`coverage`: its inverse document frequency, as BM25 counts it.
+
+    ``log(1 + (N - n + 0.5) / (n + 0.5))`` for a word in ``n`` of the ``N`` rows (``rows``, the
+    store's size): a word nearly every memory holds ("my", "like", "been") weighs almost nothing,
+    a word few hold weighs most, so a long memory that holds many of the question's everyday
+    words does not outrank one that holds the one word that matters.
+    """
+    rows = max(rows, 1)
+    return {term: math.log(1.0 + (rows - min(count, rows) + 0.5) / (min(count, rows) + 0.5))
+            for term, count in document_frequencies(db, vocabulary, terms).items()}
+
+
+def keyword_ranking(db: Database, sql: str, params: Sequence[Any], terms: Sequence[str],
+                    weights: dict[str, float] | None = None) -> list[tuple[int, float]]:
     """(seq, score) for FTS candidates, best first, on a 0..1 scale.
 
     The score mixes BM25 relative to the best candidate with term coverage (the
     share of the query's words the text contains, common words included even when
-    they were left out of the FTS query), weighted :data:`COVERAGE_WEIGHT`: BM25
-    alone lets one rare word outweigh a text that has every word asked for.
+    they were left out of the FTS query; each word counted by its ``weights``, see
+    :func:`term_weights`), weighted :data:`COVERAGE_WEIGHT`: BM25 alone lets one rare
+    word outweigh a text that has every word asked for.
     ``sql`` must select ``seq``, ``rank`` (FTS5's bm25, lower is better) and ``text``, ordered by rank.
     """
     rows = db.rows(sql, tuple(params))
@@ -246,15 +270,24 @@ def keyword_ranking(db: Database, sql: str, params: Sequence[Any], terms: Sequen
     scored = []
     for row in rows:
         relative = max(0.0, min(1.0, (row["rank"] or 0.0) / best))
-        scored.append((row["seq"], COVERAGE_WEIGHT * coverage(row["text"] or "", terms)
+        scored.append((row["seq"], COVERAGE_WEIGHT * coverage(row["text"] or "", terms, weights)
                        + (1.0 - COVERAGE_WEIGHT) * relative))
     return sorted(scored, key=lambda item: (-item[1], item[0]))
 
 
-def coverage(text: str, terms: Sequence[str]) -> float:
-    """The share of ``terms`` (lower-case query words) that occur as words of ``text``."""
+def coverage(text: str, terms: Sequence[str], weights: dict[str, float] | None = None) -> float:
+    """The share of ``terms`` (lower-case query words) that occur as words of ``text``.
+
+    With ``weights`` (word -> weight; a word without one weighs 1), the weighted share.
+    """
     wanted = set(terms)
-    return len(wanted & set(re.findall(r"\w+", text.lower()))) / len(wanted) if wanted else 0.0
+    if not wanted:
+        return 0.0
+    found = wanted & set(re.findall(r"\w+", text.lower()))
+    if weights is None:
+        return len(found) / len(wanted)
+    total = sum(weights.get(term, 1.0) for term in wanted)
+    return sum(weights.get(term, 1.0) for term in found) / total if total > 0 else 0.0
 
 
 def is_weak(text: str, terms: Sequence[str], cosine: float | None) -> bool:
@@ -488,7 +521,8 @@ def search_with_info(
         warnings += server_search.consult(db, query, project_id=project_id, embedder=embedder)
 
     def keyword() -> list[tuple[int, float]]:
-        expression = fts_query(query, db, "memories_vocab", db.scalar("SELECT MAX(seq) FROM memories") or 0)
+        rows = db.scalar("SELECT MAX(seq) FROM memories") or 0
+        expression = fts_query(query, db, "memories_vocab", rows)
         if expression is None:
             return []
         filters = "" if include_superseded else " AND m.valid_until IS NULL"
@@ -505,6 +539,7 @@ def search_with_info(
             f"ORDER BY rank LIMIT {CANDIDATES}",
             params,
             query_terms(query),
+            term_weights(db, "memories_vocab", query_terms(query), rows),
         )
 
     def semantic() -> Callable[[], list[tuple[int, float]] | None]:
