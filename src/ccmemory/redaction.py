@@ -52,7 +52,7 @@ from bisect import bisect_right
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Iterable, Iterator
 
 REDACTED = "[REDACTED]"
 CONTEXT_TAG = "ccmemory-context"
@@ -652,100 +652,100 @@ def _anchor_starts(text: str, anchor: dict[str, Any]) -> list[tuple[int, int]]:
     return found
 
 
-def _decode(text: str) -> tuple[str, list[int], list[int], list[int]] | None:
-    """``text`` with one layer of escapes undone, and where each escape was: (decoded, at, source, width).
+class _View:
+    """A text as the rules read it, and where each change to the original went: the characters at
+    ``source[i]`` (``old[i]`` of them) of the original became ``new[i]`` characters at ``at[i]`` of ``text``."""
 
-    Each escape decodes to one character at ``at[i]`` of the decoded text, from ``width[i]``
-    characters at ``source[i]`` of ``text``. None when there is nothing to undo.
-    """
-    if "\\" not in text and "%" not in text and "&" not in text:
-        return None
+    __slots__ = ("text", "at", "source", "old", "new")
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.at: list[int] = []
+        self.source: list[int] = []
+        self.old: list[int] = []
+        self.new: list[int] = []
+
+    def start_of(self, position: int) -> int:
+        """The original position of the character at ``position`` (a changed run maps to its start)."""
+        index = bisect_right(self.at, position) - 1
+        if index < 0:
+            return position
+        if position < self.at[index] + self.new[index]:
+            return self.source[index]
+        return self.source[index] + self.old[index] + position - self.at[index] - self.new[index]
+
+    def end_of(self, end: int) -> int:
+        """The original end of a span ending (exclusive) at ``end``: a changed run it cuts goes with it whole."""
+        index = bisect_right(self.at, end - 1) - 1
+        if index >= 0 and end - 1 < self.at[index] + self.new[index]:
+            return self.source[index] + self.old[index]
+        return self.start_of(end)
+
+
+def _view(text: str, changes: Iterable[tuple[int, int, str]]) -> _View | None:
+    """``text`` with each (start, end, replacement) of ``changes`` (in order, not overlapping) made, or None
+    when there is none."""
     parts: list[str] = []
-    at: list[int] = []
-    source: list[int] = []
-    width: list[int] = []
-    position = 0
-    shift = 0
-    for escape in _ESCAPE.finditer(text):
-        token = escape.group()
-        if token[0] == "%":
-            char = chr(int(token[1:], 16))
-        elif token[0] == "&":
-            name = token[1:-1]
-            number = int(name[2:], 16) if name[:2] in ("#x", "#X") else int(name[1:]) if name[0] == "#" else None
-            char = _ENTITIES[name] if number is None else chr(min(number, 0x10FFFF))
-        elif token[1] in "ux":
-            char = chr(int(token[2:], 16))
-        else:
-            char = _SIMPLE_ESCAPES.get(token[1], token[1])
-        parts.append(text[position:escape.start()])
-        parts.append(char)
-        at.append(escape.start() - shift)
-        source.append(escape.start())
-        width.append(len(token))
-        shift += len(token) - 1
-        position = escape.end()
-    if not at:
+    view = _View()
+    position = shift = 0
+    for begin, finish, replacement in changes:
+        parts.append(text[position:begin])
+        parts.append(replacement)
+        view.at.append(begin + shift)
+        view.source.append(begin)
+        view.old.append(finish - begin)
+        view.new.append(len(replacement))
+        shift += len(replacement) - (finish - begin)
+        position = finish
+    if not view.at:
         return None
     parts.append(text[position:])
-    return "".join(parts), at, source, width
+    view.text = "".join(parts)
+    return view
 
 
-def _to_source(position: int, at: list[int], source: list[int], width: list[int]) -> int:
-    """The position in the encoded text of ``position`` in the decoded one (an escape maps to its whole)."""
-    index = bisect_right(at, position) - 1
-    if index < 0:
-        return position
-    if position == at[index]:
-        return source[index]
-    return source[index] + width[index] + position - at[index] - 1
+def _decode(text: str) -> _View | None:
+    """``text`` with one layer of escapes undone (each escape is one character), or None when there is
+    nothing to undo."""
+    if "\\" not in text and "%" not in text and "&" not in text:
+        return None
+    return _view(text, ((escape.start(), escape.end(), _unescaped(escape.group()))
+                        for escape in _ESCAPE.finditer(text)))
 
 
-def _normalized(text: str) -> tuple[str, list[int], list[int], list[int]] | None:
-    """``text`` as the rules read it when it is not plain ASCII, and where each changed character went.
+def _unescaped(token: str) -> str:
+    """The character an escape (``%41``, ``&amp;``, ``&#65;``, ``\\u0041``, ``\\n``) stands for."""
+    if token[0] == "%":
+        return chr(int(token[1:], 16))
+    if token[0] == "&":
+        name = token[1:-1]
+        number = int(name[2:], 16) if name[:2] in ("#x", "#X") else int(name[1:]) if name[0] == "#" else None
+        return _ENTITIES[name] if number is None else chr(min(number, 0x10FFFF))
+    if token[1] in "ux":
+        return chr(int(token[2:], 16))
+    return _SIMPLE_ESCAPES.get(token[1], token[1])
 
-    Each character in its NFKC form (full-width ``ｐａｓｓｗｏｒｄ＝`` is ``password=``, full-width digits
-    are digits) and every :data:`INVISIBLE` character dropped. Change ``i``: the character at
-    ``source[i]`` of ``text`` became ``length[i]`` characters (none for an invisible one) at ``at[i]``
-    of the normalised text. None when nothing changes: a text already in NFKC with nothing invisible
-    (Russian, Chinese, accented prose) costs two C-level checks.
+
+def _normalized(text: str) -> _View | None:
+    """``text`` as the rules read it when it is not plain ASCII: each character in its NFKC form
+    (full-width ``ｐａｓｓｗｏｒｄ＝`` is ``password=``, full-width digits are digits) and every
+    :data:`INVISIBLE` character dropped. None when nothing changes: a text already in NFKC with
+    nothing invisible (Russian, Chinese, accented prose) costs two C-level checks.
     """
     import unicodedata
 
     if unicodedata.is_normalized("NFKC", text) and not any(char in text for char in INVISIBLE):
         return None
-    parts: list[str] = []
-    at: list[int] = []
-    source: list[int] = []
-    length: list[int] = []
-    position = shift = 0
-    for run in _NOT_ASCII.finditer(text):
-        for index in range(run.start(), run.end()):
-            char = text[index]
-            folded = "" if char in INVISIBLE else unicodedata.normalize("NFKC", char)
-            if folded == char:
-                continue
-            parts.append(text[position:index])
-            parts.append(folded)
-            at.append(index + shift)
-            source.append(index)
-            length.append(len(folded))
-            shift += len(folded) - 1
-            position = index + 1
-    if not at:
-        return None
-    parts.append(text[position:])
-    return "".join(parts), at, source, length
 
+    def changes() -> Iterator[tuple[int, int, str]]:
+        for run in _NOT_ASCII.finditer(text):
+            for index in range(run.start(), run.end()):
+                char = text[index]
+                folded = "" if char in INVISIBLE else unicodedata.normalize("NFKC", char)
+                if folded != char:
+                    yield index, index + 1, folded
 
-def _from_normalized(position: int, at: list[int], source: list[int], length: list[int]) -> int:
-    """The position in the original text of the character at ``position`` of the normalised one."""
-    index = bisect_right(at, position) - 1
-    if index < 0:
-        return position
-    if position < at[index] + length[index]:
-        return source[index]
-    return source[index] + 1 + position - at[index] - length[index]
+    return _view(text, changes())
 
 
 def _scan_views(text: str) -> list[tuple[int, int, str]]:
@@ -758,10 +758,9 @@ def _scan_views(text: str) -> list[tuple[int, int, str]]:
     view = _normalized(text)
     if view is None:
         return spans
-    normalized, *changes = view
-    for start, end, replacement in _scan(normalized):
+    for start, end, replacement in _scan(view.text):
         if end > start:
-            spans.append((_from_normalized(start, *changes), _from_normalized(end - 1, *changes) + 1, replacement))
+            spans.append((view.start_of(start), view.end_of(end), replacement))
     return spans
 
 
@@ -773,17 +772,17 @@ def find_secrets(text: str) -> list[tuple[int, int, str]]:
     is mapped back to the characters of ``text`` it came from.
     """
     spans = _scan_views(text)
-    layers: list[tuple[list[int], list[int], list[int]]] = []
+    layers: list[_View] = []
     current = text
     for _ in range(MAX_DECODE_ROUNDS):
         decoded = _decode(current)
         if decoded is None:
             break
-        current, at, source, width = decoded
-        layers.append((at, source, width))
+        current = decoded.text
+        layers.append(decoded)
         for start, end, replacement in _scan_views(current):
             for layer in reversed(layers):
-                start, end = _to_source(start, *layer), _to_source(end, *layer)
+                start, end = layer.start_of(start), layer.end_of(end)
             spans.append((start, end, replacement))
     spans.sort()
     merged: list[tuple[int, int, str]] = []
