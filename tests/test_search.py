@@ -6,7 +6,7 @@ import numpy
 import pytest
 
 from ccmemory import db as database
-from ccmemory import embeddings, memories, projects, search
+from ccmemory import embeddings, memories, projects, search, tokens
 from ccmemory.errors import ValidationError
 
 CORPUS = [
@@ -322,6 +322,55 @@ def test_a_long_memory_is_found_by_its_last_paragraph(vdb, project_dir, embedder
     hits = search.search(vdb, "who tells clients about a new version", project_id=project, mode="semantic",
                          embedder=embedder, limit=3)
     assert hits[0].memory.id == long.id
+
+
+def _trip_with_a_pet_paragraph() -> tuple[str, str]:
+    """A long note: eight paragraphs planning a trip, and one about a sister's kitten in the middle of them."""
+    places = ["castle", "cathedral", "old market", "tile museum", "botanical garden", "harbour", "lighthouse",
+              "palace"]
+    days = [f"Day {n} of the Lisbon trip: take tram {n + 10} up to the {place} in the morning.\n"
+            f"Lunch is grilled sardines near the river, then a walk back along the {place} quarter.\n"
+            f"Tickets for the {place} are cheaper online, so book them the evening before."
+            for n, place in enumerate(places)]
+    pet = ("My sister Ana adopted a grey kitten called Pixel last weekend.\n"
+           "Pixel already sleeps on her keyboard and chases the cursor on the screen.\n"
+           "She asked whether kittens need a vaccine before they go outside.\n"
+           "The vet said Pixel should get the first shots at nine weeks and stay indoors until then.\n"
+           "Ana bought a scratching post, a small bed and a feather toy, and the kitten ignores all three.")
+    return "\n\n".join(days[:5] + [pet] + days[5:]), pet
+
+
+def test_a_long_memory_is_found_by_a_paragraph_it_mentions_once(vdb, project_dir, embedder):
+    """A paragraph in the middle of a long text about something else is a window of its own, not a sixth of
+    one: a question about it finds the memory above short notes that are about pets in general."""
+    project = projects.project_id(vdb, project_dir)
+    text, pet = _trip_with_a_pet_paragraph()
+    assert tokens.count(text[:text.index(pet)]) > tokens.CONTENT_TOKENS  # past the first vector
+    long = memories.add(vdb, project_id=project, content=text)
+    for note in ("Our office lets people bring dogs on Fridays",
+                 "The neighbour's cat keeps sitting on the garden wall",
+                 "Buy cat litter and kitten food at the pet shop on Saturday",
+                 "My brother is moving to Porto in the spring", *CORPUS):
+        memories.add(vdb, project_id=project, content=note)
+    embeddings.embed_pending(vdb, embedder)
+    hits = search.search(vdb, "what kind of pet did my sister adopt", project_id=project, mode="semantic",
+                         embedder=embedder, limit=3)
+    assert hits[0].memory.id == long.id
+
+
+def test_the_windows_of_a_long_text_end_at_its_breaks_and_cover_it():
+    """After the text whole, each window holds whole paragraphs (or lines, or sentences) of at most
+    WINDOW_TOKENS word pieces, and together they hold all the text once, in order."""
+    text, pet = _trip_with_a_pet_paragraph()
+    found = tokens.windows(text)
+    assert found[0] == text
+    assert pet in found[1:]
+    assert all(tokens.count(window) <= tokens.WINDOW_TOKENS for window in found[1:])
+    assert "\n\n".join(found[1:]) == text
+    long_line = " ".join(f"Sentence {n} says one more thing about the build." for n in range(60))
+    lines = tokens.windows(long_line)[1:]
+    assert len(lines) > 3 and all(window.endswith("build.") for window in lines)
+    assert " ".join(lines) == long_line
 
 
 def test_semantic_results_are_ranked_by_similarity_when_every_cosine_is_low(corpus, embedder):

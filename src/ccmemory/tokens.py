@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -191,18 +191,22 @@ def _split_estimated(text: str, limit: int) -> tuple[list[str], str]:
     return pieces, text[base:]
 
 
-#: Word pieces consecutive windows of a long text share (:func:`windows`), so that a sentence cut at one
-#: window's end is whole at the next one's start (an English sentence is ~20-30 word pieces).
-WINDOW_OVERLAP = 32
+#: Word pieces a window of a long text holds at most (:func:`windows`): half what the model reads, so
+#: a passage the text mentions once, among much about something else, is most of a window of its own.
+WINDOW_TOKENS = 128
+#: Where a window may end, strongest first: a blank line, a line's end, a sentence's end.
+WINDOW_BREAKS = (re.compile(r"\n\s*\n"), re.compile(r"\n"), re.compile(r"(?<=[.!?])\s+"))
 
 
 def windows(text: str, counter: Any = None) -> list[str]:
-    """What the encoder reads to represent all of ``text``: the text itself, then windows after its first.
+    """What the encoder reads to represent all of ``text``: the text itself, then the windows that cover it.
 
     The first item is ``text`` whole (the encoder reads its first :data:`CONTENT_TOKENS`, so its vector is
-    the one a text always had); each further window starts :data:`WINDOW_OVERLAP` word pieces before the
-    previous one ends and holds at most :data:`CONTENT_TOKENS`, until the end of the text is covered. A text
-    that fits, or any text when ``tokenizers`` is missing, gives ``[text]``.
+    the one a text always had). The windows after it follow the text's own breaks: the text is cut at
+    blank lines, a part still longer than :data:`WINDOW_TOKENS` at line ends, then at sentence ends, then
+    every :data:`WINDOW_TOKENS` word pieces; consecutive parts are packed into windows of at most
+    :data:`WINDOW_TOKENS`. A window ends where a thought does, so none needs to overlap the next. A text
+    that fits the model, or any text when ``tokenizers`` is missing, gives ``[text]``.
 
     Word pieces are those of ``counter`` (a :func:`counting_tokenizer`: the model's own, which the encoder
     cuts by), the shipped model's by default.
@@ -213,11 +217,31 @@ def windows(text: str, counter: Any = None) -> list[str]:
     offsets = loaded.encode(text, add_special_tokens=False).offsets
     if len(offsets) <= CONTENT_TOKENS:
         return [text]
-    stride = CONTENT_TOKENS - WINDOW_OVERLAP
-    found = [text]
-    start = stride
-    while start + WINDOW_OVERLAP < len(offsets):
-        end = min(start + CONTENT_TOKENS, len(offsets))
-        found.append(text[offsets[start][0]:offsets[end - 1][1]])
-        start += stride
-    return found
+    starts = [start for start, _ in offsets]
+    ends = [end for _, end in offsets]
+
+    def pieces(start: int, end: int) -> int:
+        """Word pieces of ``text[start:end]``, which is cut between word pieces."""
+        return bisect_right(ends, end) - bisect_left(starts, start)
+
+    def parts(start: int, end: int, level: int) -> list[tuple[int, int]]:
+        """``text[start:end]`` as spans of at most WINDOW_TOKENS, cut at the strongest breaks that do it."""
+        if pieces(start, end) <= WINDOW_TOKENS:
+            return [(start, end)] if pieces(start, end) else []
+        if level == len(WINDOW_BREAKS):
+            first, stop = bisect_left(starts, start), bisect_right(ends, end)
+            return [(starts[index], ends[min(index + WINDOW_TOKENS, stop) - 1])
+                    for index in range(first, stop, WINDOW_TOKENS)]
+        found: list[tuple[int, int]] = []
+        for cut in WINDOW_BREAKS[level].finditer(text, start, end):
+            found += parts(start, cut.start(), level + 1)
+            start = cut.end()
+        return found + parts(start, end, level + 1)
+
+    spans: list[tuple[int, int]] = []
+    for start, end in parts(0, len(text), 0):
+        if spans and pieces(spans[-1][0], end) <= WINDOW_TOKENS:
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+    return [text, *(text[start:end] for start, end in spans)]
