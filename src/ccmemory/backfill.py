@@ -109,13 +109,16 @@ class Report:
 
 def run(db: Database, config: Config, *, config_dir: str | None = None, project: str | None = None,
         since: str | None = None, dry_run: bool = False,
-        progress: Callable[[int, int], None] | None = None, report: Report | None = None) -> Report:
+        progress: Callable[[int, int], None] | None = None, report: Report | None = None,
+        stop: Callable[[], bool] | None = None) -> Report:
     """Bring in every past session (or those of ``project``, a path inside it; ended on or after ``since``, an
     ISO date) from Claude Code's transcripts under ``config_dir`` (default: its configuration folder).
 
     ``dry_run`` stores nothing and says what would be stored. ``progress(done, total)`` is called after
-    each session. Pass ``report`` to keep what was done when a KeyboardInterrupt ends the run (it is
-    raised on, after the session under way was rolled back).
+    each session. ``stop()`` is asked before each session: when it says so the run ends there, the report
+    marked interrupted (a Ctrl+C the caller caught: the report then counts exactly the sessions kept). Pass
+    ``report`` to keep what was done when a KeyboardInterrupt ends the run (it is raised on, after the
+    session under way was rolled back; one that was committed just before may then be missing from the count).
     """
     from . import clock, privacy, projects, transcript
 
@@ -137,6 +140,9 @@ def run(db: Database, config: Config, *, config_dir: str | None = None, project:
     cutoff = clock.parse(since) if since else None
     replay = _Replay(db, config, report, os.path.realpath(transcript.projects_dir(config_dir)), dry_run)
     for done, found in enumerate(files, 1):
+        if stop is not None and stop():
+            report.interrupted = True
+            break
         replay.session(found, wanted, cutoff)
         if progress is not None:
             progress(done, len(files))

@@ -2,13 +2,16 @@
 
 A thin door onto :mod:`ccmemory.backfill`: opens the store, runs it with a progress bar on
 stderr (at a terminal), prints the summary line and what was left out per project (``--json``:
-the report as JSON). Ctrl+C keeps the sessions done, says so and exits 130; the next run continues.
+the report as JSON). Ctrl+C ends the run after the session under way (a second Ctrl+C at once, rolling
+that session back), keeps the sessions done, says so and exits 130; the next run continues.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
+from typing import Any
 
 import click
 
@@ -37,6 +40,14 @@ def backfill(project: str | None, since: str | None, dry_run: bool, embed_after:
     report = backfilling.Report()
     db = open_db()
     bar = None
+    asked: list[int] = []
+
+    def stop_after_this_session(signum: int, _frame: Any) -> None:
+        if asked:
+            raise KeyboardInterrupt
+        asked.append(signum)
+
+    previous = signal.signal(signal.SIGINT, stop_after_this_session)
     try:
         progress = None
         if not as_json and sys.stderr.isatty():
@@ -48,7 +59,9 @@ def backfill(project: str | None, since: str | None, dry_run: bool, embed_after:
                 shown.length = total
                 shown.update(done - shown.pos)
         backfilling.run(db, config, project=os.path.abspath(project) if project else None, since=since,
-                        dry_run=dry_run, progress=progress, report=report)
+                        dry_run=dry_run, progress=progress, report=report, stop=lambda: bool(asked))
+        if report.interrupted:
+            raise KeyboardInterrupt
         if report.stored and not dry_run and not embed_after:
             embed_in_background(db)
     except KeyboardInterrupt:
@@ -61,6 +74,7 @@ def backfill(project: str | None, since: str | None, dry_run: bool, embed_after:
              "run `ccmemory backfill` again to continue.", err=True)
         sys.exit(INTERRUPTED_EXIT)
     finally:
+        signal.signal(signal.SIGINT, previous)
         if bar is not None:
             bar.__exit__(None, None, None)
         db.close()
