@@ -282,6 +282,7 @@ class _Replay:
             report.problem("working directory no longer exists (kept under its path)", path=cwd)
         session_id = next((r.session_id for r in main if r.session_id), None) or found.session_id
         turns = _turns(main, agents)
+        self.db.give_way()  # a hook's capture waiting for the lock goes first: sessions are taken back to back
         with self.db.transaction():
             summarised = self._summarised(session_id)
             stored = 0

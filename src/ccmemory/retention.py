@@ -127,6 +127,7 @@ def drop(db: Database, memory_ids: Sequence[str]) -> None:
     for start in range(0, len(memory_ids), _BATCH):
         batch = list(memory_ids[start:start + _BATCH])
         marks = ",".join("?" * len(batch))
+        db.give_way()
         with db.transaction():
             replaced = [r["target_id"] for r in db.rows(
                 f"SELECT target_id FROM memory_relationships WHERE relationship_type = 'SUPERSEDES' "

@@ -160,6 +160,7 @@ def import_file(db: Database, source: BinaryIO, *, redact: Callable[[str], str],
 
 
 def _load_batch(context: records.ImportContext, batch: list[tuple[int, bytes | None]], report: ImportReport) -> None:
+    context.db.give_way()
     with context.db.transaction():
         for number, line in batch:
             if line is None:

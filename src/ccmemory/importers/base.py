@@ -229,8 +229,12 @@ class Writer:
         return self._paths[project_id]
 
     def batch(self) -> ContextManager[Any]:
-        """One transaction around a source item's memories (none in a dry run): all of them or nothing."""
-        return nullcontext() if self.dry_run else self.db.transaction()
+        """One transaction around a source item's memories (none in a dry run): all of them or nothing. Writers
+        waiting for the lock (a hook's capture) go first (:meth:`ccmemory.db.Database.give_way`)."""
+        if self.dry_run:
+            return nullcontext()
+        self.db.give_way()
+        return self.db.transaction()
 
     def _known(self, project_id: int) -> set[str]:
         if project_id not in self._keys:
