@@ -26,7 +26,6 @@ it waits (a file in ``<db>-waiting/`` while it waits, :data:`WAITING_SUFFIX`), a
 from __future__ import annotations
 
 import os
-import stat
 import time
 
 try:  # the C module itself: sqlite3's Python layer would import datetime, ~2.5 ms of every hook
@@ -166,7 +165,7 @@ class Database:
             except OSError:  # its writer took the lock meanwhile
                 continue
             if not alive(pid):
-                _remove(marker)
+                paths.remove_quietly(marker)
             elif age < _WAITING_STALE_SECONDS:
                 found.append(pid)
         return found
@@ -219,25 +218,13 @@ def _waiting(path: str) -> Iterator[None]:
         yield
     finally:
         if marker is not None:
-            _remove(marker)
+            paths.remove_quietly(marker)
 
 
 def _waiting_folder(path: str) -> str | None:
     """The folder where writers of the database at ``path`` say they wait, when it is a folder of this user's."""
     folder = path + WAITING_SUFFIX
-    try:
-        found = os.lstat(folder)
-    except OSError:
-        return None
-    mine = not hasattr(os, "getuid") or found.st_uid == os.getuid()
-    return folder if stat.S_ISDIR(found.st_mode) and mine else None
-
-
-def _remove(path: str) -> None:
-    try:
-        os.remove(path)
-    except OSError:
-        pass
+    return folder if paths.own_folder(folder) else None
 
 
 def unavailable(exc: BaseException) -> bool:

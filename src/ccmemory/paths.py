@@ -24,6 +24,7 @@ module, and importing :mod:`pathlib` would cost each tool call ~10 ms.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 DB_FILENAME = "ccmemory.db"
@@ -154,6 +155,25 @@ def private_parent(path: str) -> None:
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         ensure_private_dir(parent)
+
+
+def own_folder(path: str) -> bool:
+    """Whether ``path`` is a real folder (not a symlink) of this user's, where ccmemory may keep its own files:
+    one of that name put in a shared folder such as ``/tmp`` by someone else, or a link, is not."""
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return False
+    mine = not hasattr(os, "getuid") or found.st_uid == os.getuid()
+    return stat.S_ISDIR(found.st_mode) and mine
+
+
+def remove_quietly(path: str) -> None:
+    """Remove the file at ``path``; one already gone (or that cannot be removed) is left as it is."""
+    try:
+        os.remove(path)
+    except OSError:
+        pass
 
 
 def make_private_file(path: str) -> None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import time
 
 from . import paths
@@ -72,23 +71,13 @@ def folder(db_path: str | None = None) -> str:
     return os.path.join(os.path.dirname(db_path or paths.db_path()), SPILL_DIR)
 
 
-def _own_folder(path: str) -> bool:
-    """Whether ``path`` is a real folder (not a symlink) of this user's."""
-    try:
-        found = os.lstat(path)
-    except OSError:
-        return False
-    mine = not hasattr(os, "getuid") or found.st_uid == os.getuid()
-    return stat.S_ISDIR(found.st_mode) and mine
-
-
 def _private_folder(path: str) -> str:
     """``path`` as a 0700 folder of this user's, made if missing; SpillError when something else is there."""
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
         pass
-    if not _own_folder(path):
+    if not paths.own_folder(path):
         raise SpillError(f"{path} is a symlink, not a folder, or another user's; ccmemory keeps no capture there. "
                          "Remove it: ccmemory makes its own.")
     if hasattr(os, "getuid"):
@@ -175,7 +164,7 @@ def _write(where: str, data: bytes) -> str:
         target = os.path.join(where, f"{time.time_ns():020d}-{os.urandom(6).hex()}{SUFFIX}")
         os.rename(temporary, target)
     except BaseException:
-        _remove(temporary)
+        paths.remove_quietly(temporary)
         raise
     return target
 
@@ -191,7 +180,7 @@ def drain(db: Database, limit: int = DRAIN_PER_RUN) -> tuple[int, list[str]]:
         names = os.listdir(where)
     except OSError:
         return 0, []
-    if not _own_folder(where):
+    if not paths.own_folder(where):
         return 0, [f"{where} is a symlink or another user's folder; the captures in it are not read. Remove it."]
     problems: list[str] = []
     given_back = _abandoned(where, names, problems)
@@ -221,7 +210,7 @@ def drain(db: Database, limit: int = DRAIN_PER_RUN) -> tuple[int, list[str]]:
                 break
             problems.append(_set_aside(where, claimed, name, f"could not be stored ({type(exc).__name__}: {exc})"))
             continue
-        _remove(claimed)
+        paths.remove_quietly(claimed)
         stored += 1
     return stored, problems
 
@@ -242,7 +231,7 @@ def _abandoned(where: str, names: list[str], problems: list[str]) -> list[str]:
         elif name.startswith(".") and name.endswith(".tmp"):
             try:
                 if time.time() - os.lstat(path).st_mtime > STALE_TEMPORARY_SECONDS:
-                    _remove(path)
+                    paths.remove_quietly(path)
             except OSError:
                 continue
     if returned:
@@ -299,12 +288,5 @@ def _set_aside(where: str, claimed: str, name: str, why: str) -> str:
             return f"the spilled capture {name} {why}; moved to {bad}"
     except (OSError, SpillError):
         pass
-    _remove(claimed)
+    paths.remove_quietly(claimed)
     return f"the spilled capture {name} {why}; deleted ({bad} is full or cannot be used)"
-
-
-def _remove(path: str) -> None:
-    try:
-        os.remove(path)
-    except OSError:
-        pass

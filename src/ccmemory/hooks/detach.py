@@ -91,18 +91,14 @@ def to_background(session_id: str) -> bool:
 
 def finished(session_id: str) -> None:
     """The capture's work is done: remove its marker, if it has one."""
-    _remove(os.path.join(_folder(), f"{_marker_name(session_id)}.{os.getpid()}"))
+    from .. import paths
 
-
-def _remove(marker: str) -> None:
-    try:
-        os.remove(marker)
-    except OSError:
-        pass
+    paths.remove_quietly(os.path.join(_folder(), f"{_marker_name(session_id)}.{os.getpid()}"))
 
 
 def wait_for_captures(session_id: str, hook: str) -> int:
     """Wait until no capture of ``session_id`` is in flight (bounded); returns how many were still running."""
+    from .. import paths
     from ..locks import alive
 
     folder = _folder()
@@ -119,7 +115,7 @@ def wait_for_captures(session_id: str, hook: str) -> int:
             if pid and alive(pid):
                 running.append(name)
             else:
-                _remove(os.path.join(folder, name))
+                paths.remove_quietly(os.path.join(folder, name))
         if not running or time.monotonic() >= deadline:
             return len(running)
         time.sleep(_POLL_SECONDS)
