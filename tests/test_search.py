@@ -437,6 +437,6 @@ def test_everyday_words_of_the_question_do_not_outweigh_the_word_that_matters(ho
     query = "I've been feeling like my sourdough starter needs something extra. Any advice?"
     hits = search.search(db, query, project_id=project, mode="keyword", limit=3, track=False)
     assert [hit.memory.id for hit in hits[:2]] == [starter.id, loaf.id]
-    weights = search.term_weights(db, "memories_vocab", search.query_terms(query), 8)
+    weights = search.term_weights(search.document_frequencies(db, "memories_vocab", search.query_terms(query)), 8)
     assert weights["sourdough"] > 3 * weights["my"] > 0
     db.close()

@@ -208,7 +208,8 @@ def stems(db: Database, words: Sequence[str]) -> list[list[str]]:
     return found
 
 
-def fts_query(query: str, db: Database | None = None, vocabulary: str | None = None, rows: int = 0) -> str | None:
+def fts_query(query: str, db: Database | None = None, vocabulary: str | None = None, rows: int = 0,
+              frequency: dict[str, int] | None = None) -> str | None:
     """A safe FTS5 expression: each word quoted (so `parse_config_v2` is a phrase), ORed.
 
     User syntax (quotes, operators, colons) can never cause an FTS5 syntax error.
@@ -216,11 +217,13 @@ def fts_query(query: str, db: Database | None = None, vocabulary: str | None = N
     :data:`COMMON_WORD_SHARE` of the rows, or in more than :data:`COMMON_WORD_MAX_ROWS`,
     are left out (unless nothing would be left): they barely change the ranking
     but make FTS5 score a large part of the table.
-    A word's frequency is that of its rarest index term (after stemming).
+    A word's frequency is that of its rarest index term (after stemming): :func:`document_frequencies`,
+    or ``frequency`` when the caller already looked them up.
     """
     terms = query_terms(query)
     if db is not None and vocabulary and rows > _COMMON_WORD_MIN_ROWS and terms:
-        frequency = document_frequencies(db, vocabulary, terms)
+        if frequency is None:
+            frequency = document_frequencies(db, vocabulary, terms)
         limit = min(rows * COMMON_WORD_SHARE, COMMON_WORD_MAX_ROWS)
         rare = [term for term in terms if frequency[term] <= limit]
         terms = rare or sorted(terms, key=lambda term: frequency[term])[:1]
@@ -239,17 +242,18 @@ def document_frequencies(db: Database, vocabulary: str, terms: Sequence[str]) ->
     return frequency
 
 
-def term_weights(db: Database, vocabulary: str, terms: Sequence[str], rows: int) -> dict[str, float]:
+def term_weights(frequency: dict[str, int], rows: int) -> dict[str, float]:
     """Each query word's weight in :func:`coverage`: its inverse document frequency, as BM25 counts it.
 
-    ``log(1 + (N - n + 0.5) / (n + 0.5))`` for a word in ``n`` of the ``N`` rows (``rows``, the
-    store's size): a word nearly every memory holds ("my", "like", "been") weighs almost nothing,
-    a word few hold weighs most, so a long memory that holds many of the question's everyday
-    words does not outrank one that holds the one word that matters.
+    ``log(1 + (N - n + 0.5) / (n + 0.5))`` for a word in ``n`` (``frequency``, from
+    :func:`document_frequencies`) of the ``N`` rows (``rows``, the store's size): a word nearly every
+    memory holds ("my", "like", "been") weighs almost nothing, a word few hold weighs most, so a long
+    memory that holds many of the question's everyday words does not outrank one that holds the one
+    word that matters.
     """
     rows = max(rows, 1)
     return {term: math.log(1.0 + (rows - min(count, rows) + 0.5) / (min(count, rows) + 0.5))
-            for term, count in document_frequencies(db, vocabulary, terms).items()}
+            for term, count in frequency.items()}
 
 
 def keyword_ranking(db: Database, sql: str, params: Sequence[Any], terms: Sequence[str],
@@ -522,7 +526,9 @@ def search_with_info(
 
     def keyword() -> list[tuple[int, float]]:
         rows = db.scalar("SELECT MAX(seq) FROM memories") or 0
-        expression = fts_query(query, db, "memories_vocab", rows)
+        terms = query_terms(query)
+        frequency = document_frequencies(db, "memories_vocab", terms)
+        expression = fts_query(query, db, "memories_vocab", rows, frequency)
         if expression is None:
             return []
         filters = "" if include_superseded else " AND m.valid_until IS NULL"
@@ -538,8 +544,8 @@ def search_with_info(
             f"WHERE memories_fts MATCH ? AND {covered} AND m.is_deleted = 0{filters} "
             f"ORDER BY rank LIMIT {CANDIDATES}",
             params,
-            query_terms(query),
-            term_weights(db, "memories_vocab", query_terms(query), rows),
+            terms,
+            term_weights(frequency, rows),
         )
 
     def semantic() -> Callable[[], list[tuple[int, float]] | None]:

@@ -226,8 +226,9 @@ def windows(text: str, counter: Any = None) -> list[str]:
 
     def parts(start: int, end: int, level: int) -> list[tuple[int, int]]:
         """``text[start:end]`` as spans of at most WINDOW_TOKENS, cut at the strongest breaks that do it."""
-        if pieces(start, end) <= WINDOW_TOKENS:
-            return [(start, end)] if pieces(start, end) else []
+        count = pieces(start, end)
+        if count <= WINDOW_TOKENS:
+            return [(start, end)] if count else []
         if level == len(WINDOW_BREAKS):
             first, stop = bisect_left(starts, start), bisect_right(ends, end)
             return [(starts[index], ends[min(index + WINDOW_TOKENS, stop) - 1])
