@@ -102,6 +102,30 @@ def test_a_failure_the_session_fixed_later_is_settled_not_a_gotcha(home: Path, p
         not in memory["content"].split("Errors:")[1]
 
 
+def test_a_failure_captured_after_the_call_that_fixed_it_is_still_settled(home: Path, project_dir: Path) -> None:
+    """Claude Code may start a failed call's hook late: capture stores the fix first, and "later" is the calls'
+    time, not the order of storing (seen in the real CLI)."""
+    from ccmemory import config as settings, db as database, lifecycle, observations, projects
+
+    config, root = settings.load(), str(project_dir)
+    failing = tool_call("late", project_dir, "Bash", {"command": "cat NOTES.md"}, None, "t1",
+                        event="PostToolUseFailure", error="Exit code 1\nNo such file")
+    passing = bash_call("late", project_dir, "cat NOTES.md", "# Notes", "t2")
+    db = database.connect(vectors=False)
+    try:
+        project = projects.project_id(db, root)
+        for payload, when in ((passing, "2026-11-27T09:53:09.056Z"), (failing, "2026-11-27T09:53:08.909Z")):
+            observations.store(db, observations.from_payload(payload, config, cwd=root, root=root), project_id=project,
+                               session_id="late", tool_use_id=payload["tool_use_id"], created_at=when)
+        lifecycle.end_session(db, config, project_id=project, session_id="late", cwd=root, root=root, prompts=[])
+    finally:
+        db.close()
+    by_call = {json.loads(m["metadata"]).get("tool_use_id"): m for m in memories_of(home, "late")}
+    assert by_call["t1"]["seq"] > by_call["t2"]["seq"]
+    assert (by_call["t1"]["category"], by_call["t1"]["tier"]) == ("general", "session")
+    assert json.loads(by_call["t1"]["metadata"])["fixed_by"] == by_call["t2"]["id"]
+
+
 def test_a_session_that_only_looked_gets_a_less_salient_summary(home: Path, project_dir: Path) -> None:
     write_transcript(project_dir / "q1.jsonl", ["Remind me how we fixed the login timeout?"])
     read = tool_call("q1", project_dir, "Read", {"file_path": str(project_dir / "auth.py")}, "def login(): ...", "t1")

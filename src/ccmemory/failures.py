@@ -39,7 +39,11 @@ def call_key(memory: Any) -> str | None:
 
 
 def settle(db: Database, observations: Sequence[Any]) -> int:
-    """Settle the session's failures that a later call fixed; returns how many changed (idempotent)."""
+    """Settle the session's failures that a later call fixed; returns how many changed (idempotent).
+
+    ``observations`` are in the order the calls happened (oldest first), which is what "later" means here:
+    capture may store a call after one that followed it (its hook started late), so the order of storing
+    (``seq``) says nothing."""
     latest_success: dict[str, Any] = {}
     settled = 0
     for memory in reversed(observations):  # newest first: remember the latest success of each kind
@@ -50,7 +54,7 @@ def settle(db: Database, observations: Sequence[Any]) -> int:
             latest_success.setdefault(key, memory)
             continue
         fixer = latest_success.get(key)
-        if memory.category == "gotcha" and fixer is not None and fixer.seq > memory.seq:
+        if memory.category == "gotcha" and fixer is not None:
             metadata = dict(memory.metadata, fixed_by=fixer.id)
             with db.transaction():
                 db.execute("UPDATE memories SET category = 'general', salience = min(salience, ?), metadata = ? "
