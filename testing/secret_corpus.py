@@ -186,6 +186,7 @@ def _lookalikes() -> list[str]:
         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB public key", "const key = event.key;", "dict.get(key, default)",
         "passwd -l bob", "auth_method = 'oauth'", "credentials_path = './creds.json'", "pk_test is a publishable prefix",
         "sig = inspect.signature(fn)", "x-request-id: 7f3c", "SEED=1234", "version: 2.1.330",
+        '{"kind": "Secret", "metadata": {"name": "db-creds"}}', '{"type": "password", "label": "Your password"}',
     ]
     return words
 
