@@ -26,9 +26,10 @@ secret is never cut in half first.
 * Text that is not plain ASCII is scanned again as the rules should read it (:func:`_normalized`: NFKC,
   :data:`INVISIBLE` characters dropped), so ``ｐａｓｓｗｏｒｄ＝…`` and a token split by a zero-width
   space are found; each hit is mapped back to its span of the original, nothing else changes.
-* Base64 whose decoded text holds a secret (an env file, a token) is redacted whole
-  (:func:`_base64_spans`, at most :data:`MAX_BASE64_DECODE` characters of a blob decoded), and so is
-  every value of a Kubernetes ``kind: Secret``'s ``data`` and ``stringData`` (:func:`_kubernetes_spans`).
+* Base64 whose decoded text holds a secret (an env file, a token), in the standard alphabet or the
+  URL-safe one (``-`` and ``_``), is redacted whole (:func:`_base64_spans`, at most
+  :data:`MAX_BASE64_DECODE` characters of a blob decoded), and so is every value of a Kubernetes
+  ``kind: Secret``'s ``data`` and ``stringData`` (:func:`_kubernetes_spans`).
 * A value is kept only when it is plainly not a credential: a bare variable reference
   (``$DB_PASSWORD``, ``${X}``, ``%X%``, ``$(cmd)``), a template (``{{ … }}``, ``<your-token>``), a
   mask (``***``), a type (``str``), a short number, or, after an unquoted name, code
@@ -98,6 +99,8 @@ _ESCAPE = re.compile(
 _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
 _NOT_ASCII = re.compile(r"[^\x00-\x7f]+")
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/]{%d,}={0,2}" % MIN_BASE64)
+#: Base64 in the URL-safe alphabet (``base64.urlsafe_b64encode``, JWT-style segments), read by the same rules.
+_BASE64_URL = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9_\-]{%d,}={0,2}(?![A-Za-z0-9+/])" % MIN_BASE64)
 #: Widths ``base64`` (76) and PEM or ``openssl base64`` (64) wrap their output at.
 _BASE64_WRAPS = (64, 76)
 _K8S_KIND = re.compile(r"""^[ \t]{0,80}(?:-[ \t]{1,8})?["']?kind["']?[ \t]{0,8}:[ \t]{0,8}["']?Secret["']?[ \t]{0,8}\r?$""",
@@ -530,6 +533,8 @@ def _scan(text: str) -> list[tuple[int, int, str]]:
     if "secret" in lower and "kind" in lower and "data" in lower:
         spans.extend(_kubernetes_spans(text))
     spans.extend(_base64_spans(text))
+    if "-" in text or "_" in text:
+        spans.extend(_url_safe_base64_spans(text))
     return spans
 
 
@@ -557,6 +562,14 @@ def _base64_spans(text: str) -> list[tuple[int, int, str]]:
         if _base64_hides_secret(text[found.start():end]):
             spans.append((found.start(), end, REDACTED))
         position = end
+
+
+def _url_safe_base64_spans(text: str) -> list[tuple[int, int, str]]:
+    """URL-safe base64 blobs (with a ``-`` or ``_``: the others are standard base64) whose decoded text holds a
+    secret, whole. Identifiers such as ``snake_case_names`` match too and decode to bytes that are not text."""
+    return [(found.start(), found.end(), REDACTED) for found in _BASE64_URL.finditer(text)
+            if ("-" in found.group() or "_" in found.group())
+            and _base64_hides_secret(found.group().replace("-", "+").replace("_", "/"))]
 
 
 def _base64_hides_secret(blob: str) -> bool:

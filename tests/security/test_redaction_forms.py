@@ -89,6 +89,9 @@ def _issue25_forms() -> list[tuple[str, str, str]]:
         secret = _secret()
         blob = base64.b64encode(f"APP=demo\nDB_PASSWORD={secret}\nDEBUG=1\n".encode()).decode()
         cases.append(("base64-env", template.format(b=blob), blob))
+    env = f"APP=demo~~??>>\nDB_PASSWORD={_secret()}\n".encode()  # "~~??>>" puts "-" and "_" in the URL-safe form
+    blob = base64.urlsafe_b64encode(env).decode()
+    cases.append(("base64-url-safe", f"ENV_B64={blob}", blob))
     token = "gh" + "p_" + "".join(_RNG.choice(string.ascii_letters + string.digits) for _ in range(36))
     blob = base64.b64encode(token.encode()).decode()
     cases.append(("base64-token", f"GITHUB_AUTH: {blob}", blob))
