@@ -6,7 +6,10 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
 1. **Candidates.** Keyword search (FTS5 with the Porter stemmer, every query
    word quoted, common English words dropped) and vector search (nearest
    neighbours of the query embedding) each give their best
-   :data:`CANDIDATES`, a fixed depth.
+   :data:`CANDIDATES`, a fixed depth. In hybrid mode every keyword candidate
+   gets its cosine too (:func:`ccmemory.vectors.similarities`): the sign bits
+   that pick the neighbours to rescore miss some memories whose exact cosine is
+   among the best, and fusion would count such a keyword match as dissimilar.
 2. **Fusion on one scale.** Each list's scores are made comparable before
    they are mixed, per query, with no absolute threshold: BM25 relative to
    the list's best hit (1 = best keyword match), and cosine similarity
@@ -84,6 +87,7 @@ MAX_QUERY_CHARS = 2_000
 #: Depth of each candidate list, whatever the limit (>= MAX_LIMIT).
 CANDIDATES = 100
 KEYWORD_WEIGHT = 0.6
+PEAK_FLOOR = 0.0
 #: Share of a keyword score that is term coverage rather than BM25.
 COVERAGE_WEIGHT = 0.5
 #: A hit is marked weak when it has fewer than this share of the query's words and its cosine is below
@@ -312,8 +316,8 @@ def fuse(by_keyword: list[tuple[int, float]], by_vector: list[tuple[int, float]]
     """
     by_vector = vector_scale(by_vector)
     depth = min(CANDIDATES, max(len(by_keyword), len(by_vector)))
-    keyword_weight = KEYWORD_WEIGHT * peak([score for _, score in by_keyword], depth)
-    vector_weight = (1.0 - KEYWORD_WEIGHT) * peak([score for _, score in by_vector], depth)
+    keyword_weight = KEYWORD_WEIGHT * (PEAK_FLOOR + (1.0 - PEAK_FLOOR) * peak([score for _, score in by_keyword], depth))
+    vector_weight = (1.0 - KEYWORD_WEIGHT) * (PEAK_FLOOR + (1.0 - PEAK_FLOOR) * peak([score for _, score in by_vector], depth))
     if keyword_weight + vector_weight <= 0:  # no side stands out (a store of one memory): the base weights
         keyword_weight, vector_weight = KEYWORD_WEIGHT, 1.0 - KEYWORD_WEIGHT
     total = keyword_weight + vector_weight
