@@ -87,7 +87,6 @@ MAX_QUERY_CHARS = 2_000
 #: Depth of each candidate list, whatever the limit (>= MAX_LIMIT).
 CANDIDATES = 100
 KEYWORD_WEIGHT = 0.6
-PEAK_FLOOR = 0.0
 #: Share of a keyword score that is term coverage rather than BM25.
 COVERAGE_WEIGHT = 0.5
 #: A hit is marked weak when it has fewer than this share of the query's words and its cosine is below
@@ -316,8 +315,8 @@ def fuse(by_keyword: list[tuple[int, float]], by_vector: list[tuple[int, float]]
     """
     by_vector = vector_scale(by_vector)
     depth = min(CANDIDATES, max(len(by_keyword), len(by_vector)))
-    keyword_weight = KEYWORD_WEIGHT * (PEAK_FLOOR + (1.0 - PEAK_FLOOR) * peak([score for _, score in by_keyword], depth))
-    vector_weight = (1.0 - KEYWORD_WEIGHT) * (PEAK_FLOOR + (1.0 - PEAK_FLOOR) * peak([score for _, score in by_vector], depth))
+    keyword_weight = KEYWORD_WEIGHT * peak([score for _, score in by_keyword], depth)
+    vector_weight = (1.0 - KEYWORD_WEIGHT) * peak([score for _, score in by_vector], depth)
     if keyword_weight + vector_weight <= 0:  # no side stands out (a store of one memory): the base weights
         keyword_weight, vector_weight = KEYWORD_WEIGHT, 1.0 - KEYWORD_WEIGHT
     total = keyword_weight + vector_weight
