@@ -386,6 +386,27 @@ def test_semantic_results_are_ranked_by_similarity_when_every_cosine_is_low(corp
     assert all(hit.weak for hit in hits)
 
 
+def test_a_keyword_candidate_the_nearest_neighbours_missed_is_scored_on_the_vector_side(corpus, embedder,
+                                                                                         monkeypatch):
+    """The sign bits let only the nearest few vectors through to rescoring; a memory the keyword search found is
+    scored exactly all the same, at least as the least similar of those rescored (0 once rescaled), so fusion never
+    counts a keyword match as dissimilar just because the coarse pass left it out."""
+    db, project, made = corpus
+    monkeypatch.setattr(search, "CANDIDATES", 1)
+    monkeypatch.setattr(search.vectors, "MIN_CANDIDATES", 1)
+    query = "network errors and retries"
+    finish = search.vector_ranking(db, "memory", query, project_id=project, embedder=embedder, warnings=[])
+    nearest = dict(finish(()))
+    outside = [memory for memory in made.values() if memory.seq not in nearest]
+    assert len(nearest) < len(CORPUS) and outside
+    vector = numpy.frombuffer(embedder.embed_query(query), dtype=numpy.float32)
+    both = dict(finish([memory.seq for memory in outside]))
+    assert {seq: both[seq] for seq in nearest} == nearest
+    for memory in outside:
+        exact = float(numpy.frombuffer(embedder.embed([memory.content])[0], dtype=numpy.float32) @ vector)
+        assert both[memory.seq] == pytest.approx(max(exact, min(nearest.values())), abs=0.01)
+
+
 ERRANDS = [
     "Garden notes: the tomatoes need staking, the basil bolted in the heat, users prove they watered, they mulch "
     "before signing off for the week",
@@ -415,7 +436,7 @@ def test_a_memory_found_only_by_meaning_is_not_buried_by_common_word_matches(vdb
     keyword = search.search(vdb, query, project_id=project, mode="keyword", limit=10, track=False)
     assert login.id not in [hit.memory.id for hit in keyword] and len(keyword) == len(ERRANDS)
     cosines = dict(search.vector_ranking(vdb, "memory", query, project_id=project, embedder=embedder,
-                                         warnings=[])())
+                                         warnings=[])(()))
     assert cosines[login.seq] - max(c for seq, c in cosines.items() if seq != login.seq) > 0.1
     hybrid = search.search(vdb, query, project_id=project, embedder=embedder, limit=5, track=False)
     assert login.id in [hit.memory.id for hit in hybrid]

@@ -18,7 +18,7 @@ import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from . import chunking, clock, fetch, html_text, markdown_blocks, paths, safe_files
 from .db import Database
@@ -283,7 +283,7 @@ def search_with_info(
             query_terms(query),
         )
 
-    def semantic() -> Callable[[], list[tuple[int, float]] | None]:
+    def semantic() -> Callable[[Sequence[int]], list[tuple[int, float]] | None]:
         return vector_ranking(db, "chunk", query, project_id=project_id, embedder=embedder, warnings=warnings)
 
     ranked, mode_used, _ = rank(mode, keyword, semantic, warnings)

@@ -6,7 +6,10 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
 1. **Candidates.** Keyword search (FTS5 with the Porter stemmer, every query
    word quoted, common English words dropped) and vector search (nearest
    neighbours of the query embedding) each give their best
-   :data:`CANDIDATES`, a fixed depth.
+   :data:`CANDIDATES`, a fixed depth. In hybrid mode every keyword candidate
+   gets its cosine too (:func:`ccmemory.vectors.similarities`): the sign bits
+   that pick the neighbours to rescore miss some memories whose exact cosine is
+   among the best, and fusion would count such a keyword match as dissimilar.
 2. **Fusion on one scale.** Each list's scores are made comparable before
    they are mixed, per query, with no absolute threshold: BM25 relative to
    the list's best hit (1 = best keyword match), and cosine similarity
@@ -354,7 +357,7 @@ def ordered(scores: dict[int, float]) -> list[tuple[int, float]]:
 def vector_ranking(
     db: Database, kind: str, query: str, *, project_id: int, embedder: Any, warnings: list[str],
     scope: str | None = None,
-) -> Callable[[], list[tuple[int, float]] | None]:
+) -> Callable[[Sequence[int]], list[tuple[int, float]] | None]:
     """Start a vector ranking; calling the result gives (seq, cosine similarity) nearest first.
 
     The query is embedded in a background thread (onnxruntime releases the
@@ -362,10 +365,15 @@ def vector_ranking(
     None, with a warning, when vectors or the model are unavailable. Without
     ``scope`` the project's items are ranked; with one (memories only), what it
     covers (:mod:`ccmemory.scopes`): the user-wide memories are few and ranked exactly.
+
+    The result is called with the keyword candidates (empty outside hybrid mode): those the nearest
+    neighbours missed are scored exactly too, at least as the lowest of the neighbours (0 once
+    rescaled), so fusion weighs every candidate on both sides instead of counting a memory the
+    coarse sign-bit pass let through as dissimilar.
     """
     if not db.vectors_loaded:
         warnings.append(f"Vector search unavailable ({db.vector_error}); showing keyword matches only.")
-        return lambda: None
+        return lambda also: None
     try:
         if embedder is None:
             from .embeddings import get_embedder
@@ -374,7 +382,7 @@ def vector_ranking(
         vectors.ensure_index(db, kind, embedder.model_id, embedder.dims)
     except Exception as exc:  # a model that cannot load must not break search
         warnings.append(f"Vector search unavailable ({exc}); showing keyword matches only.")
-        return lambda: None
+        return lambda also: None
     outcome: dict[str, Any] = {}
 
     def embed() -> None:
@@ -386,7 +394,7 @@ def vector_ranking(
     worker = threading.Thread(target=embed, name="ccmemory-query-embedding", daemon=True)
     worker.start()
 
-    def finish() -> list[tuple[int, float]] | None:
+    def finish(also: Sequence[int]) -> list[tuple[int, float]] | None:
         worker.join()
         if "error" in outcome:
             warnings.append(f"Vector search unavailable ({outcome['error']}); showing keyword matches only.")
@@ -400,7 +408,12 @@ def vector_ranking(
             found += [(seq, distance) for seq, distance in vectors.nearest_user_memories(
                 db, outcome["vector"], model_id=embedder.model_id) if seq not in seen]
             found = sorted(found, key=lambda item: item[1])[:max(vectors.MIN_CANDIDATES, CANDIDATES * 4)]
-        return [(seq, 1.0 - distance) for seq, distance in found]
+        seen = {seq for seq, _ in found}
+        farthest = max((distance for _, distance in found), default=None)
+        for seq, distance in vectors.similarities(db, kind, outcome["vector"], [seq for seq in also if seq not in seen],
+                                                  model_id=embedder.model_id):
+            found.append((seq, distance if farthest is None else min(distance, farthest)))
+        return [(seq, 1.0 - distance) for seq, distance in sorted(found, key=lambda item: item[1])]
 
     return finish
 
@@ -408,7 +421,7 @@ def vector_ranking(
 def rank(
     mode: str,
     keyword: Callable[[], list[tuple[int, float]]],
-    semantic: Callable[[], Callable[[], list[tuple[int, float]] | None]],
+    semantic: Callable[[], Callable[[Sequence[int]], list[tuple[int, float]] | None]],
     warnings: list[str],
 ) -> tuple[list[tuple[int, float]], str, dict[int, float]]:
     """Run the rankings the mode needs and put them on the 0..1 scale; falls back to keywords without vectors.
@@ -419,7 +432,7 @@ def rank(
         return keyword(), "keyword", {}
     finish_vector = semantic()
     by_keyword = keyword() if mode == "hybrid" else None
-    by_vector = finish_vector()
+    by_vector = finish_vector([seq for seq, _ in by_keyword or ()])
     if by_vector is None:
         return (keyword() if by_keyword is None else by_keyword), "keyword", {}
     if by_keyword is None:
@@ -548,7 +561,7 @@ def search_with_info(
             term_weights(frequency, rows),
         )
 
-    def semantic() -> Callable[[], list[tuple[int, float]] | None]:
+    def semantic() -> Callable[[Sequence[int]], list[tuple[int, float]] | None]:
         return vector_ranking(db, "memory", query, project_id=project_id, embedder=embedder, warnings=warnings,
                               scope=scope)
 

@@ -23,7 +23,7 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # db loads this module's extension when it opens the store: no import back at run time
@@ -296,6 +296,20 @@ def nearest_user_memories(db: Database, query: bytes, *, model_id: str) -> list[
     They are few (preferences, conventions), so they are ranked exactly, whatever project they were written in.
     """
     return _rescored(query, db.rows(USER_MEMORY_VECTORS, (model_id,)))
+
+
+def similarities(db: Database, kind: str, query: bytes, seqs: Sequence[int], *, model_id: str) -> list[tuple[int, float]]:
+    """(seq, cosine distance) of the given items to ``query`` (float32), exactly; an item without a vector is left out.
+
+    For candidates another ranking found (the keyword search's), so fusion weighs every candidate on both
+    sides: the sign bits of :func:`nearest` miss some items whose exact cosine is among the best.
+    """
+    if not seqs:
+        return []
+    _, emb_table, _ = KINDS[kind]
+    rows = db.rows(f"SELECT item_seq AS seq, vector FROM {emb_table} WHERE model = ({MODEL_NUMBER}) "
+                   f"AND item_seq IN ({','.join('?' * len(seqs))})", (model_id, *seqs))
+    return _rescored(query, rows)
 
 
 def _rescored(query: bytes, rows: list[dict[str, Any]]) -> list[tuple[int, float]]:
