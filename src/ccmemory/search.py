@@ -86,6 +86,10 @@ CANDIDATES = 100
 KEYWORD_WEIGHT = 0.6
 #: Share of a keyword score that is term coverage rather than BM25.
 COVERAGE_WEIGHT = 0.5
+#: Words of the passage a long memory's term coverage is counted on (:func:`coverage`): 150, the
+#: passage length of the long-document retrieval literature (Dai & Callan's MaxP), about a paragraph
+#: or a conversation turn; a memory this short (a turn, a fact) is counted whole.
+PASSAGE_WORDS = 150
 #: A hit is marked weak when it has fewer than this share of the query's words and its cosine is below
 #: :data:`WEAK_COSINE`. Only a label: it never drops or reorders a hit. The level is the built-in model's
 #: (all-MiniLM-L6-v2): on LoCoMo, half of the unrelated question-turn pairs of one conversation score
@@ -280,18 +284,53 @@ def keyword_ranking(db: Database, sql: str, params: Sequence[Any], terms: Sequen
 
 
 def coverage(text: str, terms: Sequence[str], weights: dict[str, float] | None = None) -> float:
-    """The share of ``terms`` (lower-case query words) that occur as words of ``text``.
+    """The share of ``terms`` (lower-case query words) that occur as words of ``text``'s best passage.
 
-    With ``weights`` (word -> weight; a word without one weighs 1), the weighted share.
+    With ``weights`` (word -> weight; a word without one weighs 1), the weighted share. A text of
+    at most :data:`PASSAGE_WORDS` words is one passage, counted whole. A longer one counts by its
+    best run of that many consecutive words (MaxP of the long-document retrieval literature): a
+    long session about something else holds most of a question's words scattered over it, while
+    the memory that answers holds them together, in the one paragraph that mentions the thing.
     """
     wanted = set(terms)
     if not wanted:
         return 0.0
-    found = wanted & set(re.findall(r"\w+", text.lower()))
+    words = re.findall(r"\w+", text.lower())
+    total = len(wanted) if weights is None else sum(weights.get(term, 1.0) for term in wanted)
+    if total <= 0:
+        return 0.0
+    if len(words) <= PASSAGE_WORDS:
+        found = wanted & set(words)
+    else:
+        found = _best_passage(words, wanted, weights)
     if weights is None:
-        return len(found) / len(wanted)
-    total = sum(weights.get(term, 1.0) for term in wanted)
-    return sum(weights.get(term, 1.0) for term in found) / total if total > 0 else 0.0
+        return len(found) / total
+    return sum(weights.get(term, 1.0) for term in found) / total
+
+
+def _best_passage(words: list[str], wanted: set[str], weights: dict[str, float] | None) -> set[str]:
+    """The query words in the run of :data:`PASSAGE_WORDS` consecutive ``words`` that holds the most of them (by weight).
+
+    Only the windows starting at a query word are looked at (any other run holds no more), and each
+    is found by sliding over the query words' places, so the cost is linear in the text's length.
+    """
+    places = [(place, word) for place, word in enumerate(words) if word in wanted]
+    best: set[str] = set()
+    best_weight = 0.0
+    held: dict[str, int] = {}
+    end = 0
+    for start, (first, _) in enumerate(places):
+        while end < len(places) and places[end][0] < first + PASSAGE_WORDS:
+            held[places[end][1]] = held.get(places[end][1], 0) + 1
+            end += 1
+        weight = len(held) if weights is None else sum(weights.get(term, 1.0) for term in held)
+        if weight > best_weight:
+            best, best_weight = set(held), weight
+        word = places[start][1]
+        held[word] -= 1
+        if not held[word]:
+            del held[word]
+    return best
 
 
 def is_weak(text: str, terms: Sequence[str], cosine: float | None) -> bool:
