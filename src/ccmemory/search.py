@@ -51,7 +51,8 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
    (:func:`spread_sessions`), so the other sessions that touched the same code
    show too.
 
-A hit that shares fewer than half of the query's words with it and whose
+A hit that shares fewer than half of the query's words with it (in its best
+passage, for a long memory: :func:`coverage`) and whose
 cosine is under :data:`WEAK_COSINE` is marked ``weak``: it is shown (it may
 still be the best there is), but as a weak match, never as a real hit.
 
@@ -86,10 +87,11 @@ CANDIDATES = 100
 KEYWORD_WEIGHT = 0.6
 #: Share of a keyword score that is term coverage rather than BM25.
 COVERAGE_WEIGHT = 0.5
-#: Words of the passage a long memory's term coverage is counted on (:func:`coverage`): 150, the
-#: passage length of the long-document retrieval literature (Dai & Callan's MaxP), about a paragraph
-#: or a conversation turn; a memory this short (a turn, a fact) is counted whole.
-PASSAGE_WORDS = 150
+#: Words of the passage a long memory's term coverage is counted on (:func:`coverage`): about what one
+#: window of the vector side holds (:data:`ccmemory.tokens.WINDOW_TOKENS`, 128 word pieces), and the
+#: passage length of dense passage retrieval, a paragraph or a conversation turn. A memory this short
+#: (a turn, a fact, most observations) is counted whole, as before.
+PASSAGE_WORDS = 100
 #: A hit is marked weak when it has fewer than this share of the query's words and its cosine is below
 #: :data:`WEAK_COSINE`. Only a label: it never drops or reorders a hit. The level is the built-in model's
 #: (all-MiniLM-L6-v2): on LoCoMo, half of the unrelated question-turn pairs of one conversation score
@@ -267,8 +269,10 @@ def keyword_ranking(db: Database, sql: str, params: Sequence[Any], terms: Sequen
     The score mixes BM25 relative to the best candidate with term coverage (the
     share of the query's words the text contains, common words included even when
     they were left out of the FTS query; each word counted by its ``weights``, see
-    :func:`term_weights`), weighted :data:`COVERAGE_WEIGHT`: BM25 alone lets one rare
-    word outweigh a text that has every word asked for.
+    :func:`term_weights`; a long text counted on its best passage, see :func:`coverage`),
+    weighted :data:`COVERAGE_WEIGHT`: BM25 alone lets one rare word outweigh a text
+    that has every word asked for. BM25 stays FTS5's, over the whole text: a
+    passage-level BM25 would need each candidate's words stemmed and counted again here.
     ``sql`` must select ``seq``, ``rank`` (FTS5's bm25, lower is better) and ``text``, ordered by rank.
     """
     rows = db.rows(sql, tuple(params))
