@@ -461,3 +461,31 @@ def test_everyday_words_of_the_question_do_not_outweigh_the_word_that_matters(ho
     weights = search.term_weights(search.document_frequencies(db, "memories_vocab", search.query_terms(query)), 8)
     assert weights["sourdough"] > 3 * weights["my"] > 0
     db.close()
+
+
+def test_a_long_memory_with_the_words_scattered_does_not_outrank_one_that_holds_them_together(home, project_dir):
+    """Coverage counts a long memory by its best passage (search.PASSAGE_WORDS words): a long session about moving
+    house that says "buy", "birthday", "cake" and "bakery" each in another part, and "buy" twice more, ranks below
+    a session about work that tells of the birthday cake in one paragraph. Counted over the whole text, both held
+    every word and the moving session's extra "buy" put it first."""
+    db = database.connect(vectors=False)
+    project = projects.project_id(db, project_dir)
+    filler = ("We talked through the schedule for the next few weeks and what still has to happen first. "
+              "Most of it is waiting on other people, so there is not much to do but check in now and then. ") * 4
+    moving = memories.add(db, project_id=project, content=(
+        f"I need to buy boxes and tape for the move. {filler}\n\nThe movers want to buy insurance. {filler}\n\n"
+        f"My sister's birthday is the week after. {filler}\n\nThe new kitchen has room for a cake stand. {filler}\n\n"
+        f"There is a bakery on the corner of the new street, and we may buy a sofa. {filler}"))
+    work = memories.add(db, project_id=project, content=(
+        f"The quarterly review went fine. {filler}\n\nFor my niece's birthday I went to buy a cake at the Rosewood "
+        f"bakery; she loved it. {filler}\n\nThe team is hiring again. {filler}\n\nThe office moves floors. {filler}"))
+    for topic in ("gardening", "taxes", "a new laptop"):
+        memories.add(db, project_id=project, content=f"Notes about {topic}: nothing decided yet.")
+    query = "Which bakery did I buy the birthday cake from?"
+    hits = search.search(db, query, project_id=project, mode="keyword", limit=2, track=False)
+    assert [hit.memory.id for hit in hits] == [work.id, moving.id]
+    terms = search.query_terms(query)
+    assert search.coverage(moving.content, terms) == 0.5 < search.coverage(work.content, terms) == 1.0
+    short = "Bought a birthday cake at the bakery"
+    assert search.coverage(short, terms) == 0.75  # a short memory is counted whole, as before
+    db.close()

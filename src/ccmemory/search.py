@@ -54,7 +54,8 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
    (:func:`spread_sessions`), so the other sessions that touched the same code
    show too.
 
-A hit that shares fewer than half of the query's words with it and whose
+A hit that shares fewer than half of the query's words with it (in its best
+passage, for a long memory: :func:`coverage`) and whose
 cosine is under :data:`WEAK_COSINE` is marked ``weak``: it is shown (it may
 still be the best there is), but as a weak match, never as a real hit.
 
@@ -89,6 +90,11 @@ CANDIDATES = 100
 KEYWORD_WEIGHT = 0.6
 #: Share of a keyword score that is term coverage rather than BM25.
 COVERAGE_WEIGHT = 0.5
+#: Words of the passage a long memory's term coverage is counted on (:func:`coverage`): about what one
+#: window of the vector side holds (:data:`ccmemory.tokens.WINDOW_TOKENS`, 128 word pieces), and the
+#: passage length of dense passage retrieval, a paragraph or a conversation turn. A memory this short
+#: (a turn, a fact, most observations) is counted whole, as before.
+PASSAGE_WORDS = 100
 #: A hit is marked weak when it has fewer than this share of the query's words and its cosine is below
 #: :data:`WEAK_COSINE`. Only a label: it never drops or reorders a hit. The level is the built-in model's
 #: (all-MiniLM-L6-v2): on LoCoMo, half of the unrelated question-turn pairs of one conversation score
@@ -266,8 +272,10 @@ def keyword_ranking(db: Database, sql: str, params: Sequence[Any], terms: Sequen
     The score mixes BM25 relative to the best candidate with term coverage (the
     share of the query's words the text contains, common words included even when
     they were left out of the FTS query; each word counted by its ``weights``, see
-    :func:`term_weights`), weighted :data:`COVERAGE_WEIGHT`: BM25 alone lets one rare
-    word outweigh a text that has every word asked for.
+    :func:`term_weights`; a long text counted on its best passage, see :func:`coverage`),
+    weighted :data:`COVERAGE_WEIGHT`: BM25 alone lets one rare word outweigh a text
+    that has every word asked for. BM25 stays FTS5's, over the whole text: a
+    passage-level BM25 would need each candidate's words stemmed and counted again here.
     ``sql`` must select ``seq``, ``rank`` (FTS5's bm25, lower is better) and ``text``, ordered by rank.
     """
     rows = db.rows(sql, tuple(params))
@@ -283,18 +291,53 @@ def keyword_ranking(db: Database, sql: str, params: Sequence[Any], terms: Sequen
 
 
 def coverage(text: str, terms: Sequence[str], weights: dict[str, float] | None = None) -> float:
-    """The share of ``terms`` (lower-case query words) that occur as words of ``text``.
+    """The share of ``terms`` (lower-case query words) that occur as words of ``text``'s best passage.
 
-    With ``weights`` (word -> weight; a word without one weighs 1), the weighted share.
+    With ``weights`` (word -> weight; a word without one weighs 1), the weighted share. A text of
+    at most :data:`PASSAGE_WORDS` words is one passage, counted whole. A longer one counts by its
+    best run of that many consecutive words (MaxP of the long-document retrieval literature): a
+    long session about something else holds most of a question's words scattered over it, while
+    the memory that answers holds them together, in the one paragraph that mentions the thing.
     """
     wanted = set(terms)
     if not wanted:
         return 0.0
-    found = wanted & set(re.findall(r"\w+", text.lower()))
+    words = re.findall(r"\w+", text.lower())
+    total = len(wanted) if weights is None else sum(weights.get(term, 1.0) for term in wanted)
+    if total <= 0:
+        return 0.0
+    if len(words) <= PASSAGE_WORDS:
+        found = wanted & set(words)
+    else:
+        found = _best_passage(words, wanted, weights)
     if weights is None:
-        return len(found) / len(wanted)
-    total = sum(weights.get(term, 1.0) for term in wanted)
-    return sum(weights.get(term, 1.0) for term in found) / total if total > 0 else 0.0
+        return len(found) / total
+    return sum(weights.get(term, 1.0) for term in found) / total
+
+
+def _best_passage(words: list[str], wanted: set[str], weights: dict[str, float] | None) -> set[str]:
+    """The query words in the run of :data:`PASSAGE_WORDS` consecutive ``words`` that holds the most of them (by weight).
+
+    Only the windows starting at a query word are looked at (any other run holds no more), and each
+    is found by sliding over the query words' places, so the cost is linear in the text's length.
+    """
+    places = [(place, word) for place, word in enumerate(words) if word in wanted]
+    best: set[str] = set()
+    best_weight = 0.0
+    held: dict[str, int] = {}
+    end = 0
+    for start, (first, _) in enumerate(places):
+        while end < len(places) and places[end][0] < first + PASSAGE_WORDS:
+            held[places[end][1]] = held.get(places[end][1], 0) + 1
+            end += 1
+        weight = len(held) if weights is None else sum(weights.get(term, 1.0) for term in held)
+        if weight > best_weight:
+            best, best_weight = set(held), weight
+        word = places[start][1]
+        held[word] -= 1
+        if not held[word]:
+            del held[word]
+    return best
 
 
 def is_weak(text: str, terms: Sequence[str], cosine: float | None) -> bool:
