@@ -28,14 +28,17 @@ FORBIDDEN = ("typing", "dataclasses", "pathlib", "logging", "asyncio", "click", 
              "markdown_it")
 
 #: Runs hooks/run.py as ``__main__`` in this process; each process (the hook and its detached capture
-#: child alike) writes its ``sys.modules`` to ``<out>/modules.<pid>`` just before ``os._exit`` ends it.
+#: child alike) writes its ``sys.modules`` to ``<out>/modules.<pid>`` just before ``os._exit`` ends it (whole: written
+#: under another name, then renamed).
 WRAPPER = """
 import os, sys
 script, event, out = sys.argv[1:4]
 real_exit = os._exit
 def _exit(code):
-    with open(os.path.join(out, "modules.%d" % os.getpid()), "w") as f:
+    part = os.path.join(out, "part.%d" % os.getpid())
+    with open(part, "w") as f:  # renamed when whole: the test reads a dump as soon as it appears
         f.write("\\n".join(sorted(sys.modules)))
+    os.rename(part, os.path.join(out, "modules.%d" % os.getpid()))
     real_exit(code)
 os._exit = _exit
 sys.argv = [script, event]
