@@ -295,10 +295,16 @@ def builtin_model_dir() -> Path:
 
     Assembled once under the data dir after every file passed its sha256 check;
     a stamp records the verified ONNX size and mtime so later starts skip hashing.
+    Each install of ccmemory (the plugin's runtime, a CLI installed apart) has a folder of its own, named
+    after where its ONNX file lives: two installs sharing one data dir would otherwise rebuild one folder
+    in turn, hashing the model again each time and replacing its files under a process loading them.
+    Files are written under a temporary name and renamed, so a reader sees each whole or not at all.
     """
     onnx = builtin_onnx_path()
     models = paths.ensure_private_dir(os.path.join(paths.ensure_private_dir(paths.data_dir()), "models"))
-    folder = Path(paths.ensure_private_dir(os.path.join(models, f"all-MiniLM-L6-v2-int8-{BUILTIN_ONNX_SHA256[:8]}")))
+    install = hashlib.sha256(str(onnx.resolve()).encode()).hexdigest()[:8]
+    folder = Path(paths.ensure_private_dir(os.path.join(
+        models, f"all-MiniLM-L6-v2-int8-{BUILTIN_ONNX_SHA256[:8]}-{install}")))
     stamp = folder / "verified"
     expected_stamp = f"{onnx}|{onnx.stat().st_size if onnx.exists() else 0}|{onnx.stat().st_mtime_ns if onnx.exists() else 0}"
     if stamp.exists() and stamp.read_text() == expected_stamp and (folder / "model.onnx").exists():
@@ -306,16 +312,17 @@ def builtin_model_dir() -> Path:
     problems = check_builtin_files()
     if problems:
         raise ModelError("The embedding model failed verification: " + "; ".join(problems))
+    partial = folder / f".partial-{os.getpid()}"
     for name in BUNDLED_FILES:
-        shutil.copyfile(Path(__file__).parent / "model_files" / name, folder / name)
-    target = folder / "model.onnx"
-    if target.exists() or target.is_symlink():
-        target.unlink()
+        shutil.copyfile(Path(__file__).parent / "model_files" / name, partial)
+        os.replace(partial, folder / name)
     try:
-        target.symlink_to(onnx)
+        partial.symlink_to(onnx)
     except OSError:  # e.g. Windows without symlink rights
-        shutil.copyfile(onnx, target)
-    stamp.write_text(expected_stamp)
+        shutil.copyfile(onnx, partial)
+    os.replace(partial, folder / "model.onnx")
+    partial.write_text(expected_stamp)
+    os.replace(partial, stamp)
     return folder
 
 
