@@ -102,6 +102,23 @@ def test_a_failure_the_session_fixed_later_is_settled_not_a_gotcha(home: Path, p
         not in memory["content"].split("Errors:")[1]
 
 
+def test_a_one_word_command_is_matched_whatever_its_description(home: Path, project_dir: Path) -> None:
+    """Claude describes each call in its own words: "make" failing as "Build it" and passing as "Build again"
+    is one command, so the failure is settled and the summary says "ran make"."""
+    failing = tool_call("d1", project_dir, "Bash", {"command": "make", "description": "Build it"}, None, "t1",
+                        event="PostToolUseFailure", error="Exit code 2")
+    passing = tool_call("d1", project_dir, "Bash", {"command": "make", "description": "Build again"},
+                        {"stdout": "ok", "stderr": ""}, "t2")
+    for payload in (failing, passing):
+        assert_quiet_success(run_hook("post_tool_use", payload, home))
+    assert_quiet_success(run_hook("stop", stop_payload("d1", project_dir, "Built."), home))
+    by_call = {json.loads(m["metadata"]).get("tool_use_id"): m for m in memories_of(home, "d1")}
+    assert by_call["t1"]["category"] == "general"
+    assert json.loads(by_call["t1"]["metadata"])["fixed_by"] == by_call["t2"]["id"]
+    [memory] = summaries(home, "d1")
+    assert "ran make; 1 failed call, 1 fixed later in the session" in memory["content"]
+
+
 def test_a_failure_captured_after_the_call_that_fixed_it_is_still_settled(home: Path, project_dir: Path) -> None:
     """Claude Code may start a failed call's hook late: capture stores the fix first, and "later" is the calls'
     time, not the order of storing (seen in the real CLI)."""

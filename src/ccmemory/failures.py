@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Any, Sequence
     from .db import Database
 
-from .observations import command_key, shown_command, tool_of
+from .observations import command_key_of, tool_of
 from .vocabulary import FILE_CHANGING_TOOLS
 
 SETTLED_SALIENCE = 0.45
@@ -30,7 +30,7 @@ def call_key(memory: Any) -> str | None:
     """What a captured call did, for matching a failure with a later success; None when unknown."""
     tool = tool_of(memory.metadata)
     if tool == "Bash":
-        key = command_key(shown_command(memory.metadata, marked=False))
+        key = command_key_of(memory.metadata)
         return f"Bash:{key}" if key else None
     if memory.files:
         family = "edit" if tool in FILE_CHANGING_TOOLS else tool

@@ -604,7 +604,7 @@ def shown_command(metadata: dict[str, Any], *, marked: bool = True) -> str:
 
     That is the command's first line, followed, when the command is one line, by its
     description in parentheses and (with ``marked``) the failure mark: what session summaries
-    and the local context list under "Commands", and what :func:`command_key` reads.
+    and the local context list under "Commands".
     """
     command = metadata.get("command")
     if not isinstance(command, str):
@@ -617,6 +617,13 @@ def shown_command(metadata: dict[str, Any], *, marked: bool = True) -> str:
 
 
 _WRAPPERS = ("sudo", "env", "time", "nice", "npx")
+
+
+def command_key_of(metadata: dict[str, Any]) -> str:
+    """:func:`command_key` of a Bash call's command ("" for another tool), read from the command alone: the
+    description Claude adds to a call ("make (Run it)") is not part of what the command does."""
+    command = metadata.get("command")
+    return command_key(command) if isinstance(command, str) else ""
 
 
 def command_key(command: str) -> str:

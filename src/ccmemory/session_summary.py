@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 from . import failures
 from .activity import decisions
 from .excerpts import cut
-from .observations import command_key, shown_command, tool_of
+from .observations import command_key_of, shown_command, tool_of
 from .vocabulary import CAPTURE_SOURCE, FILE_CHANGING_TOOLS, SUMMARY_SOURCE
 from .redaction import redact
 
@@ -129,7 +129,7 @@ def changed_something(observations: Sequence[Any]) -> bool:
         if tool in FILE_CHANGING_TOOLS:
             return True
         if tool == "Bash":
-            key = command_key(shown_command(memory.metadata))
+            key = command_key_of(memory.metadata)
             words = key.split()
             if words and words[0] not in _LOOKING_COMMANDS and " ".join(words[:2]) not in _LOOKING_COMMANDS:
                 return True
@@ -142,7 +142,7 @@ def what_it_did(observations: Sequence[Any], *, changed: Sequence[str]) -> str:
     if changed:
         parts.append(f"changed {', '.join(changed[:5])}" + (f" (+{len(changed) - 5} more)" if len(changed) > 5 else ""))
     ran = list(dict.fromkeys(
-        key for key in (command_key(shown_command(m.metadata)) for m in observations if tool_of(m.metadata) == "Bash")
+        key for key in (command_key_of(m.metadata) for m in observations if tool_of(m.metadata) == "Bash")
         if key))
     if ran:
         parts.append("ran " + ", ".join(ran[:5]))
