@@ -468,5 +468,57 @@ def test_hooks_that_run_late_and_out_of_order_store_the_transcripts_order_and_ti
     assert "Commands: wc -l app.py; make greet" in turn and after == ["Commands: ls tests"]
 
 
+def test_calls_whose_hooks_run_after_session_end_are_settled_and_promoted_as_a_backfill_does(
+        home: Path, claude: Path, project_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude Code may start a call's hook after SessionEnd: a failure whose hook ran after its fix takes its
+    transcript time and is settled (not promoted as a gotcha); a failure nothing fixed is promoted; as in a
+    backfill of the same transcript."""
+    recent = int(time.time()) - 1_780_000_000 - 900
+    session = (Transcript("ends", project_dir, start=recent).prompt("Make the tests pass")
+               .call("Bash", {"command": "pytest -x"}, "Exit code 1\nFAILED", error=True)
+               .call("Bash", {"command": "pytest -x tests/"}, {"stdout": "3 passed", "stderr": ""})
+               .call("Bash", {"command": "npm run lint"}, "Exit code 2", error=True)
+               .reply("The tests pass; lint still fails."))
+    path = session.write(claude)
+    lines = [json.loads(line) for line in session.lines]
+    results = {block["tool_use_id"]: (line, block) for line in lines if isinstance(line["message"]["content"], list)
+               for block in line["message"]["content"] if block.get("type") == "tool_result"}
+    base = {"session_id": "ends", "transcript_path": str(path), "cwd": str(project_dir)}
+
+    def captured(tool_use_id: str) -> dict[str, Any]:
+        call = next(block for line in lines if isinstance(line["message"]["content"], list)
+                    for block in line["message"]["content"] if block.get("id") == tool_use_id)
+        line, result = results[tool_use_id]
+        if result["is_error"]:
+            return dict(base, hook_event_name="PostToolUseFailure", tool_name=call["name"], tool_input=call["input"],
+                        tool_use_id=tool_use_id, error=result["content"])
+        return dict(base, hook_event_name="PostToolUse", tool_name=call["name"], tool_input=call["input"],
+                    tool_use_id=tool_use_id, tool_response=line["toolUseResult"])
+
+    live = tmp_path / "live-home"
+    run_hook("session_start", dict(base, hook_event_name="SessionStart", source="startup"), live, cwd=project_dir)
+    run_hook("post_tool_use", captured("toolu_ends_2"), live, cwd=project_dir)
+    run_hook("stop", dict(base, hook_event_name="Stop", last_assistant_message=session_reply(session)), live,
+             cwd=project_dir)
+    run_hook("session_end", dict(base, hook_event_name="SessionEnd", reason="exit"), live, cwd=project_dir)
+    for tool_use_id in ("toolu_ends_1", "toolu_ends_3"):  # their hooks start only now
+        run_hook("post_tool_use", captured(tool_use_id), live, cwd=project_dir)
+    run(claude)
+
+    def calls(data: Path) -> list[tuple[Any, ...]]:
+        monkeypatch.setenv("CCMEMORY_HOME", str(data))
+        found = stored("SELECT id, dedupe_key, created_at, tier, category, salience, metadata FROM memories "
+                       "WHERE source = 'capture' ORDER BY created_at, seq")
+        keys = {row["id"]: row["dedupe_key"] for row in found}
+        return [(row["dedupe_key"], row["created_at"], row["tier"], row["category"], row["salience"],
+                 keys.get(json.loads(row["metadata"]).get("fixed_by"))) for row in found]
+
+    live_calls = calls(live)
+    assert [(key, tier, category, fixed_by) for key, _, tier, category, _, fixed_by in live_calls] == [
+        ("toolu_ends_1", "session", "general", "toolu_ends_2"), ("toolu_ends_2", "session", "general", None),
+        ("toolu_ends_3", "project", "gotcha", None)]
+    assert live_calls == calls(home)
+
+
 def session_reply(session: Transcript) -> str:
     return json.loads(session.lines[-1])["message"]["content"][0]["text"]

@@ -97,6 +97,58 @@ def test_session_end_leaves_no_process_behind(home: Path, project_dir: Path) -> 
     assert result.stdout.decode().strip() == "gone", result.stderr.decode()
 
 
+# -- captures that come after SessionEnd --------------------------------------------------------------
+
+def by_call(home: Path, session_id: str) -> dict[str, dict]:
+    return {m["dedupe_key"]: m for m in memories_of(home, session_id) if m["source"] == "capture"}
+
+
+def failing_call(session_id: str, project: Path, command: str, tool_use_id: str) -> dict:
+    return tool_call(session_id, project, "Bash", {"command": command}, None, tool_use_id,
+                     event="PostToolUseFailure", error="Exit code 1\n1 failed")
+
+
+def test_a_fixing_call_captured_after_session_end_settles_the_failure_it_promoted(home: Path,
+                                                                                  project_dir: Path) -> None:
+    """Claude Code may start a call's hook after SessionEnd: the failure SessionEnd promoted as a gotcha is
+    settled and goes back to the session tier, as a backfill of the session (which sees both calls) leaves it."""
+    assert_quiet_success(run_hook("post_tool_use", failing_call("l1", project_dir, "pytest -q", "t1"), home))
+    assert_quiet_success(run_hook("session_end", session_end("l1", project_dir), home))
+    assert (by_call(home, "l1")["t1"]["category"], by_call(home, "l1")["t1"]["tier"]) == ("gotcha", "project")
+    assert_quiet_success(run_hook("post_tool_use", bash_call("l1", project_dir, "pytest tests/", "3 passed", "t2"),
+                                  home))
+    stored = by_call(home, "l1")
+    failure = stored["t1"]
+    assert (failure["category"], failure["tier"]) == ("general", "session")
+    assert failure["salience"] <= 0.5 and json.loads(failure["metadata"])["fixed_by"] == stored["t2"]["id"]
+    assert stored["t2"]["tier"] == "session"
+    assert "session l1 had ended: settled and promoted again" in log_text(home)
+
+
+def test_a_failing_call_captured_after_session_end_is_promoted(home: Path, project_dir: Path) -> None:
+    assert_quiet_success(run_hook("post_tool_use", bash_call("l2", project_dir, "ls", "a", "t1"), home))
+    assert_quiet_success(run_hook("session_end", session_end("l2", project_dir), home))
+    assert_quiet_success(run_hook("post_tool_use", failing_call("l2", project_dir, "make", "t2"), home))
+    stored = by_call(home, "l2")
+    assert (stored["t2"]["category"], stored["t2"]["tier"]) == ("gotcha", "project")
+    assert stored["t1"]["tier"] == "session"
+
+
+def test_a_resumed_session_is_not_over_until_it_ends_again(home: Path, project_dir: Path) -> None:
+    """SessionStart of a resumed session takes its end back: its failures wait for its next SessionEnd, which
+    may find them fixed."""
+    assert_quiet_success(run_hook("post_tool_use", bash_call("l3", project_dir, "ls", "a", "t1"), home))
+    assert_quiet_success(run_hook("session_end", session_end("l3", project_dir), home))
+    assert "closed_at" in json.loads(rows(home, "SELECT metadata FROM sessions WHERE id = 'l3'")[0]["metadata"])
+    assert run_hook("session_start", session_start("l3", project_dir, "resume"), home).returncode == 0
+    assert "closed_at" not in json.loads(rows(home, "SELECT metadata FROM sessions WHERE id = 'l3'")[0]["metadata"])
+    assert_quiet_success(run_hook("post_tool_use", failing_call("l3", project_dir, "make -j4", "t2"), home))
+    assert by_call(home, "l3")["t2"]["tier"] == "session"
+    assert_quiet_success(run_hook("post_tool_use", bash_call("l3", project_dir, "make -j2", "built", "t3"), home))
+    assert_quiet_success(run_hook("session_end", session_end("l3", project_dir), home))
+    assert (by_call(home, "l3")["t2"]["category"], by_call(home, "l3")["t2"]["tier"]) == ("general", "session")
+
+
 # -- SessionStart ----------------------------------------------------------------------------------------
 
 def seed_project(home: Path, project_dir: Path) -> None:

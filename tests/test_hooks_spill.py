@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from testing.cli import invoke as run
-from testing.hooks import assert_quiet_success, bash_call, log_text, memories_of, rows, run_hook
+from testing.hooks import assert_quiet_success, bash_call, common, log_text, memories_of, rows, run_hook, tool_call
 
 from ccmemory import db as database, migrations, spill
 
@@ -150,3 +150,29 @@ def test_captures_draining_at_once_store_each_spilled_capture_once(home: Path, p
     assert contents == sorted([f"Ran: echo {index} (Run it)\nOutput:\n{index}" for index in range(spill.DRAIN_PER_RUN)]
                               + ["Ran: ls (Run it)\nOutput:\na"] * 4)
     assert list((home / "spill").iterdir()) == []
+
+
+def test_captures_spilled_for_a_session_that_ended_since_are_settled_and_promoted_when_stored(
+        home: Path, project_dir: Path) -> None:
+    """A spilled capture may be stored long after its session ended, by a capture of another session: the
+    session it belongs to is then settled and promoted as its SessionEnd would have done with it."""
+    failing = [tool_call("s-ended", project_dir, "Bash", {"command": command}, None, tool_use_id,
+                         event="PostToolUseFailure", error="Exit code 1") for command, tool_use_id in
+               (("pytest -q", "toolu_fails"), ("npm run build", "toolu_unfixed"))]
+    assert_quiet_success(run_hook("post_tool_use", failing[0], home))
+    set_schema_version(home, migrations.target_version() + 1)  # the store refuses the next two captures
+    for payload in (bash_call("s-ended", project_dir, "pytest tests/", "3 passed", "toolu_fix"), failing[1]):
+        assert_quiet_success(run_hook("post_tool_use", payload, home))
+    assert len(spilled(home)) == 2
+    set_schema_version(home, migrations.target_version())
+    assert_quiet_success(run_hook("session_end", common("s-ended", project_dir, "SessionEnd", reason="other"), home))
+    assert [(m["dedupe_key"], m["tier"]) for m in memories_of(home, "s-ended") if m["source"] == "capture"] == \
+        [("toolu_fails", "project")]
+
+    assert_quiet_success(run_hook("post_tool_use", bash_call("s-next", project_dir, "ls", "a", "toolu_next"), home))
+    assert spilled(home) == []
+    stored = {m["dedupe_key"]: m for m in memories_of(home, "s-ended") if m["source"] == "capture"}
+    assert (stored["toolu_fails"]["category"], stored["toolu_fails"]["tier"]) == ("general", "session")
+    assert json.loads(stored["toolu_fails"]["metadata"])["fixed_by"] == stored["toolu_fix"]["id"]
+    assert (stored["toolu_unfixed"]["category"], stored["toolu_unfixed"]["tier"]) == ("gotcha", "project")
+    assert [m["tier"] for m in memories_of(home, "s-next")] == ["session"]

@@ -8,12 +8,18 @@ At the end of a turn: the session's extractive summary is rewritten from what ca
 (:mod:`ccmemory.session_summary`, which first settles the failures a later call fixed), and the
 turn's entry is added to the directory's rolling local context (:mod:`ccmemory.activity`).
 
-At the end of a session: a session that never reached Stop gets its summary now, failures are
-settled, the last turn's local context entry is written when that turn never reached Stop, the
-session is marked ended, its session-tier memories above ``promotion.min_salience`` are
-promoted to the project tier, and its curated memories that recur near-identically in another
-project are proposed for the user's scope (:func:`ccmemory.scopes.propose`; nothing moves until
-the user accepts). Only short SQLite writes: SessionEnd has 1.5 s in all.
+At the end of a session: the session is marked over (:func:`ccmemory.sessions.end`, first, so a capture
+committing meanwhile is either read here or sees the mark), a session that never reached Stop gets its
+summary now, failures are settled, the last turn's local context entry is written when that turn never
+reached Stop, its session-tier memories above ``promotion.min_salience`` are promoted to the project tier,
+and its curated memories that recur near-identically in another project are proposed for the user's scope
+(:func:`ccmemory.scopes.propose`; nothing moves until the user accepts). Only short SQLite writes:
+SessionEnd has 1.5 s in all.
+
+After the end, a capture may still come: Claude Code can start a call's hook after SessionEnd, and a
+capture the database refused waits in the spill folder for a later capture, of any session, to store it
+(:mod:`ccmemory.spill`). :func:`after_late_capture` then does for that session what its end does with
+captures, so live capture ends as a backfill of the same transcript does.
 Standard library only: the hooks import it.
 """
 
@@ -58,11 +64,12 @@ def end_session(db: Any, config: Config, *, project_id: int, session_id: str, cw
     """SessionEnd's work (see the module docstring); returns the id of a summary written now (else None) and
     how many memories were promoted. ``times`` as for :func:`end_turn` (calls captured since the last Stop)."""
     from . import activity, failures, memories, scopes, sessions
-    from .observations import retime
+    from .observations import not_stored, retime
     from .session_summary import session_observations, summarize_from, summary_memory_id
 
     if times:
         retime(db, session_id, times)
+    sessions.end(db, session_id, awaited=not_stored(db, session_id, times or {}))
     new_summary = None
     if summary_memory_id(db, session_id) is None:
         new_summary = summarize_from(db, project_id=project_id, session_id=session_id, root=root,
@@ -73,7 +80,35 @@ def end_session(db: Any, config: Config, *, project_id: int, session_id: str, cw
     activity.record_turn(db, directory=cwd, session_id=session_id, observations=observations,
                          prompt=prompts[-1] if prompts else None, last_message=None, root=root,
                          enabled_by_default=config.get("local_context", "enabled"))
-    sessions.end(db, session_id)
     promoted = memories.promote(db, session_id, float(config.get("promotion", "min_salience")))
     scopes.propose(db, session_id)
     return new_summary, promoted
+
+
+def after_late_capture(db: Any, config: Config, session_id: str) -> bool:
+    """A capture was just stored for ``session_id``: when the session is already over, do what its end does with
+    captures (see the module docstring); False, after one look-up, when it is not over.
+
+    The session's captures first take the transcript times its end saw for calls not stored yet
+    (:func:`ccmemory.sessions.awaited_calls`), then its failures a later call fixed are settled; a failure
+    settled now that the end had promoted (only its salience put it there) goes back to the session tier;
+    what is above ``promotion.min_salience`` is promoted. One short transaction, a few statements, in the
+    capture child. The summary and the local context entry are left as the end wrote them: rewriting them
+    needs the transcript's prompts and last reply, a read of up to 20 MB for each late capture.
+    """
+    from . import failures, memories, sessions
+
+    awaited = sessions.awaited_calls(db, session_id)
+    if awaited is None:
+        return False
+    from .observations import retime
+    from .session_summary import session_observations
+
+    with db.transaction():
+        retime(db, session_id, awaited)
+        observations = session_observations(db, session_id)
+        promoted_gotchas = [m for m in observations if m.category == "gotcha" and m.tier == "project"]
+        failures.settle(db, observations)
+        memories.demote(db, [m.id for m in promoted_gotchas if m.category != "gotcha"])
+        memories.promote(db, session_id, float(config.get("promotion", "min_salience")))
+    return True

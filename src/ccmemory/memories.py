@@ -634,6 +634,17 @@ def promote(db: Database, session_id: str, min_salience: float) -> int:
         return db.changes()
 
 
+def demote(db: Database, memory_ids: Sequence[str]) -> int:
+    """Move these memories back to the session tier (a user-wide one stays at the project tier, as it must)."""
+    if not memory_ids:
+        return 0
+    marks = ",".join("?" * len(memory_ids))
+    with db.transaction():
+        db.execute(f"UPDATE memories SET tier = 'session', updated_at = ? WHERE id IN ({marks}) "
+                   "AND tier = 'project' AND scope <> 'user'", (clock.now(), *memory_ids))
+        return db.changes()
+
+
 def supersede(db: Database, old_memory_id: str, new_memory_id: str, *,
               project_id: int | None) -> tuple[Memory, Memory]:
     """Record that a newer memory replaces an older one.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from . import clock, excerpts
 from .db import Database
 from .errors import NotFoundError, ValidationError
@@ -71,11 +73,63 @@ def set_summary(db: Database, session_id: str, summary: str) -> None:
                    (redact(summary), clock.now(), session_id))
 
 
-def end(db: Database, session_id: str) -> bool:
-    """Mark a session ended now (a resumed session ends again later); False when it is unknown."""
+#: In ``sessions.metadata``: when the session's end ran (SessionEnd, or a backfill's end of the session). Unlike
+#: ``ended_at``, which every Stop also moves, it says the session is over: a capture stored after it is late
+#: (:func:`ccmemory.lifecycle.after_late_capture`). A resumed session drops it (:func:`reopen`).
+CLOSED_KEY = "closed_at"
+#: In ``sessions.metadata``: ``tool_use_id`` -> transcript time of the calls the transcript showed answered at
+#: the session's end that capture had not stored yet (their hook started late), so a late capture takes its
+#: transcript time as a call stored before the end did.
+AWAITED_KEY = "awaited_calls"
+
+
+def _metadata(db: Database, session_id: str) -> dict[str, Any] | None:
+    """The session's metadata (``{}`` when it is not a JSON object), None when the session is unknown."""
+    raw = db.scalar("SELECT metadata FROM sessions WHERE id = ?", (session_id,))
+    if raw is None:
+        return None
+    try:
+        metadata = json.loads(raw)
+    except ValueError:
+        return {}
+    return metadata if isinstance(metadata, dict) else {}
+
+
+def end(db: Database, session_id: str, *, awaited: dict[str, str] | None = None) -> bool:
+    """Mark a session ended now (a resumed session ends again later), ``awaited`` kept as :data:`AWAITED_KEY`;
+    False when it is unknown."""
     with db.transaction():
-        db.execute("UPDATE sessions SET ended_at = ? WHERE id = ?", (clock.now(), session_id))
-        return db.changes() > 0
+        metadata = _metadata(db, session_id)
+        if metadata is None:
+            return False
+        now = clock.now()
+        metadata[CLOSED_KEY] = now
+        metadata[AWAITED_KEY] = dict(awaited or {})
+        db.execute("UPDATE sessions SET ended_at = ?, metadata = ? WHERE id = ?",
+                   (now, json.dumps(metadata), session_id))
+        return True
+
+
+def awaited_calls(db: Database, session_id: str) -> dict[str, str] | None:
+    """None while the session is not over (its end never ran, or it was resumed since); else the transcript
+    times of the calls its end was still waiting for (:data:`AWAITED_KEY`). One look-up by primary key."""
+    metadata = _metadata(db, session_id)
+    if not metadata or not metadata.get(CLOSED_KEY):
+        return None
+    awaited = metadata.get(AWAITED_KEY)
+    if not isinstance(awaited, dict):
+        return {}
+    return {key: value for key, value in awaited.items() if isinstance(value, str)}
+
+
+def reopen(db: Database, session_id: str) -> None:
+    """The session runs again (resumed): it is no longer over, so its captures are not late."""
+    metadata = _metadata(db, session_id)
+    if metadata and CLOSED_KEY in metadata:
+        metadata.pop(CLOSED_KEY)
+        metadata.pop(AWAITED_KEY, None)
+        with db.transaction():
+            db.execute("UPDATE sessions SET metadata = ? WHERE id = ?", (json.dumps(metadata), session_id))
 
 
 def recent(db: Database, project_id: int, *, limit: int = 5, with_summary: bool = False,

@@ -22,6 +22,9 @@ The next capture child that stores its own observation calls :func:`drain`: up t
 its transaction committed; a claim whose process died is given back. A file that cannot be read
 or stored is moved to ``spill/bad/`` with the reason returned to the caller, never retried.
 
+A capture stored into a session that has ended since is late: the capture hook then settles and
+promotes that session as its end would have (:func:`ccmemory.lifecycle.after_late_capture`).
+
 Standard library only and cheap to import; nothing here logs: the capture hook logs what
 :func:`save` raises and what :func:`drain` returns.
 """
@@ -169,8 +172,9 @@ def _write(where: str, data: bytes) -> str:
     return target
 
 
-def drain(db: Database, limit: int = DRAIN_PER_RUN) -> tuple[int, list[str]]:
-    """Store up to ``limit`` spilled captures, oldest first; returns how many were stored and what went wrong.
+def drain(db: Database, limit: int = DRAIN_PER_RUN) -> tuple[list[str], list[str]]:
+    """Store up to ``limit`` spilled captures, oldest first; returns the session of each capture stored (the
+    caller finishes those already over, :func:`ccmemory.lifecycle.after_late_capture`) and what went wrong.
 
     Costs one failed ``os.listdir`` when nothing was ever spilled. Stops, keeping the rest, when the
     database cannot be written again.
@@ -179,13 +183,13 @@ def drain(db: Database, limit: int = DRAIN_PER_RUN) -> tuple[int, list[str]]:
     try:
         names = os.listdir(where)
     except OSError:
-        return 0, []
+        return [], []
     if not paths.own_folder(where):
-        return 0, [f"{where} is a symlink or another user's folder; the captures in it are not read. Remove it."]
+        return [], [f"{where} is a symlink or another user's folder; the captures in it are not read. Remove it."]
     problems: list[str] = []
     given_back = _abandoned(where, names, problems)
     waiting = sorted([name for name in names if name.endswith(SUFFIX) and not name.startswith(".")] + given_back)
-    stored = 0
+    stored: list[str] = []
     for name in waiting[:limit]:
         original = os.path.join(where, name)
         claimed = f"{original}.{os.getpid()}"
@@ -211,7 +215,7 @@ def drain(db: Database, limit: int = DRAIN_PER_RUN) -> tuple[int, list[str]]:
             problems.append(_set_aside(where, claimed, name, f"could not be stored ({type(exc).__name__}: {exc})"))
             continue
         paths.remove_quietly(claimed)
-        stored += 1
+        stored.append(record["session_id"])
     return stored, problems
 
 

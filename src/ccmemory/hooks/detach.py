@@ -24,6 +24,10 @@ Nothing is lost and order is kept:
   then take their transcript times (:func:`ccmemory.observations.retime`).
 - a child that finds the database unwritable (locked past its retries, being upgraded) keeps the
   observation in ``<data dir>/spill/`` for the next capture to store (:mod:`ccmemory.spill`).
+- a capture stored after its session's SessionEnd (its hook started even later, or it waited in the
+  spill folder) takes the transcript time SessionEnd saw for it, and the session's failures are settled
+  and its memories promoted again (:func:`ccmemory.lifecycle.after_late_capture`), as SessionEnd would
+  have done with it.
 
 Where ``fork`` does not exist (Windows) capture simply runs in the hook process.
 """

@@ -4,7 +4,9 @@ What an observation holds, how it is built from the payload and what is skipped:
 :mod:`ccmemory.observations`. This handler runs in the child that :mod:`.runner` forks off
 the tool call's critical path and stores the observation in one short transaction; it never
 runs a model or an embedding. It records the state (size, modification time) of the project files
-the call named, never their content (:mod:`ccmemory.staleness`).
+the call named, never their content (:mod:`ccmemory.staleness`). A capture stored into a session that is
+already over (its hook started after SessionEnd, or it waited in the spill folder) settles and promotes
+that session as its end would have (:func:`ccmemory.lifecycle.after_late_capture`).
 """
 
 from __future__ import annotations
@@ -54,9 +56,22 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         except Exception as exc:
             _keep(exc, observation, root, session_id, tool_use_id, created_at)
             return
-        _drain(db)
+        for session in dict.fromkeys([session_id, *_drain(db)]):
+            _after_late_capture(db, config, session)
     finally:
         db.close()
+
+
+def _after_late_capture(db: Database, config: Config, session_id: str) -> None:
+    """Finish ``session_id`` when it ended before this capture (logged, never raised: the capture is stored)."""
+    from .. import lifecycle
+
+    try:
+        if lifecycle.after_late_capture(db, config, session_id):
+            log.info("capture", f"session {session_id} had ended: settled and promoted again after a late capture")
+    except Exception as exc:
+        log.error("capture", f"session {session_id} had ended and could not be settled after a late capture "
+                             f"({type(exc).__name__}: {exc}); its late calls stay as stored")
 
 
 def _keep(exc: Exception, observation: Observation, root: str, session_id: str, tool_use_id: str | None,
@@ -78,12 +93,13 @@ def _keep(exc: Exception, observation: Observation, root: str, session_id: str, 
                          "and the next capture that reaches the database stores it")
 
 
-def _drain(db: Database) -> None:
-    """Store captures spilled earlier, now that the database took this one."""
+def _drain(db: Database) -> list[str]:
+    """Store captures spilled earlier, now that the database took this one; returns the session of each."""
     from .. import spill
 
     stored, problems = spill.drain(db)
     for problem in problems:
         log.error("capture", problem)
     if stored:
-        log.info("capture", f"stored {stored} spilled capture(s) the database could not take earlier")
+        log.info("capture", f"stored {len(stored)} spilled capture(s) the database could not take earlier")
+    return stored

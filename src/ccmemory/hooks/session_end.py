@@ -3,14 +3,20 @@
 Claude Code gives all SessionEnd hooks 1.5 s together and cancels what runs
 longer, so this does only short SQLite writes (a few milliseconds; :func:`ccmemory.lifecycle.end_session`):
 
-1. if the session has observations but no summary yet (no turn reached Stop),
+1. mark the session ended (over: its transcript times of the calls capture has not
+   stored yet are kept with it);
+2. if the session has observations but no summary yet (no turn reached Stop),
    write the extractive summary; likewise the last turn's entry of the rolling
    local context, when that turn never reached Stop (interrupted);
-2. settle the failures a later call of the session fixed (they are not gotchas,
+3. settle the failures a later call of the session fixed (they are not gotchas,
    :mod:`ccmemory.failures`), so they are not promoted;
-3. mark the session ended;
 4. promote the session-tier memories whose salience is above
    ``promotion.min_salience`` (0.7: failures, reinforced memories) to the project tier.
+
+It waits at most 0.8 s for the session's captures still in flight (:mod:`.detach`). A capture stored
+after it (a hook Claude Code started late, a capture kept in the spill folder) settles and promotes
+the session again itself (:func:`ccmemory.lifecycle.after_late_capture`); SessionStart of a resumed
+session takes the end back.
 
 The slow work runs detached and ends by itself (:mod:`.launch`): an opt-in model-written summary
 (:mod:`ccmemory.hooks.model_summary`), and, inside Claude Code, embedding what the

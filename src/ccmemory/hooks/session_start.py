@@ -27,6 +27,7 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         project = projects.project_id(db, cwd)
         if session_id:
             sessions.ensure(db, session_id, project, transcript_path=payloads.text(data, "transcript_path"))
+            sessions.reopen(db, session_id)  # a resumed session: its captures are not late
         context = build(db, project, config=config, exclude_session=session_id, directory=cwd)
         past = backfill.offer_once(db, project, payloads.text(data, "transcript_path"), session_id)
     finally:
