@@ -64,12 +64,10 @@ def end_session(db: Any, config: Config, *, project_id: int, session_id: str, cw
     """SessionEnd's work (see the module docstring); returns the id of a summary written now (else None) and
     how many memories were promoted. ``times`` as for :func:`end_turn` (calls captured since the last Stop)."""
     from . import activity, failures, memories, scopes, sessions
-    from .observations import not_stored, retime
+    from .observations import retime
     from .session_summary import session_observations, summarize_from, summary_memory_id
 
-    if times:
-        retime(db, session_id, times)
-    sessions.end(db, session_id, awaited=not_stored(db, session_id, times or {}))
+    sessions.end(db, session_id, awaited=retime(db, session_id, times or {}))
     new_summary = None
     if summary_memory_id(db, session_id) is None:
         new_summary = summarize_from(db, project_id=project_id, session_id=session_id, root=root,

@@ -92,9 +92,6 @@ SALIENCE = {
 }
 SALIENCE_OTHER = 0.4
 
-#: Calls the end of a session keeps the transcript time of while their capture has not come yet (the latest).
-MAX_AWAITED = 200
-
 _ECHO_FIELDS = ("originalFile", "structuredPatch", "content", "oldString", "newString", "edits")
 
 
@@ -521,9 +518,10 @@ def store(db: Any, observation: Observation, *, project_id: int, session_id: str
     )
 
 
-def retime(db: Any, session_id: str, times: dict[str, str]) -> int:
+def retime(db: Any, session_id: str, times: dict[str, str]) -> dict[str, str]:
     """Give the session's captured calls the times their transcript gives them (``tool_use_id`` -> when the
-    result was written, :meth:`ccmemory.transcript.Session.call_times`); returns how many rows changed.
+    result was written, :meth:`ccmemory.transcript.Session.call_times`); returns the times of the calls of
+    ``times`` capture has not stored (their hook has not run yet, or capture skips them).
 
     The capture hook stamps a call when its hook process starts, and Claude Code may start one late (a
     subagent's call after the next call's hook, even after the turn's Stop): the transcript is the truth of
@@ -531,33 +529,20 @@ def retime(db: Any, session_id: str, times: dict[str, str]) -> int:
     context, neighbours in search all follow ``created_at``). A call the transcript does not name keeps its
     hook's time. One short transaction: Stop and SessionEnd run it before they read the session.
     """
+    from .vocabulary import CAPTURE_SOURCE
+
     if not times:
-        return 0
-    stored = _stored_calls(db, session_id)
+        return {}
+    stored = db.rows("SELECT seq, dedupe_key, created_at FROM memories WHERE session_id = ? AND source = ? "
+                     "AND dedupe_key IS NOT NULL", (session_id, CAPTURE_SOURCE))
     moved = [(times[row["dedupe_key"]], row["seq"]) for row in stored
              if row["dedupe_key"] in times and times[row["dedupe_key"]] != row["created_at"]]
     if moved:
         with db.transaction():
             for moment, seq in moved:
                 db.execute("UPDATE memories SET created_at = ? WHERE seq = ?", (moment, seq))
-    return len(moved)
-
-
-def not_stored(db: Any, session_id: str, times: dict[str, str], limit: int = MAX_AWAITED) -> dict[str, str]:
-    """The times of the calls of ``times`` capture has not stored for the session (at most ``limit``, the latest):
-    those whose hook has not run yet, and those capture skips."""
-    if not times:
-        return {}
-    stored = {row["dedupe_key"] for row in _stored_calls(db, session_id)}
-    missing = sorted((moment, key) for key, moment in times.items() if key not in stored)
-    return {key: moment for moment, key in missing[max(len(missing) - limit, 0):]}
-
-
-def _stored_calls(db: Any, session_id: str) -> list[dict[str, Any]]:
-    from .vocabulary import CAPTURE_SOURCE
-
-    return db.rows("SELECT seq, dedupe_key, created_at FROM memories WHERE session_id = ? AND source = ? "
-                   "AND dedupe_key IS NOT NULL", (session_id, CAPTURE_SOURCE))
+    found = {row["dedupe_key"] for row in stored}
+    return {key: moment for key, moment in times.items() if key not in found}
 
 
 def call_payload(call: ToolCall, *, session_id: str, transcript_path: str, cwd: str) -> dict[str, Any]:

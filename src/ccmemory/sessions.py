@@ -81,6 +81,9 @@ CLOSED_KEY = "closed_at"
 #: the session's end that capture had not stored yet (their hook started late), so a late capture takes its
 #: transcript time as a call stored before the end did.
 AWAITED_KEY = "awaited_calls"
+#: The most calls :data:`AWAITED_KEY` keeps (the latest): a session whose end saw more uncaptured calls is not
+#: waiting for all of them (capture skips some kinds of call for good).
+MAX_AWAITED = 200
 
 
 def _metadata(db: Database, session_id: str) -> dict[str, Any] | None:
@@ -96,15 +99,16 @@ def _metadata(db: Database, session_id: str) -> dict[str, Any] | None:
 
 
 def end(db: Database, session_id: str, *, awaited: dict[str, str] | None = None) -> bool:
-    """Mark a session ended now (a resumed session ends again later), ``awaited`` kept as :data:`AWAITED_KEY`;
-    False when it is unknown."""
+    """Mark a session ended now (a resumed session ends again later), the latest :data:`MAX_AWAITED` calls of
+    ``awaited`` kept as :data:`AWAITED_KEY`; False when it is unknown."""
     with db.transaction():
         metadata = _metadata(db, session_id)
         if metadata is None:
             return False
         now = clock.now()
         metadata[CLOSED_KEY] = now
-        metadata[AWAITED_KEY] = dict(awaited or {})
+        latest = sorted((awaited or {}).items(), key=lambda item: (item[1], item[0]))[-MAX_AWAITED:]
+        metadata[AWAITED_KEY] = dict(latest)
         db.execute("UPDATE sessions SET ended_at = ?, metadata = ? WHERE id = ?",
                    (now, json.dumps(metadata), session_id))
         return True
