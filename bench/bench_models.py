@@ -63,7 +63,8 @@ def main() -> None:
     texts = sample_texts(args.store, args.sample)
     folder = embeddings.builtin_model_dir()
     systems: dict[str, Any] = {
-        "built-in float (shipped graph, before)": embeddings._OnnxEncoder(folder, None, graph=b""),
+        "built-in float (shipped graph, before)": embeddings._OnnxEncoder(folder, None, graph=b"",
+                                                                          parallel_calls=False),
         "built-in int8 (dynamic graph, today)": embeddings._OnnxEncoder(folder, None),
     }
     for option in args.model:

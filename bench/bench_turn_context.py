@@ -11,7 +11,12 @@ the cores are shared):
 - **in context, one pass** (this build): the context and the turn read once, the turn's vector pooled from
   that pass (:meth:`ccmemory.embeddings.Embedder.embed` with ``contexts``);
 - **in context, two passes** (the first version, 2026-11-27 morning): the turn alone, then the context and
-  turn together, two model calls per turn.
+  turn together, two model calls per turn;
+- **in context, one pass, calls in sequence**: as this build, but one model call at a time split over the
+  cores (the encoder before model calls ran side by side);
+- **e121600**: what issue 25's "today's model" did with a turn: the shipped float graph, the turn alone,
+  batches of up to 16 by length, one call at a time. The last column is its time over each way's, the
+  issue's "faster per memory on the same texts".
 """
 
 from __future__ import annotations
@@ -60,12 +65,18 @@ def main() -> None:
     texts = [text for _, text in rows]
     contexts = [context for context, _ in rows]
     embedder = embeddings.Embedder(embeddings.ModelSpec())
-    embedder.embed(["warm up the model"])
+    folder = embeddings.builtin_model_dir()
+    in_sequence = embeddings._OnnxEncoder(folder, None, parallel_calls=False)
+    issue_main = embeddings._OnnxEncoder(folder, None, graph=b"", parallel_calls=False)
+    for warm in (embedder.embed, in_sequence.encode, issue_main.encode):
+        warm(["warm up the model"])
     ways: dict[str, Callable[[], object]] = {
         "alone": lambda: embedder.embed(texts),
         "in context, one pass (this build)": lambda: embedder.embed(texts, contexts),
         "in context, two passes (before)": lambda: (
             embedder.embed(texts), embedder.embed([f"{c}\n{t}" for c, t in rows if c])),
+        "in context, one pass, calls in sequence": lambda: in_sequence.encode(texts, contexts),
+        "e121600: float graph, turn alone, calls in sequence": lambda: issue_main.encode(texts),
     }
     best = {name: float("inf") for name in ways}
     for _ in range(args.rounds):
@@ -74,15 +85,19 @@ def main() -> None:
             way()
             best[name] = min(best[name], time.perf_counter() - started)
     alone = best["alone"]
-    lines = [f"| turns embedded | seconds (best of {args.rounds}) | ms per turn | × alone |", "|---|---:|---:|---:|"]
-    lines += [f"| {name} | {seconds:.2f} | {1000 * seconds / len(rows):.1f} | {seconds / alone:.2f} |"
-              for name, seconds in best.items()]
+    reference = best["e121600: float graph, turn alone, calls in sequence"]
+    lines = [f"| turns embedded | seconds (best of {args.rounds}) | ms per turn | × alone | faster than e121600 |",
+             "|---|---:|---:|---:|---:|"]
+    lines += [f"| {name} | {seconds:.2f} | {1000 * seconds / len(rows):.1f} | {seconds / alone:.2f} | "
+              f"{reference / seconds:.2f}× |" for name, seconds in best.items()]
     with_context = sum(context is not None for context in contexts)
     one, two = best["in context, one pass (this build)"], best["in context, two passes (before)"]
     body = (f"{shared_machine()}\n\n{len(rows)} LoCoMo dev turns ({with_context} with a turn before them), built-in "
-            "model, the three ways alternating in one process.\n\n" + "\n".join(lines)
+            f"model, the {len(ways)} ways alternating in one process.\n\n" + "\n".join(lines)
             + f"\n\nReading a turn in context now costs {one / alone:.2f}× the turn alone, where the two passes cost "
-            f"{two / alone:.2f}×: {two / one:.2f}× less. Captured tool calls, summaries, knowledge and document chunks "
+            f"{two / alone:.2f}×: {two / one:.2f}× less. Per turn this build embeds {reference / one:.2f}× as fast as "
+            f"e121600 did (the turn alone, float graph); reading the turns alone it would be {reference / alone:.2f}×. "
+            "Captured tool calls, summaries, knowledge and document chunks "
             "are not read in context, so coding history embeds as before.\n\n"
             f"Command: `python bench/bench_turn_context.py --turns {args.turns} --rounds {args.rounds} --write`.\n")
     print(body)

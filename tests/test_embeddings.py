@@ -43,6 +43,18 @@ def test_builtin_vectors_do_not_depend_on_batch_order_or_neighbours(home, embedd
     assert together[0] == together[3]
 
 
+def test_calls_side_by_side_give_the_vectors_of_calls_in_sequence(home):
+    texts = [f"Turn {number}: we moved the nightly backup to {number} a.m. " * (1 + number % 5) for number in range(12)]
+    contexts = [None if number % 3 == 0 else f"When does backup {number} run?" for number in range(12)]
+    folder = embeddings.builtin_model_dir()
+    side_by_side = embeddings._OnnxEncoder(folder, 2)
+    together = side_by_side.encode(texts, contexts)
+    assert side_by_side.encode(texts[::-1], contexts[::-1])[::-1] == together
+    in_sequence = embeddings._OnnxEncoder(folder, None, parallel_calls=False).encode(texts, contexts)
+    for one, other in zip(together, in_sequence):
+        assert numpy.abs(numpy.frombuffer(one, numpy.float32) - numpy.frombuffer(other, numpy.float32)).max() < 1e-5
+
+
 def test_the_fast_graph_reads_the_shipped_weights_and_keeps_todays_vectors(home, embedder):
     onnx = pytest.importorskip("onnx")
     graph = onnx.ModelProto.FromString(embeddings.fast_graph())

@@ -46,6 +46,7 @@ import os
 import shutil
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -326,6 +327,14 @@ def builtin_model_dir() -> Path:
     return folder
 
 
+def usable_cores() -> int:
+    """How many cores this process may run on (its CPU affinity where the system says, else all)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS and Windows have no affinity call
+        return os.cpu_count() or 1
+
+
 def fast_graph() -> bytes:
     """The built-in model's fast graph (:data:`FAST_GRAPH_FILE`), checked against its sha256."""
     file = Path(__file__).parent / "model_files" / FAST_GRAPH_FILE
@@ -368,18 +377,28 @@ class _OnnxEncoder:
     is cut at :data:`MODEL_MAX_TOKENS` of the folder's own tokenizer.
     """
 
-    def __init__(self, folder: Path, threads: int | None, *, graph: bytes | None = None) -> None:
+    def __init__(self, folder: Path, threads: int | None, *, graph: bytes | None = None,
+                 parallel_calls: bool = True) -> None:
         """Run ``graph`` (the fast graph by default), reading its weights from the folder's ``model.onnx``.
 
         ``graph=b""`` runs the folder's ``model.onnx`` as it is (a configured folder; the benchmarks compare the
-        built-in model's two graphs).
+        built-in model's two graphs). ``threads`` is how many cores the encoder may use (None: all this process
+        may run on). With ``parallel_calls`` each model call runs on one core and up to ``threads`` calls run at
+        once: a call on a short text is too small for onnxruntime to split across cores without waiting on
+        them, so two one-core calls side by side embed ~1.25x more texts per second on two cores than one
+        call split over both (BENCHMARKS.md, "Model calls side by side"). A vector does not depend on which
+        core or how many ran it. ``parallel_calls=False`` runs one call at a time on ``threads`` cores, as
+        ccmemory did before (the benchmarks' "before").
         """
         import onnxruntime
 
         self._tokenizer = tokens.encoder_tokenizer(folder / "tokenizer.json")
         self._tokenizer_file = folder / "tokenizer.json"
         options = onnxruntime.SessionOptions()
-        if threads:
+        self._workers = (threads or usable_cores()) if parallel_calls else 1
+        if parallel_calls:
+            options.intra_op_num_threads = 1
+        elif threads:
             options.intra_op_num_threads = threads
         shipped = folder / "model.onnx"
         graph = fast_graph() if graph is None else graph or shipped.read_bytes()
@@ -403,7 +422,8 @@ class _OnnxEncoder:
                 read[index] = self._read(texts[index], context, read[index][0])
         lengths = [len(encoding.ids) for encoding, _ in read]
         result: list[bytes] = [b""] * len(texts)
-        for batch in length_batches(lengths, max_items=self._max_items):
+
+        def run(batch: list[int]) -> None:
             width = max(lengths[index] for index in batch)
             ids = numpy.zeros((len(batch), width), dtype=numpy.int64)
             mask = numpy.zeros_like(ids)
@@ -415,6 +435,16 @@ class _OnnxEncoder:
             for row, index in enumerate(batch):
                 total = sum(_unit(hidden[row, first:end].mean(axis=0)) for first, end in read[index][1])
                 result[index] = _unit(total).astype(numpy.float32).tobytes()
+
+        batches = length_batches(lengths, max_items=self._max_items)
+        if self._workers < 2 or len(batches) < 2:
+            for batch in batches:
+                run(batch)
+            return result
+        # onnxruntime's run() lets go of the GIL, so the calls of these threads run on their own cores.
+        with ThreadPoolExecutor(max_workers=min(self._workers, len(batches))) as pool:
+            for _ in pool.map(run, batches):
+                pass
         return result
 
     def _read(self, text: str, context: str, alone: Any) -> tuple[Any, list[tuple[int, int]]]:
