@@ -93,7 +93,7 @@ _EXTEND = re.compile(r"[^\s\"'`,;&|)}\]<>]*")
 _NAME_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _MAX_NAME_BACK = 80
 _ESCAPE = re.compile(
-    r"\\(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[\\\"'/nrtbf])|%[0-9A-Fa-f]{2}"
+    r"\\(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[\\\"'/nrtbf]|\r?\n[ \t]{0,200})|%[0-9A-Fa-f]{2}"
     r"|&(?:quot|apos|amp|lt|gt|#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6});"
 )
 _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
@@ -132,6 +132,7 @@ class _Rules:
         self.key_prefixes = set(names["glued_key_prefixes"])
         self.code_objects = set(names["code_objects"])
         self.schema_keys = set(names["schema_keys"])
+        self.call_not_secret = set(names["call_prefixes_not_secret"])
         single = self.words | set(self.glued) | {"key"}
         self.anchors = _minimal_anchors(single | {pair[0] for pair in self.pairs if not single & set(pair)})
         self.compiled: dict[str, re.Pattern[str]] = {}
@@ -298,6 +299,36 @@ def _base64_private_key(value: str) -> bool:
         return False
 
 
+def _basic_credential(value: str) -> bool:
+    """Base64 of ``user:password`` (an HTTP Basic credential), not a word after "basic" (``Basic authentication``)."""
+    import binascii
+
+    try:
+        decoded = binascii.a2b_base64(value + "=" * (-len(value) % 4)).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    user, colon, password = decoded.partition(":")
+    return bool(user and colon and password) and decoded.isprintable()
+
+
+def _random_token(body: str) -> bool:
+    """A random base62 body: upper- and lower-case letters each at least a fifth of it, and a digit.
+
+    A camelCase identifier has an upper-case letter per word (``HttpClientRetriesOn503``: 4 in 22),
+    a random body about two in five.
+    """
+    floor = len(body) // 5
+    upper = sum(c.isupper() for c in body)
+    digits = sum(c.isdigit() for c in body)
+    return upper >= floor and len(body) - upper - digits >= floor and digits > 0
+
+
+def _accessor(name: str) -> bool:
+    """A call whose first word reads a secret rather than sets it (``getPassword``, ``get_secret``, ``getpass``)."""
+    words = _WORD_SPLIT.split(name.rsplit(".", 1)[-1])
+    return bool(words) and words[0].lower() in rules().call_not_secret
+
+
 def _secret_group(match: re.Match[str]) -> str | int:
     for group in ("secret", "tq", "dq", "sq", "bq", "bare"):
         if group in match.re.groupindex and match.group(group) is not None:
@@ -316,6 +347,12 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         return _machine_made(value) and plausible_value(value)
     if check == "base64-private-key":
         return _base64_private_key(value)
+    if check == "basic-credential":
+        return _basic_credential(value)
+    if check == "random-token":
+        return _random_token(value)
+    if check == "name-call" and _accessor(match.group("name")):
+        return False
     if not is_secret_name(text[match.start("name"):match.end("name")]):
         return False
     if check == "name-prose" and group == "bare" and match.group("sep").strip(" \t:="):
@@ -727,7 +764,8 @@ def _decode(text: str) -> _View | None:
 
 
 def _unescaped(token: str) -> str:
-    """The character an escape (``%41``, ``&amp;``, ``&#65;``, ``\\u0041``, ``\\n``) stands for."""
+    """The character an escape (``%41``, ``&amp;``, ``&#65;``, ``\\u0041``, ``\\n``) stands for, or what a
+    shell line continuation (a backslash ending a line) leaves: nothing, or one space before indentation."""
     if token[0] == "%":
         return chr(int(token[1:], 16))
     if token[0] == "&":
@@ -736,6 +774,8 @@ def _unescaped(token: str) -> str:
         return _ENTITIES[name] if number is None else chr(min(number, 0x10FFFF))
     if token[1] in "ux":
         return chr(int(token[2:], 16))
+    if token[1] in "\r\n":  # a shell line continuation joins its lines; indentation after it still separates words
+        return " " if token[-1] in " \t" else ""
     return _SIMPLE_ESCAPES.get(token[1], token[1])
 
 
