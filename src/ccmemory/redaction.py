@@ -79,6 +79,7 @@ _PLACEHOLDER = re.compile(
     r"|\$\{[^{}\n]{1,200}\}?|\$\{\{.{0,300}|\$\(.{0,1000}"  # ${X}, ${{ secrets.X }}, $(command)
     r"|%[A-Za-z_][A-Za-z0-9_]{0,100}%|%\(?[A-Za-z_]{0,40}\)?[sdrfix]"  # %X% (Windows), %s / %(name)s
     r"|<[A-Za-z0-9_ .:/\-]{1,100}>|\{\{.{0,1000}|\{[A-Za-z_][A-Za-z0-9_.]{0,100}\}"  # <token>, {{ x }}, {name}
+    r"|[&*][a-z_][a-z0-9_\-]{0,100}"  # a YAML anchor or alias alone (password: &default_password, *dbpw)
 )
 _CALL = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:\.[A-Za-z_$][A-Za-z0-9_$]{0,100}){0,10}[(\[].{0,1000}")
 _DOTTED = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:\.[A-Za-z_$][A-Za-z0-9_$]{0,100}){1,10}")
@@ -88,6 +89,7 @@ _PATH = re.compile(
     r"|[A-Za-z0-9_.\-/\\]{0,300}\.(?:pem|key|crt|cer|csr|p12|pfx|jks|keystore|json|ya?ml|txt|env|gpg|asc|ppk|pub"
     r"|der|kdbx|cfg|conf|ini|toml|properties)"
 )
+_CAMEL_WORD = re.compile(r"[A-Z]?[a-z]{3,}")
 _YAML_KEY = re.compile(r"[ \t]{0,80}(?:-[ \t]{1,8})?[\"']?([A-Za-z0-9_$\-]{1,80})[\"']?[ \t]{0,8}:(?:[ \t]|$)")
 _EXTEND = re.compile(r"[^\s\"'`,;&|)}\]<>]*")
 _NAME_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
@@ -312,15 +314,18 @@ def _basic_credential(value: str) -> bool:
 
 
 def _random_token(body: str) -> bool:
-    """A random base62 body: upper- and lower-case letters each at least a fifth of it, and a digit.
+    """A random base62 body: upper- and lower-case letters each at least a fifth of it, a digit, and less than
+    half of it in camelCase words of three letters or more.
 
-    A camelCase identifier has an upper-case letter per word (``HttpClientRetriesOn503``: 4 in 22),
-    a random body about two in five.
+    A camelCase identifier is made of such words (``ThisIsALongName2WithNumbers``); in a random body, where
+    two letters in five are upper-case, a run of three lower-case letters is rare.
     """
     floor = len(body) // 5
     upper = sum(c.isupper() for c in body)
     digits = sum(c.isdigit() for c in body)
-    return upper >= floor and len(body) - upper - digits >= floor and digits > 0
+    if upper < floor or len(body) - upper - digits < floor or not digits:
+        return False
+    return sum(len(word) for word in _CAMEL_WORD.findall(body)) * 2 < len(body)
 
 
 def _accessor(name: str) -> bool:
