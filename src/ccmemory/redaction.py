@@ -20,7 +20,7 @@ secret is never cut in half first.
   ``client-key-data: …``, ``password:\\n  value``; not ``token_count``, ``--token-file``,
   ``password_hash``). What counts as a secret name is the ``names`` table of the rule file.
 * Escapes are decoded before scanning (JSON/C backslash escapes, ``\\uXXXX``, percent-encoding,
-  HTML entities; up to :data:`MAX_DECODE_ROUNDS` nested layers): the decoded text is scanned too
+  HTML entities, shell line continuations; up to :data:`MAX_DECODE_ROUNDS` nested layers): the decoded text is scanned too
   and each hit is mapped back to the span of the original text it came from, so
   ``{\\"db_password\\": \\"…\\"}`` and ``db%5Fpassword=…`` are redacted where they stand.
 * Text that is not plain ASCII is scanned again as the rules should read it (:func:`_normalized`: NFKC,
