@@ -165,6 +165,39 @@ def issue19_cases() -> list[tuple[str, str, str]]:
     return cases
 
 
+def redteam_cases() -> list[tuple[str, str, str]]:
+    """Families a red-team pass found reaching the database, one or two representatives each (format, text, secret)."""
+    cases: list[tuple[str, str, str]] = []
+
+    def add(fmt: str, make_secret, contexts: list[str]) -> None:
+        for context in contexts:
+            secret = make_secret()
+            cases.append((fmt, context.format(s=secret), secret))
+
+    add("authorization-any-scheme", lambda: _j("00", _r(URLSAFE, 40)),
+        ["Authorization: SSWS {s}", 'curl -H "Authorization: GenieKey {s}" https://api.example.com'])
+    add("basic-credential", lambda: base64.b64encode(_j("admin:", _password()).encode()).decode(),
+        ['proxy_set_header Authorization "Basic {s}";', "AUTH_HEADER='Basic {s}'"])
+    add("line-continuation", _password, ["export DB_PASSWORD=\\\n{s}", "aws configure set aws_secret_access_key \\\n    {s}"])
+    add("yaml-anchor-tag", _password, ["db:\n  password: &dbpw {s}\n  replica: *dbpw", "smtp:\n  password: !!str {s}"])
+    add("setter-call", _password, ['DataSourceBuilder.create().username("sa").password("{s}").build();',
+                                   "client.setApiKey('{s}');"])
+    add("sql-identified-by", _password, ["ALTER USER app IDENTIFIED BY '{s}';",
+                                         "CREATE USER 'app'@'%' IDENTIFIED WITH mysql_native_password BY '{s}';"])
+    add("oracle-connect", _password, ["jdbc:oracle:thin:scott/{s}@//db.example.com:1521/ORCL", "sqlplus system/{s}@XEPDB1"])
+    add("net-use", _password, ["net use Z: \\\\fs\\share /user:corp\\bob {s}"])
+    add("url-password-slash", lambda: _r(ALNUM + "/+", 40), ["celery -b 'sqs://AKIDEXAMPLE:{s}@'"])
+    add("php-var-dump", _password, ['  ["password"]=>\n  string(14) "{s}"'])
+    add("other-language-name", _password, ["passwort = {s}", "DB_KENNWORT={s}", "senha: {s}", "setenv DB_PASSWORD {s}"])
+    add("glued-auth", _password, ["masterauth {s}"])
+    add("prefixed-random-token", lambda: _j(_r(LOWER, 3), "_", _r(ALNUM, 40)), ["found {s} in config.js"])
+    add("vendor-prefix", lambda: _j("dckr", "_pat_", _r(URLSAFE, 27)), ["DOCKERHUB used {s}"])
+    add("vendor-prefix", lambda: _j("fi", "gd_", _r(URLSAFE, 40)), ["echo {s}"])
+    add("vendor-prefix", lambda: _j("access_token", "$production$", _r(LOWER + DIGITS, 16), "$", _r(HEX, 32)),
+        ["gateway token {s}"])
+    return cases
+
+
 def _lookalikes() -> list[str]:
     words = [
         "max_tokens=4096", "token_count = len(tokens)", "--token-file ~/.config/gh/token", "secret_name: db-creds",
@@ -194,7 +227,9 @@ def _lookalikes() -> list[str]:
 _EARLIER = _cases()
 #: The forms of issue 19 (secrets that reached the database through the capture hook), part of SECRETS.
 ISSUE19 = issue19_cases()
-SECRETS = _EARLIER + ISSUE19
+#: The families of the red-team pass (issue 25's re-measure), part of SECRETS.
+REDTEAM = redteam_cases()
+SECRETS = _EARLIER + ISSUE19 + REDTEAM
 LOOKALIKES = _lookalikes()
 FORMATS = sorted({fmt for fmt, _, _ in SECRETS})
 

@@ -20,7 +20,7 @@ secret is never cut in half first.
   ``client-key-data: …``, ``password:\\n  value``; not ``token_count``, ``--token-file``,
   ``password_hash``). What counts as a secret name is the ``names`` table of the rule file.
 * Escapes are decoded before scanning (JSON/C backslash escapes, ``\\uXXXX``, percent-encoding,
-  HTML entities; up to :data:`MAX_DECODE_ROUNDS` nested layers): the decoded text is scanned too
+  HTML entities, shell line continuations; up to :data:`MAX_DECODE_ROUNDS` nested layers): the decoded text is scanned too
   and each hit is mapped back to the span of the original text it came from, so
   ``{\\"db_password\\": \\"…\\"}`` and ``db%5Fpassword=…`` are redacted where they stand.
 * Text that is not plain ASCII is scanned again as the rules should read it (:func:`_normalized`: NFKC,
@@ -79,6 +79,7 @@ _PLACEHOLDER = re.compile(
     r"|\$\{[^{}\n]{1,200}\}?|\$\{\{.{0,300}|\$\(.{0,1000}"  # ${X}, ${{ secrets.X }}, $(command)
     r"|%[A-Za-z_][A-Za-z0-9_]{0,100}%|%\(?[A-Za-z_]{0,40}\)?[sdrfix]"  # %X% (Windows), %s / %(name)s
     r"|<[A-Za-z0-9_ .:/\-]{1,100}>|\{\{.{0,1000}|\{[A-Za-z_][A-Za-z0-9_.]{0,100}\}"  # <token>, {{ x }}, {name}
+    r"|[&*][a-z_][a-z0-9_\-]{0,100}"  # a YAML anchor or alias alone (password: &default_password, *dbpw)
 )
 _CALL = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:\.[A-Za-z_$][A-Za-z0-9_$]{0,100}){0,10}[(\[].{0,1000}")
 _DOTTED = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:\.[A-Za-z_$][A-Za-z0-9_$]{0,100}){1,10}")
@@ -88,12 +89,13 @@ _PATH = re.compile(
     r"|[A-Za-z0-9_.\-/\\]{0,300}\.(?:pem|key|crt|cer|csr|p12|pfx|jks|keystore|json|ya?ml|txt|env|gpg|asc|ppk|pub"
     r"|der|kdbx|cfg|conf|ini|toml|properties)"
 )
+_CAMEL_WORD = re.compile(r"[A-Z]?[a-z]{3,}")
 _YAML_KEY = re.compile(r"[ \t]{0,80}(?:-[ \t]{1,8})?[\"']?([A-Za-z0-9_$\-]{1,80})[\"']?[ \t]{0,8}:(?:[ \t]|$)")
 _EXTEND = re.compile(r"[^\s\"'`,;&|)}\]<>]*")
 _NAME_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _MAX_NAME_BACK = 80
 _ESCAPE = re.compile(
-    r"\\(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[\\\"'/nrtbf])|%[0-9A-Fa-f]{2}"
+    r"\\(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[\\\"'/nrtbf]|\r?\n[ \t]{0,200})|%[0-9A-Fa-f]{2}"
     r"|&(?:quot|apos|amp|lt|gt|#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6});"
 )
 _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f"}
@@ -132,6 +134,7 @@ class _Rules:
         self.key_prefixes = set(names["glued_key_prefixes"])
         self.code_objects = set(names["code_objects"])
         self.schema_keys = set(names["schema_keys"])
+        self.call_not_secret = set(names["call_prefixes_not_secret"])
         single = self.words | set(self.glued) | {"key"}
         self.anchors = _minimal_anchors(single | {pair[0] for pair in self.pairs if not single & set(pair)})
         self.compiled: dict[str, re.Pattern[str]] = {}
@@ -298,6 +301,39 @@ def _base64_private_key(value: str) -> bool:
         return False
 
 
+def _basic_credential(value: str) -> bool:
+    """Base64 of ``user:password`` (an HTTP Basic credential), not a word after "basic" (``Basic authentication``)."""
+    import binascii
+
+    try:
+        decoded = binascii.a2b_base64(value + "=" * (-len(value) % 4)).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    user, colon, password = decoded.partition(":")
+    return bool(user and colon and password) and decoded.isprintable()
+
+
+def _random_token(body: str) -> bool:
+    """A random base62 body: upper- and lower-case letters each at least a fifth of it, a digit, and less than
+    half of it in camelCase words of three letters or more.
+
+    A camelCase identifier is made of such words (``ThisIsALongName2WithNumbers``); in a random body, where
+    two letters in five are upper-case, a run of three lower-case letters is rare.
+    """
+    floor = len(body) // 5
+    upper = sum(c.isupper() for c in body)
+    digits = sum(c.isdigit() for c in body)
+    if upper < floor or len(body) - upper - digits < floor or not digits:
+        return False
+    return sum(len(word) for word in _CAMEL_WORD.findall(body)) * 2 < len(body)
+
+
+def _accessor(name: str) -> bool:
+    """A call whose first word reads a secret rather than sets it (``getPassword``, ``get_secret``, ``getpass``)."""
+    words = _WORD_SPLIT.split(name.rsplit(".", 1)[-1])
+    return bool(words) and words[0].lower() in rules().call_not_secret
+
+
 def _secret_group(match: re.Match[str]) -> str | int:
     for group in ("secret", "tq", "dq", "sq", "bq", "bare"):
         if group in match.re.groupindex and match.group(group) is not None:
@@ -316,6 +352,12 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         return _machine_made(value) and plausible_value(value)
     if check == "base64-private-key":
         return _base64_private_key(value)
+    if check == "basic-credential":
+        return _basic_credential(value)
+    if check == "random-token":
+        return _random_token(value)
+    if check == "name-call" and _accessor(match.group("name")):
+        return False
     if not is_secret_name(text[match.start("name"):match.end("name")]):
         return False
     if check == "name-prose" and group == "bare" and match.group("sep").strip(" \t:="):
@@ -727,7 +769,8 @@ def _decode(text: str) -> _View | None:
 
 
 def _unescaped(token: str) -> str:
-    """The character an escape (``%41``, ``&amp;``, ``&#65;``, ``\\u0041``, ``\\n``) stands for."""
+    """The character an escape (``%41``, ``&amp;``, ``&#65;``, ``\\u0041``, ``\\n``) stands for, or what a
+    shell line continuation (a backslash ending a line) leaves: nothing, or one space before indentation."""
     if token[0] == "%":
         return chr(int(token[1:], 16))
     if token[0] == "&":
@@ -736,6 +779,8 @@ def _unescaped(token: str) -> str:
         return _ENTITIES[name] if number is None else chr(min(number, 0x10FFFF))
     if token[1] in "ux":
         return chr(int(token[2:], 16))
+    if token[1] in "\r\n":  # a shell line continuation joins its lines; indentation after it still separates words
+        return " " if token[-1] in " \t" else ""
     return _SIMPLE_ESCAPES.get(token[1], token[1])
 
 

@@ -33,7 +33,7 @@ from ccmemory import redaction
 from testing.hooks import (
     assert_quiet_success, common, HOOK_PYTHON, memories_of, run_hook, tool_call, write_config, write_transcript,
 )
-from testing.secret_corpus import chunks, ISSUE19
+from testing.secret_corpus import chunks, ISSUE19, REDTEAM
 
 _RNG = random.Random(1919)
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -120,7 +120,7 @@ def _more_forms() -> list[tuple[str, str, str]]:
     return cases
 
 
-FORMS = ISSUE19 + _more_forms() + _issue25_forms()
+FORMS = ISSUE19 + _more_forms() + _issue25_forms() + REDTEAM
 
 
 def _payloads(channel: str, session: str, project: Path, chunk: str, number: int) -> list[dict]:
@@ -231,6 +231,17 @@ def test_every_secret_name_is_redacted_on_its_own(name: str) -> None:
     "Привет, ёжик: это не секрет", "東京：はい、ＯＫ", "ｆｕｌｌ　ｗｉｄｔｈ ｔｅｘｔ ＝ ｆｉｎｅ", "a\u200bb\u00adc",
     "echo aGVsbG8gd29ybGQsIHRoaXMgaXMgaGFybWxlc3M= | base64 -d", "commit 3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a",
     "src/ccmemory/memories/things/and/more/Components", "kind: ConfigMap\ndata:\n  mode: production\n  replicas: '3'",
+    # the red-team pass: digests, lock-file integrity, identifiers, accessors, YAML references and prose stay
+    '"integrity": "sha512-AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+Pw=="',
+    '<script integrity="sha384-oqVuAfXRKap7fdgcCY5uykM6R9GqQ8Kuxy9rx7HNQlGYl1kPzQho1wx4JwY8wC"></script>',
+    "github.com/stretchr/testify v1.8.4 h1:CcVxjf3Q8PM0mHUKJCdn+eZZtm5yQwehR5yeSVQQcUk=",
+    "image: ghcr.io/acme/app@sha256:" + "3f" * 32, "STRIPE_PUBLISHABLE_KEY=pk_live_51HqLyjWDarjtT1zdp7dcXyz",
+    "test_HttpClientRetriesOn503AndSucceedsAfterBackoff2x", "my_variable_ThisIsALongCamelCaseName2WithNumbers",
+    'getPassword("db.password")', "readSecret('prod/api')", "password = getpass.getpass('Password: ')",
+    "Basic authentication is disabled", "The Authorization header is required", "sqlplus / as sysdba",
+    "the user identified by the token", "https://host.example.com:8443/path/@scope/pkg", "setenv LANG en_US.UTF-8",
+    "password: &default_password\n  type: string", "oauth_client = OAuth2Session(client_id)", "file_pat = '*.py'",
+    "net use Z: \\\\fs01\\share /persistent:yes",
 ])
 def test_non_secrets_survive(text: str) -> None:
     assert redaction.redact(text) == text
