@@ -14,7 +14,8 @@ def add_shared_options(parser: argparse.ArgumentParser, *, default_modes: str) -
                         help="keyword, semantic, hybrid, or several separated by commas")
     parser.add_argument("--json", help="write the summary and every question's ranking here")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a ranking constant of ccmemory.search for an ablation, e.g. NEIGHBOUR_WEIGHT=0")
+                        help="override a ranking constant of ccmemory.search for an ablation, e.g. NEIGHBOUR_WEIGHT=0, "
+                             "or of another module named before it, e.g. embedding_text.MAX_CONTEXT_CHARS=200")
     parser.add_argument("--no-cache", action="store_true",
                         help="embed everything again instead of reading vectors cached under ~/.cache/ccmemory-bench")
     parser.add_argument("--model", metavar="DIR",
@@ -40,14 +41,23 @@ def parse(parser: argparse.ArgumentParser) -> argparse.Namespace:
 
 
 def apply_overrides(assignments: Sequence[str]) -> None:
-    """Set ``NAME=VALUE`` constants of :mod:`ccmemory.search` (numbers), for ablations; unknown names are errors."""
-    from ccmemory import search
+    """Set ``NAME=VALUE`` constants (numbers, or None) for ablations; unknown names are errors.
+
+    ``NAME`` is a constant of :mod:`ccmemory.search`, or ``module.NAME`` one of another ccmemory module.
+    """
+    import importlib
 
     for assignment in assignments:
-        name, _, value = assignment.partition("=")
-        if not name.isupper() or not hasattr(search, name):
-            raise SystemExit(f"--set {assignment}: ccmemory.search has no constant {name!r}")
-        setattr(search, name, type(getattr(search, name))(float(value)))
+        target, _, value = assignment.partition("=")
+        where, _, name = target.rpartition(".")
+        module = importlib.import_module(f"ccmemory.{where or 'search'}")
+        if not name.isupper() or not hasattr(module, name):
+            raise SystemExit(f"--set {assignment}: {module.__name__} has no constant {name!r}")
+        current = getattr(module, name)
+        number = None if value == "None" else float(value)
+        if number is not None:
+            number = type(current)(number) if current is not None else int(number) if number.is_integer() else number
+        setattr(module, name, number)
 
 
 def embedder(no_cache: bool) -> Any:
