@@ -5,7 +5,8 @@ with ``_`` and folders named in ``ignored_dirs`` or starting with a dot.
 Symbolic links are followed while they stay inside the project: a link (file or
 folder) whose real path is outside it is skipped with a warning, and a link back
 into a folder already being walked (a cycle) too; a folder two links lead to is read once,
-and the walk stops at :data:`MAX_DEPTH` levels and :data:`MAX_FOLDERS` folders. A file is read only as a
+and the walk stops at :data:`MAX_DEPTH` levels and :data:`MAX_FOLDERS` folders. A file or folder
+whose name is not UTF-8 is skipped with a warning (the store holds text). A file is read only as a
 regular file whose real path is inside the project, checked on the opened file
 (:func:`ccmemory.safe_files.open_fd`). A file that cannot be read (permission
 denied) is an error for that file only. Empty and binary files are skipped
@@ -81,6 +82,10 @@ def find(root: str, ignored_dirs: tuple[str, ...] = (), *, project: str | None =
         below: list[tuple[str, str, frozenset[tuple[int, int]]]] = []
         for entry in entries:
             path = f"{relative}/{entry.name}" if relative else entry.name
+            if not _is_text(entry.name):
+                shown = path.encode("utf-8", "backslashreplace").decode("utf-8")
+                found.warnings.append(f"Name that is not UTF-8 skipped: {shown} (rename it to index it)")
+                continue
             try:
                 is_dir = entry.is_dir(follow_symlinks=True)
                 is_file = not is_dir and entry.is_file(follow_symlinks=True)
@@ -123,6 +128,15 @@ def find(root: str, ignored_dirs: tuple[str, ...] = (), *, project: str | None =
         stack.extend(reversed(below))
     found.files.sort(key=lambda path: path.split("/"))
     return found
+
+
+def _is_text(name: str) -> bool:
+    """Whether a file name is text: a name that is not UTF-8 comes as surrogates, which the store cannot hold."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _listing(folder: str, relative: str, found: Found) -> list[os.DirEntry[str]] | None:
