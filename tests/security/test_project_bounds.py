@@ -459,3 +459,26 @@ def test_a_name_that_is_not_utf8_is_skipped_and_the_rest_indexed(world):
     assert "Name that is not UTF-8 skipped: bad\\udcff.md" in warnings
     assert "Name that is not UTF-8 skipped: dir\\udcfe" in warnings
     assert "good.md" in run(world, "search", "well named file", "--mode", "keyword").stdout
+
+
+def test_a_source_tree_deeper_than_python_recursion_is_analyzed_to_its_limit(world):
+    """1,200 nested source folders and analyzer folders (Python 3.11's ``os.walk`` recursed and raised): ``analyze``,
+    ``discover`` and ``init`` finish and say what they left out; the analyzers cannot be allowed."""
+    repo = world["repo"]
+    deep = os.path.join(*["a"] * 1200)
+    for folder in (repo / "src", repo / ".claude" / "analyzers"):
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["mkdir", "-p", deep], cwd=folder, check=True)  # os.makedirs recurses per level
+        (folder / deep / "x.py").write_text("def hidden():\n    pass\n")
+    write_files(repo, {".claude/analyzers/python.py": "def analyze(path, text):\n    return {}\n"})
+    try:
+        analyzed = run(world, "analyze")
+        finished(analyzed, 0)
+        assert f"Folders more than {safe_files.MAX_WALK_DEPTH} levels deep were not read" in analyzed.stdout
+        finished(run(world, "discover"), 0)
+        finished(run(world, "init", "--yes", "--no-hook"), 0)
+        refused = run(world, "analyze", "--trust-analyzers")
+        assert "nests folders more than" in refused.stdout + refused.stderr
+    finally:
+        for folder in (repo / "src", repo / ".claude" / "analyzers"):
+            subprocess.run(["rm", "-rf", "a"], cwd=folder, check=True)  # shutil.rmtree recurses too
