@@ -112,10 +112,56 @@ def looks_like_html(text: str) -> bool:
 _HUGE_CHARREF = re.compile(r"&#(?:0*[1-9][0-9]{15,}|[xX]0*[1-9a-fA-F][0-9a-fA-F]{15,});?")
 
 
+#: Where the standard parser sees a tag, an end tag, a comment, a declaration or a processing instruction.
+_OPENER = re.compile(r"<(?=[A-Za-z/!?])")
+_NONE = 1 << 62
+
+
+def _closed_constructs(html: str) -> str:
+    """``html`` with every ``<`` that opens a construct the page never closes in time written ``&lt;``.
+
+    The standard parser scans an unclosed construct to the end of the page at each ``<`` and scans
+    again from the next one, so a page of ``<a <a <a …`` or ``<!--<!--…`` costs time growing with the
+    square (or worse) of its length: 80 KB of ``<a `` took a minute, and a fetched page may be 5 MB.
+    A tag (or ``</``, ``<!``, ``<?``) is kept when its ``>`` comes before the next ``<``, a comment when
+    ``-->`` follows it; anything else is text, as a browser shows a stray ``<``. Each kept construct is
+    then closed within what the parser reads anyway, so its work is linear. One pass, linear: the
+    next ``>``, ``<`` and ``-->`` are looked up once each and reused until passed.
+    """
+    out: list[str] = []
+    last = 0
+    skip_to = next_gt = next_lt = next_comment_end = -1
+    for match in _OPENER.finditer(html):
+        start = match.start()
+        if start < skip_to:  # inside a comment that is kept whole
+            continue
+        if html.startswith("<!--", start):
+            if next_comment_end != _NONE and next_comment_end < start + 4:
+                found = html.find("-->", start + 4)
+                next_comment_end = _NONE if found < 0 else found
+            if next_comment_end != _NONE:
+                skip_to = next_comment_end + 3
+                continue
+        else:
+            if next_gt != _NONE and next_gt <= start:
+                found = html.find(">", start + 1)
+                next_gt = _NONE if found < 0 else found
+            if next_lt <= start:
+                found = html.find("<", start + 1)
+                next_lt = _NONE if found < 0 else found
+            if next_gt < next_lt:
+                continue
+        out.append(html[last:start])
+        out.append("&lt;")
+        last = start + 1
+    out.append(html[last:])
+    return "".join(out)
+
+
 def to_markdown(html: str) -> tuple[str, str | None]:
-    """(readable Markdown text, title or None) of an HTML page."""
+    """(readable Markdown text, title or None) of an HTML page (any page: the work is linear in its length)."""
     parser = _Extractor()
-    parser.feed(_HUGE_CHARREF.sub("\ufffd", html))
+    parser.feed(_closed_constructs(_HUGE_CHARREF.sub("\ufffd", html)))
     parser.close()
     text = "".join(parser.out)
     lines: list[str] = []

@@ -13,6 +13,8 @@ its ``.claude/``) goes through here:
   folder and never through a final symlink, folders are created only inside the root;
 * **line by line, bounded**: :func:`bounded_lines` never holds more than one line of a set size
   (a transcript or an import file cannot make a reader allocate without end);
+* **walked without recursion and to a set depth** (:func:`walk`): a repository can nest folders
+  deeper than Python's recursion limit;
 * CLAUDE.md is read and written without following a symlink (``O_NOFOLLOW``);
 * what ccmemory writes into a project (``.claude/memory/``: error log, structure cache, lock
   requests) is never written through a symlink: a cloned repository could hold
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
     from typing import BinaryIO, Iterator, TextIO
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+#: Folder levels :func:`walk` goes down.
+MAX_WALK_DEPTH = 64
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 
@@ -49,6 +53,43 @@ class UnsafeFileError(ValidationError):
         super().__init__(message)
         self.reason = reason
         self.code = code
+
+
+def walk(top: str, *, max_depth: int = MAX_WALK_DEPTH,
+         too_deep: list[str] | None = None) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk(top)`` (top-down, links to folders listed but never followed, unreadable folders skipped)
+    without recursion and at most ``max_depth`` folder levels below ``top``.
+
+    Python 3.11's ``os.walk`` recurses once per level, so a repository of 1,200 nested folders made
+    it raise ``RecursionError``. Folders left out for their depth are appended to ``too_deep``. As
+    with ``os.walk``, the caller may prune the folder list it is given, in place.
+    """
+    stack: list[tuple[str, int]] = [(top, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as scan:
+                entries = list(scan)
+        except OSError:
+            continue
+        dirs: list[str] = []
+        names: list[str] = []
+        linked: set[str] = set()
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else names).append(entry.name)
+            if is_dir and entry.is_symlink():
+                linked.add(entry.name)
+        yield folder, dirs, names
+        below = [name for name in dirs if name not in linked]
+        if depth >= max_depth:
+            if too_deep is not None:
+                too_deep.extend(os.path.join(folder, name) for name in below)
+            continue
+        stack.extend((os.path.join(folder, name), depth + 1) for name in reversed(below))
 
 
 def is_inside(path: str, root: str) -> bool:

@@ -315,3 +315,51 @@ def test_the_knowledge_pre_commit_hook_runs_nothing_the_repositorys_config_names
     done = spawn(home, repo, "git-hook", "pre-commit")
     assert done.returncode == 0 and "Indexed 1 file(s)" in done.stdout + done.stderr, done.stdout + done.stderr
     assert trap.ran() == []
+
+
+# --- the pre-commit hook `ccmemory init` installs ------------------------------------------------------------------
+
+def test_init_never_writes_the_hook_through_a_link_out_of_the_repository(home, tmp_path):
+    """An unpacked archive brings its own ``.git``: a ``hooks/pre-commit`` linked to the user's ``~/.profile``
+    is refused, and the file it points to is untouched."""
+    repo = new_repo(tmp_path / "repo")
+    profile = tmp_path / "user" / ".profile"
+    profile.parent.mkdir()
+    profile.write_text("export PATH=$HOME/bin:$PATH\n")
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.unlink(missing_ok=True)
+    hook.symlink_to(profile)
+    done = spawn(home, repo, "init", "--yes", HOME=str(profile.parent))
+    assert done.returncode == 0, done.stderr
+    assert "Could not write .git/hooks/pre-commit: it is a symbolic link; hook not installed" in done.stderr
+    assert profile.read_text() == "export PATH=$HOME/bin:$PATH\n"
+    assert os.stat(profile).st_mode & 0o111 == 0
+
+
+def test_init_keeps_a_hooks_path_of_the_repositorys_own_config_inside_it(home, tmp_path):
+    """``core.hooksPath`` in the repository's ``.git/config`` naming a folder outside (one on the user's PATH):
+    no executable is planted there; a hooks folder inside the checkout is still used."""
+    repo = new_repo(tmp_path / "repo")
+    planted = tmp_path / "user" / "bin"
+    planted.mkdir(parents=True)
+    configure(repo, f"[core]\n\thooksPath = {planted}\n")
+    done = spawn(home, repo, "init", "--yes", HOME=str(planted.parent))
+    assert done.returncode == 0, done.stderr
+    assert "is outside this repository and its .git" in done.stderr and "hook not installed" in done.stderr
+    assert list(planted.iterdir()) == []
+    git(repo, "config", "core.hooksPath", ".githooks")
+    done = spawn(home, repo, "init", "--yes", HOME=str(planted.parent))
+    assert "Installed git pre-commit hook: .githooks/pre-commit" in done.stdout, done.stdout + done.stderr
+
+
+def test_init_honours_a_hooks_folder_the_users_own_git_config_names(home, tmp_path):
+    """The user's global ``core.hooksPath`` is theirs: the hook goes there, wherever it is."""
+    repo = new_repo(tmp_path / "repo")
+    user = tmp_path / "user"
+    shared = user / "git-hooks"
+    shared.mkdir(parents=True)
+    (user / ".gitconfig").write_text(f"[core]\n\thooksPath = {shared}\n")
+    done = spawn(home, repo, "init", "--yes", HOME=str(user))
+    assert done.returncode == 0, done.stderr
+    assert "ccmemory pre-commit" in (shared / "pre-commit").read_text(), done.stdout + done.stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import threading
 import uuid
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from ccmemory import safe_files
+from ccmemory.knowledge import files as kfiles
 from testing.hooks import common, run_hook, tool_call
 from testing.cli import spawn as ccmemory
 from testing.knowledge import AUTH, git, write_files
@@ -410,3 +412,73 @@ def test_writes_with_a_root_never_create_or_truncate_outside_it(tmp_path):
     with pytest.raises(safe_files.UnsafeFileError, match="outside the project"):
         safe_files.replace_text(str(root / ".claude" / "memory" / "meta.json"), "{}", root=str(root))
     assert snapshot(elsewhere) == {"errors.log": b"keep me"}
+
+
+# --- the shape of a knowledge tree ---------------------------------------------------------------------------------
+
+def test_links_that_fan_out_are_read_once_each_and_the_index_finishes(world):
+    """Two links in each of 40 folders to the next: no cycle, every target inside the project, 2^40 paths.
+    Each real folder is read once; the index finishes and says which links it skipped."""
+    knowledge = world["repo"] / ".claude" / "knowledge"
+    depth = 40
+    write_files(knowledge, {f"d{level}/note{level}.md": f"### Level {level}\nFanout level {level}.\n"
+                            for level in range(depth)})
+    for level in range(depth - 1):
+        for name in ("a", "b"):
+            (knowledge / f"d{level}" / name).symlink_to(f"../d{level + 1}", target_is_directory=True)
+    warnings = finished(run(world, "index"), 2)
+    assert "Folder read already as d2/ skipped: d1/a" in warnings
+    assert "Indexed 40 file(s)" in run(world, "index", "--force").stdout
+    found = run(world, "search", "Fanout level 39", "--mode", "keyword")
+    assert found.stdout.count("note39.md") == 1, found.stdout
+
+
+def test_a_tree_deeper_than_python_recursion_is_walked_to_its_limit_and_the_rest_indexed(world, tmp_path):
+    """1,200 nested folders (deeper than Python's recursion limit): a warning, the files above indexed."""
+    knowledge = world["repo"] / ".claude" / "knowledge"
+    write_files(knowledge, {"top.md": "### Top\nThe top file stays indexed.\n"})
+    deep = os.path.join(*["a"] * 1200)
+    subprocess.run(["mkdir", "-p", deep], cwd=knowledge, check=True)  # os.makedirs recurses per level
+    try:
+        (knowledge / deep / "bottom.md").write_text("### Bottom\nToo deep.\n")
+        warnings = finished(run(world, "index"), 2)
+        assert f"Folder more than {kfiles.MAX_DEPTH} levels deep skipped" in warnings
+        assert "top.md" in run(world, "search", "top file stays", "--mode", "keyword").stdout
+    finally:
+        subprocess.run(["rm", "-rf", "a"], cwd=knowledge, check=True)  # shutil.rmtree recurses too
+
+
+def test_a_name_that_is_not_utf8_is_skipped_and_the_rest_indexed(world):
+    """A repository may hold file names of any bytes; the store holds text: such a name is skipped, said so."""
+    knowledge = world["repo"] / ".claude" / "knowledge"
+    write_files(knowledge, {"good.md": "### Good\nThe well named file.\n"})
+    with open(os.path.join(bytes(knowledge), b"bad\xff.md"), "w") as handle:
+        handle.write("### Bad\nBadly named.\n")
+    os.mkdir(os.path.join(bytes(knowledge), b"dir\xfe"))
+    warnings = finished(run(world, "index"), 2)
+    assert "Name that is not UTF-8 skipped: bad\\udcff.md" in warnings
+    assert "Name that is not UTF-8 skipped: dir\\udcfe" in warnings
+    assert "good.md" in run(world, "search", "well named file", "--mode", "keyword").stdout
+
+
+def test_a_source_tree_deeper_than_python_recursion_is_analyzed_to_its_limit(world):
+    """1,200 nested source folders and analyzer folders (Python 3.11's ``os.walk`` recursed and raised): ``analyze``,
+    ``discover`` and ``init`` finish and say what they left out; the analyzers cannot be allowed."""
+    repo = world["repo"]
+    deep = os.path.join(*["a"] * 1200)
+    for folder in (repo / "src", repo / ".claude" / "analyzers"):
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["mkdir", "-p", deep], cwd=folder, check=True)  # os.makedirs recurses per level
+        (folder / deep / "x.py").write_text("def hidden():\n    pass\n")
+    write_files(repo, {".claude/analyzers/python.py": "def analyze(path, text):\n    return {}\n"})
+    try:
+        analyzed = run(world, "analyze")
+        finished(analyzed, 0)
+        assert f"Folders more than {safe_files.MAX_WALK_DEPTH} levels deep were not read" in analyzed.stdout
+        finished(run(world, "discover"), 0)
+        finished(run(world, "init", "--yes", "--no-hook"), 0)
+        refused = run(world, "analyze", "--trust-analyzers")
+        assert "nests folders more than" in refused.stdout + refused.stderr
+    finally:
+        for folder in (repo / "src", repo / ".claude" / "analyzers"):
+            subprocess.run(["rm", "-rf", "a"], cwd=folder, check=True)  # shutil.rmtree recurses too

@@ -155,7 +155,8 @@ def analyze(root: str, ignored_dirs: tuple[str, ...] = (), *, deadline: float = 
     bytes_read = 0
     counted_bytes = 0
     text_bytes = 0
-    for folder, dirs, names in os.walk(root):
+    too_deep: list[str] = []
+    for folder, dirs, names in safe_files.walk(root, too_deep=too_deep):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ignored)
         relative = os.path.relpath(folder, root).replace(os.sep, "/")
         relative = "" if relative == "." else relative
@@ -207,6 +208,8 @@ def analyze(root: str, ignored_dirs: tuple[str, ...] = (), *, deadline: float = 
         if not result.complete:
             result.notes.append(f"Stopped after {deadline:.0f}s; figures cover the files seen so far")
             break
+    if too_deep:
+        result.notes.append(f"Folders more than {safe_files.MAX_WALK_DEPTH} levels deep were not read")
     if counted_bytes and counted_bytes < text_bytes:
         result.lines = round(result.lines * text_bytes / counted_bytes)
         result.lines_estimated = True

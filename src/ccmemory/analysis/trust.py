@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import paths
 from ..errors import ValidationError
-from ..safe_files import read_regular, replace_text
+from ..safe_files import MAX_WALK_DEPTH, read_regular, replace_text, walk
 
 TRUST_FILE = "trusted-analyzers.json"
 ANALYZERS_DIR = os.path.join(".claude", "analyzers")
@@ -58,7 +58,8 @@ def read(root: str) -> Analyzers:
     found = Analyzers(folder)
     if not os.path.isdir(folder) or os.path.islink(folder):
         return found
-    for current, directories, names in os.walk(folder):
+    too_deep: list[str] = []
+    for current, directories, names in walk(folder, too_deep=too_deep):
         directories[:] = sorted(name for name in directories if not os.path.islink(os.path.join(current, name)))
         for name in sorted(names):
             path = os.path.join(current, name)
@@ -71,6 +72,8 @@ def read(root: str) -> Analyzers:
             except ValidationError as exc:
                 found.problem = f"{ANALYZERS_DIR}/{relative} cannot be used: {exc}"
                 return found
+    if too_deep:  # its files would be left out of the digest the opt-in records
+        found.problem = f"{ANALYZERS_DIR} nests folders more than {MAX_WALK_DEPTH} levels deep"
     return found
 
 

@@ -4,7 +4,9 @@
 with ``_`` and folders named in ``ignored_dirs`` or starting with a dot.
 Symbolic links are followed while they stay inside the project: a link (file or
 folder) whose real path is outside it is skipped with a warning, and a link back
-into a folder already being walked (a cycle) too. A file is read only as a
+into a folder already being walked (a cycle) too; a folder two links lead to is read once,
+and the walk stops at :data:`MAX_DEPTH` levels and :data:`MAX_FOLDERS` folders. A file or folder
+whose name is not UTF-8 is skipped with a warning (the store holds text). A file is read only as a
 regular file whose real path is inside the project, checked on the opened file
 (:func:`ccmemory.safe_files.open_fd`). A file that cannot be read (permission
 denied) is an error for that file only. Empty and binary files are skipped
@@ -26,6 +28,9 @@ LARGE_FILE_BYTES = 1024 * 1024
 #: A knowledge file is read only up to this (the documents limit): a repository's file can be any size.
 MAX_FILE_BYTES = 5 * 1024 * 1024
 _BINARY_PROBE_BYTES = 8192
+#: Folder levels below the knowledge folder that are listed, and folders listed in all.
+MAX_DEPTH = 64
+MAX_FOLDERS = 10_000
 
 
 @dataclass
@@ -50,24 +55,37 @@ class Read:
 
 
 def find(root: str, ignored_dirs: tuple[str, ...] = (), *, project: str | None = None) -> Found:
-    """Every indexable markdown file under ``root`` whose real path is inside ``project`` (default: ``root``)."""
+    """Every indexable markdown file under ``root`` whose real path is inside ``project`` (default: ``root``).
+
+    The tree is the repository's, so its shape is hostile too: each real folder is listed once
+    however many links lead to it (two links per folder, 40 deep, would otherwise make 2^40 paths),
+    at most :data:`MAX_DEPTH` levels down and :data:`MAX_FOLDERS` folders in all, without recursion.
+    A folder left unlisted is in :attr:`Found.unreadable` (``""`` when the walk stopped early), so
+    the index keeps what it knew of the files there instead of deleting it.
+    """
     found = Found()
     ignored = set(ignored_dirs)
     bound = os.path.realpath(project or root)
-
-    def walk(folder: str, relative: str, active: set[tuple[int, int]]) -> None:
-        try:
-            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
-        except PermissionError:
-            found.errors.append(f"Permission denied: {relative or '.'}/ (skipped; check the folder's permissions)")
-            found.unreadable.append(relative)
-            return
-        except OSError as exc:
-            found.errors.append(f"Cannot read folder {relative or '.'}/: {exc.strerror or exc}")
-            found.unreadable.append(relative)
-            return
+    try:
+        top = os.stat(root)
+    except OSError as exc:
+        found.errors.append(f"Cannot read {root}: {exc.strerror or exc}")
+        return found
+    seen: dict[tuple[int, int], str] = {(top.st_dev, top.st_ino): ""}
+    # Depth first in name order, as the files are listed: a stack of (folder, its relative path, ancestors).
+    stack: list[tuple[str, str, frozenset[tuple[int, int]]]] = [(root, "", frozenset(seen))]
+    while stack:
+        folder, relative, active = stack.pop()
+        entries = _listing(folder, relative, found)
+        if entries is None:
+            continue
+        below: list[tuple[str, str, frozenset[tuple[int, int]]]] = []
         for entry in entries:
             path = f"{relative}/{entry.name}" if relative else entry.name
+            if not _is_text(entry.name):
+                shown = path.encode("utf-8", "backslashreplace").decode("utf-8")
+                found.warnings.append(f"Name that is not UTF-8 skipped: {shown} (rename it to index it)")
+                continue
             try:
                 is_dir = entry.is_dir(follow_symlinks=True)
                 is_file = not is_dir and entry.is_file(follow_symlinks=True)
@@ -90,20 +108,48 @@ def find(root: str, ignored_dirs: tuple[str, ...] = (), *, project: str | None =
                 key = (info.st_dev, info.st_ino)
                 if key in active:
                     found.warnings.append(f"Circular symlink skipped: {path}")
-                    continue
-                walk(entry.path, path, active | {key})
+                elif key in seen:
+                    found.warnings.append(f"Folder read already as {seen[key] or '.'}/ skipped: {path}")
+                elif path.count("/") >= MAX_DEPTH:
+                    found.warnings.append(f"Folder more than {MAX_DEPTH} levels deep skipped: {path}")
+                    found.unreadable.append(path)
+                elif len(seen) >= MAX_FOLDERS:
+                    found.warnings.append(f"Stopped at {MAX_FOLDERS} folders: {path} and the folders after it were "
+                                          "not read (what was indexed from them is kept)")
+                    found.unreadable.append("")
+                    return found
+                else:
+                    seen[key] = path
+                    below.append((entry.path, path, active | {key}))
             elif is_file and entry.name.lower().endswith(".md") and not entry.name.startswith("_"):
                 found.files.append(path)
             elif not is_file and not is_dir and entry.is_symlink() and entry.name.lower().endswith(".md"):
                 found.warnings.append(f"Broken link skipped: {path}")
-
-    try:
-        top = os.stat(root)
-    except OSError as exc:
-        found.errors.append(f"Cannot read {root}: {exc.strerror or exc}")
-        return found
-    walk(root, "", {(top.st_dev, top.st_ino)})
+        stack.extend(reversed(below))
+    found.files.sort(key=lambda path: path.split("/"))
     return found
+
+
+def _is_text(name: str) -> bool:
+    """Whether a file name is text: a name that is not UTF-8 comes as surrogates, which the store cannot hold."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _listing(folder: str, relative: str, found: Found) -> list[os.DirEntry[str]] | None:
+    """The entries of ``folder`` in name order; None, with the reason noted, when it cannot be listed."""
+    try:
+        with os.scandir(folder) as scan:
+            return sorted(scan, key=lambda entry: entry.name)
+    except PermissionError:
+        found.errors.append(f"Permission denied: {relative or '.'}/ (skipped; check the folder's permissions)")
+    except OSError as exc:
+        found.errors.append(f"Cannot read folder {relative or '.'}/: {exc.strerror or exc}")
+    found.unreadable.append(relative)
+    return None
 
 
 def decode(data: bytes) -> tuple[str, str | None]:

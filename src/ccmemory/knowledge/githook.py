@@ -6,6 +6,12 @@ keeps all its lines; the block goes right after its first line, so an ``exit``
 at its end cannot skip it, and ends in ``|| true``, so it cannot fail the
 commit. A hook in another language is left alone with a message saying what to add.
 
+The repository is untrusted, and an unpacked archive (unlike a clone) brings its own ``.git``:
+its ``hooks/pre-commit`` may be a link to ``~/.profile``, its ``config`` may set ``core.hooksPath``
+to a folder on the user's PATH. So the hook is written only as a regular file (never through a
+link) in a folder inside the checkout or its own git dir (:func:`ccmemory.identity.git_dirs`),
+unless the folder is named by ``core.hooksPath`` of the user's own (global or system) git config.
+
 Git runs the hook in the repository, whose files must never run: the block starts the
 interpreter that installed it by absolute path with ``-E -P`` (no ``PYTHON*`` variable, no
 current directory on ``sys.path``) and puts the folder holding that ccmemory package first
@@ -34,7 +40,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .. import isolation, safe_files
-from ..identity import NO_HOOKS, SAFE_CONFIG
+from ..identity import NO_HOOKS, SAFE_CONFIG, git_dirs
 from ..errors import ValidationError
 from ..safe_files import UnsafeFileError, open_text_for_writing
 from .. import locks
@@ -81,6 +87,29 @@ def hooks_dir(root: str) -> str | None:
     return os.path.normpath(os.path.join(root, found.stdout.strip()))
 
 
+def hooks_base(root: str, folder: str) -> str | None:
+    """The folder ``install`` may write the hook inside: the repository's own (checkout or git dir) holding
+    ``folder``; "" when the user's own git config names ``folder`` (anywhere); None when neither.
+
+    Where ``core.hooksPath`` comes from is git's answer (``--show-scope``): a ``local`` or ``worktree``
+    value is the repository's, so it is held to the repository like the default ``.git/hooks``.
+    """
+    scopes = _git(root, "config", "--show-scope", "--get-all", "core.hooksPath")
+    lines = scopes.stdout.splitlines() if scopes is not None and scopes.returncode == 0 else []
+    if lines and lines[-1].split("\t", 1)[0] in ("global", "system", "command"):
+        return ""
+    top = _git(root, "rev-parse", "--show-toplevel")
+    if top is None or top.returncode != 0:
+        return None
+    checkout = os.path.realpath(top.stdout.strip())
+    dirs = git_dirs(checkout)
+    real = os.path.realpath(folder)
+    for base in (checkout, *(os.path.realpath(path) for path in dirs or ())):
+        if safe_files.under(real, base):
+            return base
+    return None
+
+
 def block(python: str | None = None) -> str:
     """The lines added to the hook: this interpreter's ccmemory, else one on PATH, else a note.
 
@@ -123,9 +152,9 @@ def _is_shell_script(text: str) -> bool:
 def install(root: str, python: str | None = None) -> HookResult:
     """Install or add the ccmemory block to the repository's pre-commit hook.
 
-    The hook's folder is the one git names (``core.hooksPath`` of the user's or the
-    repository's git config, which a clone does not carry), so it may lie outside the
-    project; the hook is read bounded, as a regular file only.
+    The hook's folder is the one git names (``core.hooksPath`` included), held to the repository
+    unless the user's own git config names it (:func:`hooks_base`); the hook is read bounded, as a
+    regular file only, and written never through a link.
     """
     folder = hooks_dir(root)
     if folder is None:
@@ -133,10 +162,17 @@ def install(root: str, python: str | None = None) -> HookResult:
         return HookResult("no-git", "", f"{reason}. Git hooks will not be installed.")
     path = os.path.join(folder, "pre-commit")
     shown = os.path.relpath(path, root)
+    base = hooks_base(root, folder)
+    if base is None:
+        return HookResult("unsupported", shown,
+                          f"Could not write {shown}: the hooks folder {folder} is outside this repository and its "
+                          ".git (a link, or core.hooksPath in the repository's own config); hook not installed. "
+                          "Set core.hooksPath in your global git config to use a shared hooks folder.")
+    within = base or None
     lines = block(python)
     try:
-        existing = (safe_files.read_regular(path, MAX_HOOK_BYTES).decode("utf-8", "replace")
-                    if os.path.exists(path) else None)
+        existing = (safe_files.read_regular(path, MAX_HOOK_BYTES, root=within, follow=within is None).decode(
+            "utf-8", "replace") if os.path.lexists(path) else None)
         if existing is not None and BEGIN in existing:
             return HookResult("skipped", shown, f"Skipping existing: {shown} (already runs ccmemory)")
         if existing is not None and not _is_shell_script(existing):
@@ -144,14 +180,17 @@ def install(root: str, python: str | None = None) -> HookResult:
                               f"{shown} is not a shell script, so it was left alone. To re-index knowledge on "
                               f"commit, make it run: {shlex.quote(python or sys.executable)} -E -P -m ccmemory "
                               "git-hook pre-commit (its exit status can be ignored)")
-        os.makedirs(folder, exist_ok=True)
+        if within is None:
+            os.makedirs(folder, exist_ok=True)
+        else:
+            safe_files.make_dirs(folder, within)
         if existing is None:
             text, action = "#!/bin/sh\n" + lines, "installed"
         else:
             head, _, rest = existing.partition("\n")
             text = f"{head}\n{lines}{rest}" if head.startswith("#!") else lines + existing
             action = "added"
-        fd = safe_files.open_fd(path, write=True, flags=os.O_CREAT | os.O_TRUNC)
+        fd = safe_files.open_fd(path, write=True, root=within, flags=os.O_CREAT | os.O_TRUNC)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             os.fchmod(handle.fileno(), os.fstat(handle.fileno()).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
