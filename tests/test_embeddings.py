@@ -43,6 +43,21 @@ def test_builtin_vectors_do_not_depend_on_batch_order_or_neighbours(home, embedd
     assert together[0] == together[3]
 
 
+def test_the_model_folders_of_removed_installs_are_dropped(home, tmp_path):
+    models = home / "models"
+    gone, elsewhere, unstamped = (models / f"all-MiniLM-L6-v2-int8-8199be6f-{name}" for name in ("gone", "live", "old"))
+    live_onnx = tmp_path / "other-install" / "model.onnx"
+    live_onnx.parent.mkdir()
+    live_onnx.write_bytes(b"onnx")
+    for folder, onnx in ((gone, tmp_path / "removed" / "model.onnx"), (elsewhere, live_onnx)):
+        folder.mkdir(parents=True)
+        (folder / "verified").write_text(f"{onnx}|4|0")
+    unstamped.mkdir()
+    (unstamped / "model.onnx").symlink_to(tmp_path / "removed-too" / "model.onnx")
+    kept = embeddings.builtin_model_dir()
+    assert sorted(path.name for path in models.iterdir() if path.is_dir()) == sorted([kept.name, elsewhere.name])
+
+
 def test_calls_side_by_side_give_the_vectors_of_calls_in_sequence(home):
     texts = [f"Turn {number}: we moved the nightly backup to {number} a.m. " * (1 + number % 5) for number in range(12)]
     contexts = [None if number % 3 == 0 else f"When does backup {number} run?" for number in range(12)]

@@ -324,7 +324,28 @@ def builtin_model_dir() -> Path:
     os.replace(partial, folder / "model.onnx")
     partial.write_text(expected_stamp)
     os.replace(partial, stamp)
+    _drop_folders_of_removed_installs(Path(models), folder)
     return folder
+
+
+def _drop_folders_of_removed_installs(models: Path, keep: Path) -> None:
+    """Remove the built-in model's folders (under ``models``) of installs whose ONNX file is gone.
+
+    Every install has a folder (:func:`builtin_model_dir`), so each update of the plugin, whose files
+    move to a new versioned folder, would leave one behind. A folder is removed only when the ONNX
+    file its stamp names (or its ``model.onnx`` link points to) no longer exists: no process can load
+    that install again. Runs only when a folder was just assembled, so not on every start.
+    """
+    for other in models.glob("all-MiniLM-L6-v2-int8-*"):
+        if other == keep or other.is_symlink() or not other.is_dir():
+            continue
+        try:
+            named = (other / "verified").read_text().split("|", 1)[0]
+        except OSError:
+            link = other / "model.onnx"
+            named = os.readlink(link) if link.is_symlink() else str(link)
+        if named and not os.path.exists(named):
+            shutil.rmtree(other, ignore_errors=True)
 
 
 def usable_cores() -> int:
