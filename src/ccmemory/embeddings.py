@@ -10,7 +10,7 @@ fastembed (about a second to import) is not needed for it. Texts are cut at
 trained on, [CLS] and [SEP] included; the chunkers size to the same limit) and
 batched by length. The graph that runs is not the shipped one but a small one
 shipped with ccmemory (:data:`FAST_GRAPH_FILE`) that reads the same int8 weights
-from the shipped file and multiplies them in integers, about twice as fast.
+from the shipped file and multiplies them in integers, in small calls run side by side: about twice as fast.
 A user may configure another model in config.json: a folder of their own
 (``embedding.path``: ``model.onnx`` + ``tokenizer.json``, run by the same encoder
 as the built-in model, nothing downloaded; :func:`local_model_folder`), or a
@@ -68,8 +68,9 @@ BUILTIN_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab01
 BUILTIN_ONNX_SIZE = 22_928_619
 #: The graph the built-in model runs (``scripts/quantize_model.py`` makes it, offline): the shipped file's
 #: int8 weights, read from that file by offset, multiplied by inputs quantised to 8 bits per call (VNNI/AVX2
-#: integer products). The shipped graph turns its weights back into floats at load and runs in float, at
-#: about half the speed; its vectors and these have a cosine of 0.99 (BENCHMARKS.md, "Faster embedding").
+#: integer products). The shipped graph turns its weights back into floats at load and runs in float: on a
+#: quiet machine 1.3x slower call for call, ~1.9x slower than these calls run side by side (:class:`_OnnxEncoder`);
+#: its vectors and these have a cosine of 0.99 (BENCHMARKS.md, "Embedding throughput on coding observations").
 FAST_GRAPH_FILE = "model-dynamic-int8.onnx"
 FAST_GRAPH_SHA256 = "6b15af15372a77b28b9c3801865f7bcc640f2f234820efb056c375053d7b2406"
 BUILTIN_MODEL_ID = f"{DEFAULT_MODEL}@onnx-int8-dynamic-{FAST_GRAPH_SHA256[:8]}"
@@ -406,8 +407,8 @@ class _OnnxEncoder:
         built-in model's two graphs). ``threads`` is how many cores the encoder may use (None: all this process
         may run on). With ``parallel_calls`` each model call runs on one core and up to ``threads`` calls run at
         once: a call on a short text is too small for onnxruntime to split across cores without waiting on
-        them, so two one-core calls side by side embed ~1.25x more texts per second on two cores than one
-        call split over both (BENCHMARKS.md, "Model calls side by side"). A vector does not depend on which
+        them, so two one-core calls side by side embed 1.4-1.7x more texts per second on two cores than one
+        call split over both (BENCHMARKS.md, "Embedding throughput on coding observations"). A vector does not depend on which
         core or how many ran it. ``parallel_calls=False`` runs one call at a time on ``threads`` cores, as
         ccmemory did before (the benchmarks' "before").
         """
