@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from ccmemory import safe_files
-from ccmemory.knowledge import files as kfiles
 from testing.hooks import common, run_hook, tool_call
 from testing.cli import spawn as ccmemory
 from testing.knowledge import AUTH, git, write_files
@@ -442,7 +441,7 @@ def test_a_tree_deeper_than_python_recursion_is_walked_to_its_limit_and_the_rest
     try:
         (knowledge / deep / "bottom.md").write_text("### Bottom\nToo deep.\n")
         warnings = finished(run(world, "index"), 2)
-        assert f"Folder more than {kfiles.MAX_DEPTH} levels deep skipped" in warnings
+        assert f"Folder more than {safe_files.MAX_WALK_DEPTH} levels deep skipped" in warnings
         assert "top.md" in run(world, "search", "top file stays", "--mode", "keyword").stdout
     finally:
         subprocess.run(["rm", "-rf", "a"], cwd=knowledge, check=True)  # shutil.rmtree recurses too

@@ -5,7 +5,7 @@ with ``_`` and folders named in ``ignored_dirs`` or starting with a dot.
 Symbolic links are followed while they stay inside the project: a link (file or
 folder) whose real path is outside it is skipped with a warning, and a link back
 into a folder already being walked (a cycle) too; a folder two links lead to is read once,
-and the walk stops at :data:`MAX_DEPTH` levels and :data:`MAX_FOLDERS` folders. A file or folder
+and the walk stops at :data:`ccmemory.safe_files.MAX_WALK_DEPTH` levels and :data:`MAX_FOLDERS` folders. A file or folder
 whose name is not UTF-8 is skipped with a warning (the store holds text). A file is read only as a
 regular file whose real path is inside the project, checked on the opened file
 (:func:`ccmemory.safe_files.open_fd`). A file that cannot be read (permission
@@ -28,8 +28,7 @@ LARGE_FILE_BYTES = 1024 * 1024
 #: A knowledge file is read only up to this (the documents limit): a repository's file can be any size.
 MAX_FILE_BYTES = 5 * 1024 * 1024
 _BINARY_PROBE_BYTES = 8192
-#: Folder levels below the knowledge folder that are listed, and folders listed in all.
-MAX_DEPTH = 64
+#: Folders listed in all (levels below the knowledge folder: :data:`ccmemory.safe_files.MAX_WALK_DEPTH`, as every walk).
 MAX_FOLDERS = 10_000
 
 
@@ -59,7 +58,7 @@ def find(root: str, ignored_dirs: tuple[str, ...] = (), *, project: str | None =
 
     The tree is the repository's, so its shape is hostile too: each real folder is listed once
     however many links lead to it (two links per folder, 40 deep, would otherwise make 2^40 paths),
-    at most :data:`MAX_DEPTH` levels down and :data:`MAX_FOLDERS` folders in all, without recursion.
+    at most :data:`ccmemory.safe_files.MAX_WALK_DEPTH` levels down and :data:`MAX_FOLDERS` folders in all, without recursion.
     A folder left unlisted is in :attr:`Found.unreadable` (``""`` when the walk stopped early), so
     the index keeps what it knew of the files there instead of deleting it.
     """
@@ -110,8 +109,8 @@ def find(root: str, ignored_dirs: tuple[str, ...] = (), *, project: str | None =
                     found.warnings.append(f"Circular symlink skipped: {path}")
                 elif key in seen:
                     found.warnings.append(f"Folder read already as {seen[key] or '.'}/ skipped: {path}")
-                elif path.count("/") >= MAX_DEPTH:
-                    found.warnings.append(f"Folder more than {MAX_DEPTH} levels deep skipped: {path}")
+                elif path.count("/") >= safe_files.MAX_WALK_DEPTH:
+                    found.warnings.append(f"Folder more than {safe_files.MAX_WALK_DEPTH} levels deep skipped: {path}")
                     found.unreadable.append(path)
                 elif len(seen) >= MAX_FOLDERS:
                     found.warnings.append(f"Stopped at {MAX_FOLDERS} folders: {path} and the folders after it were "
