@@ -54,8 +54,12 @@ def test_the_model_folders_of_removed_installs_are_dropped(home, tmp_path):
         (folder / "verified").write_text(f"{onnx}|4|0")
     unstamped.mkdir()
     (unstamped / "model.onnx").symlink_to(tmp_path / "removed-too" / "model.onnx")
+    assembling = models / "all-MiniLM-L6-v2-int8-8199be6f-assembling"  # another process is writing it: no stamp, no link
+    assembling.mkdir()
+    (assembling / "tokenizer.json").write_text("{}")
     kept = embeddings.builtin_model_dir()
-    assert sorted(path.name for path in models.iterdir() if path.is_dir()) == sorted([kept.name, elsewhere.name])
+    assert sorted(path.name for path in models.iterdir() if path.is_dir()) == sorted(
+        [kept.name, elsewhere.name, assembling.name])
 
 
 def test_calls_side_by_side_give_the_vectors_of_calls_in_sequence(home):

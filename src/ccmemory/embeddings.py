@@ -334,17 +334,18 @@ def _drop_folders_of_removed_installs(models: Path, keep: Path) -> None:
 
     Every install has a folder (:func:`builtin_model_dir`), so each update of the plugin, whose files
     move to a new versioned folder, would leave one behind. A folder is removed only when the ONNX
-    file its stamp names (or its ``model.onnx`` link points to) no longer exists: no process can load
-    that install again. Runs only when a folder was just assembled, so not on every start.
+    file its stamp names (or, without a stamp, its ``model.onnx`` link points to) no longer exists: no
+    process can load that install again. A folder with neither may be one another process is assembling
+    right now, and is kept. Runs only when a folder was just assembled, so not on every start.
     """
     for other in models.glob("all-MiniLM-L6-v2-int8-*"):
         if other == keep or other.is_symlink() or not other.is_dir():
             continue
+        link = other / "model.onnx"
         try:
             named = (other / "verified").read_text().split("|", 1)[0]
         except OSError:
-            link = other / "model.onnx"
-            named = os.readlink(link) if link.is_symlink() else str(link)
+            named = os.readlink(link) if link.is_symlink() else ""
         if named and not os.path.exists(named):
             shutil.rmtree(other, ignore_errors=True)
 
