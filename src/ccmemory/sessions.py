@@ -128,11 +128,13 @@ def awaited_calls(db: Database, session_id: str) -> dict[str, str] | None:
 
 def reopen(db: Database, session_id: str) -> None:
     """The session runs again (resumed): it is no longer over, so its captures are not late."""
-    metadata = _metadata(db, session_id)
-    if metadata and CLOSED_KEY in metadata:
-        metadata.pop(CLOSED_KEY)
-        metadata.pop(AWAITED_KEY, None)
-        with db.transaction():
+    if awaited_calls(db, session_id) is None:  # not over: nothing to write, no write lock taken
+        return
+    with db.transaction():  # read again and written in one transaction, as :func:`end` does
+        metadata = _metadata(db, session_id)
+        if metadata and CLOSED_KEY in metadata:
+            metadata.pop(CLOSED_KEY)
+            metadata.pop(AWAITED_KEY, None)
             db.execute("UPDATE sessions SET metadata = ? WHERE id = ?", (json.dumps(metadata), session_id))
 
 
