@@ -114,6 +114,7 @@ _HUGE_CHARREF = re.compile(r"&#(?:0*[1-9][0-9]{15,}|[xX]0*[1-9a-fA-F][0-9a-fA-F]
 
 #: Where the standard parser sees a tag, an end tag, a comment, a declaration or a processing instruction.
 _OPENER = re.compile(r"<(?=[A-Za-z/!?])")
+#: "Not found on the rest of the page": past every position, so it is never looked up again.
 _NONE = 1 << 62
 
 
@@ -136,14 +137,14 @@ def _closed_constructs(html: str) -> str:
         if start < skip_to:  # inside a comment that is kept whole
             continue
         if html.startswith("<!--", start):
-            if next_comment_end != _NONE and next_comment_end < start + 4:
+            if next_comment_end < start + 4:
                 found = html.find("-->", start + 4)
                 next_comment_end = _NONE if found < 0 else found
             if next_comment_end != _NONE:
                 skip_to = next_comment_end + 3
                 continue
         else:
-            if next_gt != _NONE and next_gt <= start:
+            if next_gt <= start:
                 found = html.find(">", start + 1)
                 next_gt = _NONE if found < 0 else found
             if next_lt <= start:
