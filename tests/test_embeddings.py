@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 
 import numpy
 import pytest
@@ -91,6 +93,25 @@ def test_the_fast_graph_reads_the_shipped_weights_and_keeps_todays_vectors(home,
     for old, new in zip(today, embedder.embed(texts)):
         cosine = float(numpy.dot(numpy.frombuffer(old, numpy.float32), numpy.frombuffer(new, numpy.float32)))
         assert cosine > 0.98
+
+
+def test_the_compact_graph_is_what_the_script_builds_and_gives_the_exported_graphs_vectors(home, monkeypatch):
+    pytest.importorskip("onnx")
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "scripts"))
+    import quantize_model
+
+    shipped = quantize_model.shipped_bytes()
+    compact, _ = quantize_model.build(shipped=shipped)
+    assert hashlib.sha256(compact).hexdigest() == embeddings.FAST_GRAPH_SHA256
+    exported, _ = quantize_model.build(shipped=shipped, compact=False)
+    texts = ["ok", "We moved to PostgreSQL 17", "Edited src/app/db.py: the pool now closes idle connections after "
+             "30 s " * 12, "x " * 400]
+    contexts = [None, "Which database do we run?", None, None]
+    folder = embeddings.builtin_model_dir()
+    new, old = (embeddings._OnnxEncoder(folder, 1, graph=graph).encode(texts, contexts) for graph in (compact, exported))
+    cosines = [float(numpy.dot(numpy.frombuffer(a, numpy.float32), numpy.frombuffer(b, numpy.float32)))
+               for a, b in zip(new, old)]
+    assert min(cosines) > 0.99 and sum(cosines) / len(cosines) > 0.997, cosines
 
 
 def test_the_configured_model_comes_from_config_json(home):

@@ -68,11 +68,12 @@ BUILTIN_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab01
 BUILTIN_ONNX_SIZE = 22_928_619
 #: The graph the built-in model runs (``scripts/quantize_model.py`` makes it, offline): the shipped file's
 #: int8 weights, read from that file by offset, multiplied by inputs quantised to 8 bits per call (VNNI/AVX2
-#: integer products). The shipped graph turns its weights back into floats at load and runs in float: on a
-#: quiet machine 1.3x slower call for call, ~1.9x slower than these calls run side by side (:class:`_OnnxEncoder`);
-#: its vectors and these have a cosine of 0.99 (BENCHMARKS.md, "Embedding throughput on coding observations").
+#: integer products), each layer in onnxruntime's fused ops (~80 nodes where the export has ~260). The shipped
+#: graph turns its weights back into floats at load and runs in float, op by op: several times slower call
+#: for call; its vectors and these have a cosine of 0.99 (BENCHMARKS.md, "Embedding throughput on coding
+#: observations" and "A compact graph").
 FAST_GRAPH_FILE = "model-dynamic-int8.onnx"
-FAST_GRAPH_SHA256 = "6b15af15372a77b28b9c3801865f7bcc640f2f234820efb056c375053d7b2406"
+FAST_GRAPH_SHA256 = "26df574fea1c3cc52b84295cd19514c833eb2bd3b1a43ce9ab9410f7ab884838"
 BUILTIN_MODEL_ID = f"{DEFAULT_MODEL}@onnx-int8-dynamic-{FAST_GRAPH_SHA256[:8]}"
 #: onnxruntime's session setting naming the folder that a graph loaded from bytes reads its external data from.
 _EXTERNAL_DATA_FOLDER = "session.model_external_initializers_file_folder_path"
@@ -430,10 +431,10 @@ class _OnnxEncoder:
         options.add_session_config_entry(_EXTERNAL_DATA_FOLDER, str(shipped.resolve().parent))
         self._session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
         self._inputs = {item.name for item in self._session.get_inputs()}
-        # A dynamic-int8 graph (the fast graph, a quantize_dynamic output) quantises each product's input with
+        # A dynamic-int8 graph (the fast graph) quantises each product's input with
         # one scale for the whole call, so a text in a batch would get a vector that depends on its neighbours
         # (and their padding): it runs texts one by one. The operator's name is stored as plain text in the graph.
-        self._max_items = 1 if b"DynamicQuantizeLinear" in graph else MAX_BATCH_ITEMS
+        self._max_items = 1 if b"DynamicQuantize" in graph else MAX_BATCH_ITEMS
 
     def encode(self, texts: Sequence[str], contexts: Sequence[str | None] | None = None) -> list[bytes]:
         """Vectors of ``texts``; a text with a context is read after it (:meth:`_read`), in the same pass."""
