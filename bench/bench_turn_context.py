@@ -4,16 +4,14 @@ Run: python bench/bench_turn_context.py [--data ../shared/bench-data/locomo10-de
 
 The first ``--turns`` turns of the LoCoMo dev conversations, each with the end of the turn before it in its
 session as the product cuts it (:func:`ccmemory.embedding_text.context_before`), are embedded by the built-in
-model three ways, no vector cache, the three alternating ``--rounds`` times (the best round of each counts;
+model five ways, no vector cache, alternating ``--rounds`` times (the best round of each counts;
 the cores are shared):
 
-- **alone**: each turn by itself (what a memory outside a session gets);
+- **alone** (this build): each turn by itself (what a memory outside a session gets);
 - **in context, one pass** (this build): the context and the turn read once, the turn's vector pooled from
   that pass (:meth:`ccmemory.embeddings.Embedder.embed` with ``contexts``);
-- **in context, two passes** (the first version, 2026-11-27 morning): the turn alone, then the context and
-  turn together, two model calls per turn;
-- **in context, one pass, calls in sequence**: as this build, but one model call at a time split over the
-  cores (the encoder before model calls ran side by side);
+- the same two with **the exported graph** (57f85eb's: ``scripts/quantize_model.py``'s ``build(compact=False)``,
+  the same int8 products in ~260 op runs per text where this build's compact graph has ~80), calls side by side;
 - **e121600**: what issue 25's "today's model" did with a turn: the shipped float graph, the turn alone,
   batches of up to 16 by length, one call at a time. The last column is its time over each way's, the
   issue's "faster per memory on the same texts".
@@ -36,6 +34,9 @@ from ccmemory import embeddings  # noqa: E402
 from ccmemory.embedding_text import context_before  # noqa: E402
 from locomo import session_numbers, turn_content  # noqa: E402
 from report import shared_machine, write_section  # noqa: E402
+
+sys.path.insert(0, str(REPO / "scripts"))
+import quantize_model  # noqa: E402
 
 DATA = REPO.parent / "shared" / "bench-data" / "locomo10-dev.json"
 
@@ -64,18 +65,17 @@ def main() -> None:
     rows = turns(args.data, args.turns)
     texts = [text for _, text in rows]
     contexts = [context for context, _ in rows]
-    embedder = embeddings.Embedder(embeddings.ModelSpec())
     folder = embeddings.builtin_model_dir()
-    in_sequence = embeddings._OnnxEncoder(folder, None, parallel_calls=False)
+    compact = embeddings._OnnxEncoder(folder, None)
+    exported = embeddings._OnnxEncoder(folder, None, graph=quantize_model.build(compact=False)[0])
     issue_main = embeddings._OnnxEncoder(folder, None, graph=b"", parallel_calls=False)
-    for warm in (embedder.embed, in_sequence.encode, issue_main.encode):
-        warm(["warm up the model"])
+    for warm in (compact, exported, issue_main):
+        warm.encode(["warm up the model"])
     ways: dict[str, Callable[[], object]] = {
-        "alone": lambda: embedder.embed(texts),
-        "in context, one pass (this build)": lambda: embedder.embed(texts, contexts),
-        "in context, two passes (before)": lambda: (
-            embedder.embed(texts), embedder.embed([f"{c}\n{t}" for c, t in rows if c])),
-        "in context, one pass, calls in sequence": lambda: in_sequence.encode(texts, contexts),
+        "alone": lambda: compact.encode(texts),
+        "in context, one pass (this build)": lambda: compact.encode(texts, contexts),
+        "alone, exported graph (57f85eb)": lambda: exported.encode(texts),
+        "in context, one pass, exported graph (57f85eb)": lambda: exported.encode(texts, contexts),
         "e121600: float graph, turn alone, calls in sequence": lambda: issue_main.encode(texts),
     }
     best = {name: float("inf") for name in ways}
@@ -91,14 +91,13 @@ def main() -> None:
     lines += [f"| {name} | {seconds:.2f} | {1000 * seconds / len(rows):.1f} | {seconds / alone:.2f} | "
               f"{reference / seconds:.2f}× |" for name, seconds in best.items()]
     with_context = sum(context is not None for context in contexts)
-    one, two = best["in context, one pass (this build)"], best["in context, two passes (before)"]
+    one, previous = best["in context, one pass (this build)"], best["in context, one pass, exported graph (57f85eb)"]
     body = (f"{shared_machine()}\n\n{len(rows)} LoCoMo dev turns ({with_context} with a turn before them), built-in "
             f"model, the {len(ways)} ways alternating in one process.\n\n" + "\n".join(lines)
-            + f"\n\nReading a turn in context now costs {one / alone:.2f}× the turn alone, where the two passes cost "
-            f"{two / alone:.2f}×: {two / one:.2f}× less. Per turn this build embeds {reference / one:.2f}× as fast as "
-            f"e121600 did (the turn alone, float graph); reading the turns alone it would be {reference / alone:.2f}×. "
-            "Captured tool calls, summaries, knowledge and document chunks "
-            "are not read in context, so coding history embeds as before.\n\n"
+            + f"\n\nReading a turn in context costs {one / alone:.2f}× the turn alone. Per turn this build embeds "
+            f"{reference / one:.2f}× as fast as e121600 did (the turn alone, float graph), and {previous / one:.2f}× "
+            f"as fast as the exported graph of 57f85eb; reading the turns alone it would be {reference / alone:.2f}× "
+            "e121600. Captured tool calls, summaries, knowledge and document chunks are not read in context.\n\n"
             f"Command: `python bench/bench_turn_context.py --turns {args.turns} --rounds {args.rounds} --write`.\n")
     print(body)
     if args.write:
