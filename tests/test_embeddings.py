@@ -350,7 +350,7 @@ def test_a_turn_is_read_once_after_the_end_of_the_turn_before_as_much_as_fits(em
     turn = "Ben: Lisbon! We rode the old yellow trams every day."
     context = " ".join(f"word{number}" for number in range(600)) + " Where did you go on holiday?"
     alone = encoder._tokenizer.encode(turn)
-    joined, spans = encoder._read(turn, context, alone)
+    joined, spans = encoder._reads([turn], [context])[0]
     assert len(joined.ids) <= embeddings.MAX_TOKENS
     (first, end), (own_first, own_end) = spans
     assert (first, end) == (0, len(joined.ids))
@@ -359,6 +359,12 @@ def test_a_turn_is_read_once_after_the_end_of_the_turn_before_as_much_as_fits(em
     assert encoder._tokenizer.decode(joined.ids[:own_first]).endswith("where did you go on holiday?")
     with_context, without = embedder.embed([turn, turn], [context, None])
     assert with_context != without and without == embedder.embed([turn])[0]
+    # Read in one batch, each text is read as it would be alone.
+    texts, contexts = [turn, "ok", turn * 30, "Yes, last Tuesday!"], [context, None, "Where?", "When was it?"]
+    together = encoder._reads(texts, contexts)
+    for index, (encoding, pooled) in enumerate(together):
+        one = encoder._reads([texts[index]], [contexts[index]])[0]
+        assert (encoding.ids, pooled) == (one[0].ids, one[1])
 
 
 def test_a_turn_that_fills_the_window_alone_is_embedded_as_it_is(embedder):

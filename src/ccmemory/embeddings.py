@@ -26,7 +26,7 @@ which is embedded with its request, nor a summary) is read in context: the model
 reads the end of the memory before it and then the turn, once, and the turn's
 vector sums what the two say together and the turn's own word pieces as read
 after the context (:func:`previous_turns`, :func:`ccmemory.embedding_text.context_before`,
-:meth:`_OnnxEncoder._read`). A turn often means little alone ("Lisbon! Every
+:meth:`_OnnxEncoder._reads`). A turn often means little alone ("Lisbon! Every
 day."): the question before it says what it is about. The first version embedded
 the turn twice (alone, and with its context) for about the same recall.
 
@@ -437,13 +437,10 @@ class _OnnxEncoder:
         self._max_items = 1 if b"DynamicQuantize" in graph else MAX_BATCH_ITEMS
 
     def encode(self, texts: Sequence[str], contexts: Sequence[str | None] | None = None) -> list[bytes]:
-        """Vectors of ``texts``; a text with a context is read after it (:meth:`_read`), in the same pass."""
+        """Vectors of ``texts``; a text with a context is read after it (:meth:`_reads`), in the same pass."""
         import numpy
 
-        read = [(encoding, [(0, len(encoding.ids))]) for encoding in self._tokenizer.encode_batch(list(texts))]
-        for index, context in enumerate(contexts or ()):
-            if context:
-                read[index] = self._read(texts[index], context, read[index][0])
+        read = self._reads(texts, contexts or [None] * len(texts))
         lengths = [len(encoding.ids) for encoding, _ in read]
         result: list[bytes] = [b""] * len(texts)
 
@@ -471,27 +468,37 @@ class _OnnxEncoder:
                 pass
         return result
 
-    def _read(self, text: str, context: str, alone: Any) -> tuple[Any, list[tuple[int, int]]]:
-        """What the model reads for ``text`` after ``context``, and the spans of positions its vector pools.
+    def _reads(self, texts: Sequence[str], contexts: Sequence[str | None]) -> list[tuple[Any, list[tuple[int, int]]]]:
+        """What the model reads for each text, and the spans of positions its vector pools.
 
-        The model reads the end of the context (as much as fits beside the whole text in
-        :data:`MODEL_MAX_TOKENS`) and then the text, once. The vector sums the mean of every position
-        (what the two say together: a question and its answer) and the mean of the text's own word
-        pieces as read after the context, each normalised. ``alone`` is the text's own encoding,
-        which is read as it is when no context fits.
+        A text without a context is read alone and pools all of its positions. A text with one is read
+        after the end of its context (as much as fits beside the whole text in :data:`MODEL_MAX_TOKENS`),
+        once; its vector sums the mean of every position (what the two say together: a question and its
+        answer) and the mean of the text's own word pieces as read after the context, each normalised. A
+        text that fills the model alone, or that no context fits beside, is read alone. Each step tokenizes
+        all texts in one call (the tokenizer's batch runs on every core; one call per text cost as much as
+        a tenth of a turn's model time).
         """
-        room = MAX_TOKENS - len(alone.ids)
-        if room <= 0:
-            return alone, [(0, len(alone.ids))]
-        before = self._untruncated.encode(context, add_special_tokens=False)
-        if len(before.ids) > room:
-            context = context[before.offsets[len(before.ids) - room][0]:]
-        start = len(context) + 1
-        joined = self._tokenizer.encode(f"{context}\n{text}")
-        own = [position for position, (begin, end) in enumerate(joined.offsets) if begin >= start and end > begin]
-        if not own:
-            return alone, [(0, len(alone.ids))]
-        return joined, [(0, len(joined.ids)), (own[0], own[-1] + 1)]
+        alone = self._tokenizer.encode_batch(list(texts))
+        read: list[tuple[Any, list[tuple[int, int]]]] = [(encoding, [(0, len(encoding.ids))]) for encoding in alone]
+        rooms = {index: MAX_TOKENS - len(alone[index].ids) for index, context in enumerate(contexts) if context}
+        wanted = [index for index, room in rooms.items() if room > 0]
+        if not wanted:
+            return read
+        befores = self._untruncated.encode_batch([contexts[index] for index in wanted], add_special_tokens=False)
+        kept: list[str] = []
+        for index, before in zip(wanted, befores):
+            context = contexts[index] or ""
+            if len(before.ids) > rooms[index]:
+                context = context[before.offsets[len(before.ids) - rooms[index]][0]:]
+            kept.append(context)
+        joined = self._tokenizer.encode_batch([f"{context}\n{texts[index]}" for index, context in zip(wanted, kept)])
+        for index, context, encoding in zip(wanted, kept, joined):
+            start = len(context) + 1
+            own = [position for position, (begin, end) in enumerate(encoding.offsets) if begin >= start and end > begin]
+            if own:
+                read[index] = (encoding, [(0, len(encoding.ids)), (own[0], own[-1] + 1)])
+        return read
 
     @functools.cached_property
     def _untruncated(self) -> Any:
