@@ -10,7 +10,8 @@ fastembed (about a second to import) is not needed for it. Texts are cut at
 trained on, [CLS] and [SEP] included; the chunkers size to the same limit) and
 batched by length. The graph that runs is not the shipped one but a small one
 shipped with ccmemory (:data:`FAST_GRAPH_FILE`) that reads the same int8 weights
-from the shipped file and multiplies them in integers, in small calls run side by side: about twice as fast.
+from the shipped file and multiplies them in integers, each layer in onnxruntime's fused operators, in
+small calls run side by side: about three times as fast on the same texts.
 A user may configure another model in config.json: a folder of their own
 (``embedding.path``: ``model.onnx`` + ``tokenizer.json``, run by the same encoder
 as the built-in model, nothing downloaded; :func:`local_model_folder`), or a
