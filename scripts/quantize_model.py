@@ -314,7 +314,7 @@ def compact_graph(model: onnx.ModelProto) -> onnx.ModelProto:
         return name
 
     embedding = "inner.embeddings."
-    tables = {}
+    tables: dict[str, str] = {}
     for table in ("word", "position"):
         stored = f"{embedding}{table}_embeddings.weight"
         op("Cast", [f"{stored}_q"], f"{table}_table_float", to=onnx.TensorProto.FLOAT)
