@@ -143,6 +143,44 @@ def test_a_failure_captured_after_the_call_that_fixed_it_is_still_settled(home: 
     assert json.loads(by_call["t1"]["metadata"])["fixed_by"] == by_call["t2"]["id"]
 
 
+def test_a_failed_call_captured_after_the_last_stop_is_in_the_summary_and_the_turns_entry(home: Path,
+                                                                                         project_dir: Path) -> None:
+    """Stop does not wait for a failed call's hook; when it runs after the turn's Stop, SessionEnd puts the call in
+    the summary and in that turn's local context entry (no entry of its own), as a backfill of the transcript
+    files it by its time (seen in the real CLI)."""
+    from ccmemory import config as settings, db as database, lifecycle, observations, projects
+
+    config, root = settings.load(), str(project_dir)
+    ok = bash_call("tail", project_dir, "wc -l greeting.py", "1 greeting.py", "t1")
+    failing = tool_call("tail", project_dir, "Bash", {"command": "echo end"}, None, "t2",
+                        event="PostToolUseFailure", error="Exit code 1")
+    turn_end = "2026-11-27T09:00:05.000Z"
+    db = database.connect(vectors=False)
+
+    def capture(payload: dict, when: str) -> None:
+        observations.store(db, observations.from_payload(payload, config, cwd=root, root=root), project_id=project,
+                           session_id="tail", tool_use_id=payload["tool_use_id"], created_at=when)
+
+    def entries() -> list[dict]:
+        return db.rows("SELECT title, details FROM local_context_entries WHERE session_id = 'tail' ORDER BY id")
+
+    try:
+        project = projects.project_id(db, root)
+        capture(ok, "2026-11-27T09:00:01.000Z")
+        lifecycle.end_turn(db, config, project_id=project, session_id="tail", cwd=root, root=root,
+                           prompts=["Count the lines"], last_message="Done.", turn_end=turn_end)
+        capture(failing, "2026-11-27T09:00:03.000Z")  # its hook ran after Stop
+        lifecycle.end_session(db, config, project_id=project, session_id="tail", cwd=root, root=root,
+                              prompts=["Count the lines"], last_reply="Done.", turn_end=turn_end)
+        [entry] = entries()
+    finally:
+        db.close()
+    [summary] = summaries(home, "tail")
+    assert "2 tool calls" in summary["content"] and "echo end" in summary["content"]
+    assert "Outcome: Done." in summary["content"]
+    assert entry["title"] == "Count the lines" and "echo end" in entry["details"] and "Outcome: Done." in entry["details"]
+
+
 def test_a_session_that_only_looked_gets_a_less_salient_summary(home: Path, project_dir: Path) -> None:
     write_transcript(project_dir / "q1.jsonl", ["Remind me how we fixed the login timeout?"])
     read = tool_call("q1", project_dir, "Read", {"file_path": str(project_dir / "auth.py")}, "def login(): ...", "t1")

@@ -84,11 +84,13 @@ def read(path: Path, **caps: Any) -> list[transcript.Record]:
 
 
 def kinds(found: list[transcript.Record]) -> list[str]:
-    """Each record in short: ``prompt:<text>``, ``reply:<text>``, ``call:<id>`` (``!`` failed, ``?`` unanswered)."""
+    """Each record in short: ``prompt:<text>``, ``turn-start``, ``reply:<text>``, ``call:<id>`` (``!`` failed, ``?`` unanswered)."""
     out = []
     for record in found:
         if isinstance(record, Prompt):
             out.append(f"prompt:{record.text}")
+        elif isinstance(record, transcript.TurnStart):
+            out.append("turn-start")
         elif isinstance(record, Reply):
             out.append(f"reply:{record.text}")
         else:
@@ -211,6 +213,12 @@ def test_lines_that_are_not_typed_prompts(tmp_path: Path) -> None:
              .prompt("meta noise", isMeta=True)
              .prompt("This session is being continued from a previous conversation ...", isCompactSummary=True)
              .prompt("   ")
+             # a background agent's notification, as Claude Code 2.1.330 writes it (and an older shape: text only)
+             .prompt("<task-notification>\n<task-id>a1</task-id>\n<status>completed</status>\n</task-notification>",
+                     promptSource="system", turnOrigin="task_notification",
+                     origin={"kind": "task-notification", "producer": "session-task"})
+             .prompt("<task-notification>\n<task-id>a2</task-id>\n</task-notification>")
+             .prompt("Agent finished", origin={"kind": "task-notification"})
              .other({"type": "summary", "summary": "Fixing the build", "leafUuid": "x"})
              .other({"type": "user", "message": {"role": "user", "content": [
                  {"type": "text", "text": "[Request interrupted by user for tool use]"}]}})
@@ -219,7 +227,8 @@ def test_lines_that_are_not_typed_prompts(tmp_path: Path) -> None:
     sub = Lines(sidechain=True).prompt("Explore the auth module")
     path = lines.write(tmp_path / "t.jsonl")
     found = read(path)
-    assert kinds(found) == ["prompt:What changed?"]
+    # The notifications start turns of their own (Claude answers them, Stop follows) but are no prompt.
+    assert kinds(found) == ["turn-start"] * 3 + ["prompt:What changed?"]
     assert read(sub.write(tmp_path / "agent.jsonl")) == []
     write_transcript(tmp_path / "hooks.jsonl", ["first", "<command-name>/clear</command-name>", "second"])
     for each in (path, tmp_path / "hooks.jsonl"):  # the Stop hook reads the same prompts

@@ -10,6 +10,7 @@ the area of the project it touched most.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -51,6 +52,8 @@ _DECISION_CUES = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+#: The title of an entry of a turn without a prompt: what its calls were.
+TOOL_WORK = "Tool work: "
 
 
 def decisions(texts: Sequence[str], limit: int = 5) -> list[str]:
@@ -103,7 +106,7 @@ def build_entry(observations: Sequence[Any], *, prompt: str | None, last_message
         details.append("Errors: " + "; ".join(errors[-2:]))
     if outcome:
         details.append("Outcome: " + ends(outcome, 200))
-    title = request or "Tool work: " + ", ".join(f"{n} {tool}" for tool, n in sorted(tally.items()))
+    title = request or TOOL_WORK + ", ".join(f"{n} {tool}" for tool, n in sorted(tally.items()))
     return {"title": title, "details": details, "files": changed or read,
             "theme": theme_of(changed or read, root, bool(commands)),
             "last_seq": max((m.seq for m in observations), default=0)}
@@ -129,3 +132,44 @@ def record_turn(db: Database, *, directory: str, session_id: str, observations: 
     entry["last_seq"] = max(entry["last_seq"], mark)
     local_context.record(db, directory, session_id=session_id, at=until, **entry)
     return True
+
+
+#: The lines of an entry, in the order :func:`build_entry` writes them; those in :data:`_TEXT_LINES` come from the
+#: turn's prompt and reply, the others from its calls.
+_LINE_ORDER = ("Files changed", "Files read", "Commands", "Decisions", "Errors", "Outcome")
+_TEXT_LINES = ("Decisions", "Outcome")
+
+
+def add_late_calls(db: Database, *, directory: str, session_id: str, observations: Sequence[Any], root: str,
+                   enabled_by_default: bool) -> int:
+    """Put calls captured after their turn's entry was written (Stop does not wait for a failed call's hook) into
+    that entry, as a backfill of the transcript files them by their time; returns how many entries changed.
+
+    A call belongs to the entry of the turn it happened in: the first entry of the session dated at or after it
+    (the captured calls carry their transcript times). The entry's call lines, files and theme are made again
+    from all the calls of its turn; its title and the lines drawn from the prompt and reply are kept (a title
+    that only tallied the calls is made again too).
+    """
+    if not local_context.is_enabled(db, directory, enabled_by_default):
+        return 0
+    mark, _ = local_context.watermark(db, directory, session_id)
+    late = [m for m in observations if m.seq > mark]
+    if not late:
+        return 0
+    changed, previous = 0, ""
+    for entry in local_context.session_entries(db, directory, session_id):
+        turn = [m for m in observations if previous < m.created_at <= entry["at"]]
+        mine = [m for m in late if previous < m.created_at <= entry["at"]]
+        previous = entry["at"]
+        rebuilt = build_entry(turn, prompt=None, last_message=None, root=root) if mine else None
+        if rebuilt is None:
+            continue
+        kept = [line for line in json.loads(entry["details"]) if line.startswith(_TEXT_LINES)]
+        details = sorted(rebuilt["details"] + kept,
+                         key=lambda line: next((i for i, label in enumerate(_LINE_ORDER) if line.startswith(label)),
+                                               len(_LINE_ORDER)))
+        title = rebuilt["title"] if entry["title"].startswith(TOOL_WORK) else entry["title"]
+        changed += local_context.rewrite_entry(db, entry["id"], title=title, details=details, files=rebuilt["files"],
+                                               theme=rebuilt["theme"],
+                                               last_seq=max(entry["last_seq"], *(m.seq for m in mine)))
+    return changed

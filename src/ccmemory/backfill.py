@@ -371,18 +371,19 @@ class _Replay:
 
 
 def _turns(main: list[Record], agents: list[ToolCall]) -> list[tuple[Record | None, list[ToolCall], Any]]:
-    """``(prompt, calls, reply)`` per turn: the typed prompt (None before the first), the calls made in it (the
+    """``(prompt, calls, reply)`` per turn: the typed prompt, or the :class:`~ccmemory.transcript.TurnStart` of a turn
+    Claude Code started itself (None before the first), the calls made in it (the
     subagents' calls placed by time: one that finished after the turn's reply goes to the next turn, or to a
     last turn without prompt or reply, as the hooks' next Stop or SessionEnd sees it) in the order capture
     would have stored them, and the reply that ended it (None when the turn never ended: no Stop)."""
-    from .transcript import Prompt, Reply, ToolCall
+    from .transcript import TURN_STARTS, Reply, ToolCall
 
     turns: list[tuple[Record | None, list[ToolCall], Any]] = []
     prompt: Record | None = None
     calls: list[ToolCall] = []
     last: Record | None = None
     for record in main:
-        if isinstance(record, Prompt):
+        if isinstance(record, TURN_STARTS):
             if calls or last is not None or prompt is not None:
                 turns.append((prompt, calls, last if isinstance(last, Reply) else None))
             prompt, calls, last = record, [], None

@@ -60,24 +60,42 @@ def end_turn(db: Any, config: Config, *, project_id: int, session_id: str, cwd: 
 
 
 def end_session(db: Any, config: Config, *, project_id: int, session_id: str, cwd: str, root: str,
-                prompts: Sequence[str], times: dict[str, str] | None = None) -> tuple[str | None, int]:
+                prompts: Sequence[str], times: dict[str, str] | None = None, last_reply: str | None = None,
+                turn_end: str | None = None) -> tuple[str | None, int]:
     """SessionEnd's work (see the module docstring); returns the id of a summary written now (else None) and
-    how many memories were promoted. ``times`` as for :func:`end_turn` (calls captured since the last Stop)."""
+    how many memories were promoted. ``times`` as for :func:`end_turn` (calls captured since the last Stop).
+
+    A call whose hook ran after its turn's Stop (Stop does not wait for a failed call's) is put in the local
+    context entry of that turn (:func:`ccmemory.activity.add_late_calls`) and, with ``last_reply`` and
+    ``turn_end`` (the session's last reply and when it was written, as its transcript shows them), in the
+    extractive summary, which Stop wrote without it: both end as a backfill of the transcript writes them.
+    """
     from . import activity, failures, memories, scopes, sessions
     from .observations import retime
     from .session_summary import session_observations, summarize_from, summary_memory_id
 
     sessions.end(db, session_id, awaited=retime(db, session_id, times or {}))
     new_summary = None
-    if summary_memory_id(db, session_id) is None:
+    existing = summary_memory_id(db, session_id)
+    if existing is None:
         new_summary = summarize_from(db, project_id=project_id, session_id=session_id, root=root,
                                      observations=session_observations(db, session_id), prompts=prompts,
                                      last_message=None)
+    elif last_reply is not None and turn_end is not None and \
+            memories.get(db, existing, project_id=None).metadata.get("method") == "extractive":
+        # The calls up to the last turn's end, as the backfill's last turn has them (a subagent's call that
+        # finished after the reply belongs to no turn that ended).
+        summarize_from(db, project_id=project_id, session_id=session_id, root=root, prompts=prompts,
+                       observations=[m for m in session_observations(db, session_id) if m.created_at <= turn_end],
+                       last_message=last_reply)
     observations = session_observations(db, session_id)
     failures.settle(db, observations)
+    last_prompt = prompts[-1] if prompts else None
+    enabled = config.get("local_context", "enabled")
+    activity.add_late_calls(db, directory=cwd, session_id=session_id, observations=observations, root=root,
+                            enabled_by_default=enabled)
     activity.record_turn(db, directory=cwd, session_id=session_id, observations=observations,
-                         prompt=prompts[-1] if prompts else None, last_message=None, root=root,
-                         enabled_by_default=config.get("local_context", "enabled"))
+                         prompt=last_prompt, last_message=None, root=root, enabled_by_default=enabled)
     promoted = memories.promote(db, session_id, float(config.get("promotion", "min_salience")))
     scopes.propose(db, session_id)
     return new_summary, promoted

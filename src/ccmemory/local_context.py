@@ -100,6 +100,12 @@ def watermark(db: Database, directory: str, session_id: str) -> tuple[int, str |
     return max(int(covered.get("seq") or 0), int(cleared)), covered.get("at")
 
 
+def _stored(title: str, details: list[str], files: list[str], theme: str) -> tuple[str, str, str, str]:
+    """An entry's title, details, files and theme as the table holds them (one line each, bounded)."""
+    return (excerpts.one_line(title, 200), json.dumps([excerpts.one_line(d, 300) for d in details[:MAX_DETAIL_LINES]]),
+            json.dumps(files[:20]), excerpts.one_line(theme, 80) or OTHER_THEME)
+
+
 def record(db: Database, directory: str, *, session_id: str | None, title: str, details: list[str],
            files: list[str], theme: str, last_seq: int, at: str | None = None) -> None:
     """Append one entry, then fold whatever falls beyond the newest :data:`KEPT` into its theme."""
@@ -108,15 +114,28 @@ def record(db: Database, directory: str, *, session_id: str | None, title: str, 
         db.execute(
             "INSERT INTO local_context_entries(directory, session_id, at, title, details, files, theme, last_seq) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, session_id, at or clock.now(), excerpts.one_line(title, 200),
-             json.dumps([excerpts.one_line(d, 300) for d in details[:MAX_DETAIL_LINES]]), json.dumps(files[:20]),
-             excerpts.one_line(theme, 80) or OTHER_THEME, last_seq),
+            (key, session_id, at or clock.now(), *_stored(title, details, files, theme), last_seq),
         )
         for old in db.rows("SELECT id, at, title, theme FROM local_context_entries WHERE directory = ? "
                            "ORDER BY id DESC LIMIT -1 OFFSET ?", (key, KEPT)):
             _fold(db, key, old["theme"], 1, old["at"], old["at"], [old["title"]])
             db.execute("DELETE FROM local_context_entries WHERE id = ?", (old["id"],))
         _merge_small_themes(db, key)
+
+
+def session_entries(db: Database, directory: str, session_id: str) -> list[dict[str, Any]]:
+    """The session's entries here, oldest first: id, at, title, details (JSON), last_seq."""
+    return db.rows("SELECT id, at, title, details, last_seq FROM local_context_entries WHERE directory = ? "
+                   "AND session_id = ? ORDER BY at, id", (directory_key(directory), session_id))
+
+
+def rewrite_entry(db: Database, entry_id: int, *, title: str, details: list[str], files: list[str], theme: str,
+                  last_seq: int) -> bool:
+    """Rewrite one entry in place; False when it is gone (folded into its theme meanwhile)."""
+    with db.transaction():
+        db.execute("UPDATE local_context_entries SET title = ?, details = ?, files = ?, theme = ?, last_seq = ? "
+                   "WHERE id = ?", (*_stored(title, details, files, theme), last_seq, entry_id))
+        return db.changes() > 0
 
 
 def _fold(db: Database, key: str, theme: str, count: int, first_at: str, last_at: str, titles: list[str]) -> None:

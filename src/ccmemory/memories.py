@@ -274,7 +274,9 @@ def add(
 
 
 def _compact_json(value: Any) -> str:
-    """JSON without the spaces after separators: every captured row stores its tags, files and metadata."""
+    """JSON without the spaces after separators: every captured row stores its tags, files and metadata, and a
+    memory rewritten in place stores them the same way (a summary rewritten at each Stop and one written once
+    by a backfill hold the same bytes)."""
     return json.dumps(value, separators=(",", ":"))
 
 
@@ -599,8 +601,8 @@ def rewrite(db: Database, memory_id: str, content: str, *, project_id: int | Non
     with db.transaction():
         db.execute(f"UPDATE memories SET {text_part}files = ?, metadata = ?, tags = ?, sector = ?, salience = ?, "
                    "updated_at = ? WHERE id = ?",
-                   ((content,) if text_part else ()) + (json.dumps(new_files), json.dumps(new_metadata),
-                                                        json.dumps(new_tags), new_sector, new_salience,
+                   ((content,) if text_part else ()) + (_compact_json(new_files), _compact_json(new_metadata),
+                                                        _compact_json(new_tags), new_sector, new_salience,
                                                         clock.now(), memory.id))
     return True
 

@@ -86,16 +86,42 @@ def _count(problems: dict[str, int] | None, kind: str) -> None:
         problems[kind] = problems.get(kind, 0) + 1
 
 
-def typed_prompt(entry: dict[str, Any]) -> str | None:
-    """The text the user typed, when ``entry`` is such a prompt (not a meta line, a subagent's prompt, a
-    compaction summary, a slash command's output or its caveat)."""
+#: How Claude Code (2.1.3xx) marks a user line that it wrote itself: a background task's notification is a
+#: ``user`` line with ``promptSource`` "system", ``turnOrigin`` "task_notification" and an ``origin`` naming it
+#: (earlier releases wrote the ``<task-notification>`` text alone).
+_SYSTEM_SOURCES = frozenset({"system"})
+_SYSTEM_ORIGINS = frozenset({"task_notification", "task-notification"})
+
+
+def _content(entry: dict[str, Any]) -> str | None:
+    """The text of a user line of the main chain that is not meta or a compaction summary, else None."""
     if entry.get("type") != "user":
         return None
     if entry.get("isMeta") or entry.get("isSidechain") or entry.get("isCompactSummary"):
         return None
     message = entry.get("message")
     content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, str) or not content.strip():
+    return content if isinstance(content, str) and content.strip() else None
+
+
+def system_turn(entry: dict[str, Any]) -> bool:
+    """Whether ``entry`` is a user line Claude Code wrote itself to start a turn (a background task's
+    notification): Claude answers it and Stop follows, but nobody typed it, and its text (a task's output)
+    must never be taken for the user's request."""
+    content = _content(entry)
+    if content is None:
+        return False
+    origin = entry.get("origin")
+    return (entry.get("promptSource") in _SYSTEM_SOURCES or entry.get("turnOrigin") in _SYSTEM_ORIGINS
+            or (isinstance(origin, dict) and origin.get("kind") in _SYSTEM_ORIGINS)
+            or content.lstrip().startswith("<task-notification>"))
+
+
+def typed_prompt(entry: dict[str, Any]) -> str | None:
+    """The text the user typed, when ``entry`` is such a prompt (not a meta line, a subagent's prompt, a
+    compaction summary, a slash command's output or its caveat, a turn Claude Code started itself)."""
+    content = _content(entry)
+    if content is None or system_turn(entry):
         return None
     if content.lstrip().startswith(("<command-", "<local-command", "Caveat:")):
         return None
@@ -155,6 +181,17 @@ class Prompt(Record):
         super().__init__(entry)
         self.text = text
         self.prompt_id = _text(entry.get("promptId"))
+
+
+class TurnStart(Record):
+    """A turn Claude Code started itself (see :func:`system_turn`): it splits turns as a prompt does, and holds
+    no text, so nothing of it is ever read as a request."""
+
+    __slots__ = ()
+
+
+#: The records that start a turn.
+TURN_STARTS = (Prompt, TurnStart)
 
 
 class Reply(Record):
@@ -298,9 +335,12 @@ def _read(entry: dict[str, Any], waiting: list[Record], pending: dict[str, ToolC
     """Add the records of one line to ``waiting`` (at most ``room``); how many were added."""
     if entry.get("type") == "user":
         prompt = typed_prompt(entry)
-        if prompt is None:
+        if prompt is not None:
+            waiting.append(Prompt(entry, prompt))
+        elif system_turn(entry):
+            waiting.append(TurnStart(entry))
+        else:
             return 0
-        waiting.append(Prompt(entry, prompt))
         return 1
     message, blocks = _blocks(entry)
     added = 0
@@ -334,7 +374,7 @@ def complete(found: Iterable[Record]) -> list[Record]:
     listed = list(found)
     start = 0
     for index, record in enumerate(listed):
-        if isinstance(record, Prompt):
+        if isinstance(record, TURN_STARTS):
             start = index
     last = listed[start:]
     finished = bool(last) and isinstance(last[-1], Reply) and last[-1].stop_reason == "end_turn" \
@@ -349,17 +389,18 @@ class Session:
     subagents, oldest result first; ``since``: when the turn before the last prompt ended, its reply written
     (None when no turn ended before it): the last turn's calls are those answered after it;
     ``turn_end``: when the reply that ended the last turn was written, when the transcript already holds it
-    as its last main-chain record (None otherwise: the reply not written yet, or the turn interrupted).
-    Times are in :mod:`ccmemory.clock`'s format.
+    as its last main-chain record (None otherwise: the reply not written yet, or the turn interrupted), and
+    ``last_reply`` its text. Times are in :mod:`ccmemory.clock`'s format.
     """
 
-    __slots__ = ("prompts", "calls", "since", "turn_end")
+    __slots__ = ("prompts", "calls", "since", "turn_end", "last_reply")
 
     def __init__(self) -> None:
         self.prompts: list[str] = []
         self.calls: list[ToolCall] = []
         self.since: str | None = None
         self.turn_end: str | None = None
+        self.last_reply: str | None = None
 
     def call_times(self) -> dict[str, str]:
         """When each call happened, by ``tool_use_id``: when its result was written (what a backfill stores too)."""
@@ -386,8 +427,8 @@ def read_session(path: str, session_id: str | None, *, last_message: str | None 
     session = Session()
     last: Record | None = None
     for record in records(path):
-        if isinstance(record, Prompt):
-            if max_prompts is None or len(session.prompts) < max_prompts:
+        if isinstance(record, TURN_STARTS):
+            if isinstance(record, Prompt) and (max_prompts is None or len(session.prompts) < max_prompts):
                 session.prompts.append(record.text)
             session.since = canonical(last.timestamp) if isinstance(last, Reply) else session.since
         elif isinstance(record, ToolCall) and record.answered:
@@ -396,6 +437,7 @@ def read_session(path: str, session_id: str | None, *, last_message: str | None 
             last = record
     if isinstance(last, Reply) and (last_message is None or last.text.strip() == last_message.strip()):
         session.turn_end = canonical(last.timestamp)
+        session.last_reply = last.text
     folder = os.path.dirname(os.path.realpath(path))
     if session_id:
         for _agent, agent_path in _subagents(folder, session_id, os.path.dirname(folder), None):

@@ -56,7 +56,8 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         reading = read_transcript(payloads.text(data, "transcript_path"), session_id)
         new_summary, promoted = lifecycle.end_session(
             db, config, project_id=known, session_id=session_id, cwd=cwd, root=str(projects.project_root(cwd)),
-            prompts=reading.prompts, times=reading.call_times())
+            prompts=reading.prompts, times=reading.call_times(), last_reply=reading.last_reply,
+            turn_end=reading.turn_end)
         launch.embed_if_pending(db, "session_end")
     finally:
         db.close()
