@@ -65,6 +65,12 @@ def script(project: Path) -> Any:
         for tool_use_id, block in steps:
             if tool_use_id not in done:
                 return [dict(block, id=tool_use_id)]
+        last = body["messages"][-1]["content"]
+        if "<task-notification>" in (last if isinstance(last, str) else json.dumps(last)):
+            # Claude Code 2.1.3xx starts a turn of its own with the background agent's result; a model answers
+            # it with words of that turn (the same text as the turn before would let a Stop that read the
+            # transcript before the new turn was written take the old reply for the new one).
+            return [text("The count came back: greeting.py has 1 line.")]
         return [text("Done. We decided to keep the greeting in greeting.py because both tools share it.")]
 
     return answer
