@@ -69,9 +69,19 @@ def decisions(texts: Sequence[str], limit: int = 5) -> list[str]:
     return found
 
 
+#: The lines of an entry, in order, by label: True for those drawn from the turn's prompt and reply, False for
+#: those drawn from its calls.
+_LINES = {"Files changed": False, "Files read": False, "Commands": False, "Decisions": True, "Errors": False,
+          "Outcome": True}
+
+
 def build_entry(observations: Sequence[Any], *, prompt: str | None, last_message: str | None,
-                root: str) -> dict[str, Any] | None:
-    """The entry for one turn (observations oldest first), or None when the turn did nothing worth a line."""
+                root: str, kept: Sequence[str] = ()) -> dict[str, Any] | None:
+    """The entry for one turn (observations oldest first), or None when the turn did nothing worth a line.
+
+    ``kept``: the lines of an entry written earlier for the turn, whose prompt and reply are no longer at
+    hand (:func:`add_late_calls`); those drawn from them are kept, the others made again from ``observations``.
+    """
     changed: list[str] = []
     read: list[str] = []
     commands: list[str] = []
@@ -91,21 +101,22 @@ def build_entry(observations: Sequence[Any], *, prompt: str | None, last_message
     outcome = redact(last_message or "").strip()
     request = redact(prompt or "").strip()
     chosen = decisions([outcome, request], limit=3)
-    if not observations and not chosen:
+    lines = {label: text for label, _, text in (line.partition(": ") for line in kept) if _LINES.get(label)}
+    if not observations and not chosen and not lines:
         return None
-    details: list[str] = []
     for label, items, most in (("Files changed", changed, 8), ("Files read", read, 5)):
         if items:
             more = f" (+{len(items) - most} more)" if len(items) > most else ""
-            details.append(f"{label}: {', '.join(_relative(f, root) for f in items[:most])}{more}")
+            lines[label] = f"{', '.join(_relative(f, root) for f in items[:most])}{more}"
     if commands:
-        details.append("Commands: " + "; ".join(commands[-4:]))
+        lines["Commands"] = "; ".join(commands[-4:])
     if chosen:
-        details.append("Decisions: " + "; ".join(chosen))
+        lines["Decisions"] = "; ".join(chosen)
     if errors:
-        details.append("Errors: " + "; ".join(errors[-2:]))
+        lines["Errors"] = "; ".join(errors[-2:])
     if outcome:
-        details.append("Outcome: " + ends(outcome, 200))
+        lines["Outcome"] = ends(outcome, 200)
+    details = [f"{label}: {lines[label]}" for label in _LINES if label in lines]
     title = request or TOOL_WORK + ", ".join(f"{n} {tool}" for tool, n in sorted(tally.items()))
     return {"title": title, "details": details, "files": changed or read,
             "theme": theme_of(changed or read, root, bool(commands)),
@@ -134,12 +145,6 @@ def record_turn(db: Database, *, directory: str, session_id: str, observations: 
     return True
 
 
-#: The lines of an entry, in the order :func:`build_entry` writes them; those in :data:`_TEXT_LINES` come from the
-#: turn's prompt and reply, the others from its calls.
-_LINE_ORDER = ("Files changed", "Files read", "Commands", "Decisions", "Errors", "Outcome")
-_TEXT_LINES = ("Decisions", "Outcome")
-
-
 def add_late_calls(db: Database, *, directory: str, session_id: str, observations: Sequence[Any], root: str,
                    enabled_by_default: bool) -> int:
     """Put calls captured after their turn's entry was written (Stop does not wait for a failed call's hook) into
@@ -158,18 +163,16 @@ def add_late_calls(db: Database, *, directory: str, session_id: str, observation
         return 0
     changed, previous = 0, ""
     for entry in local_context.session_entries(db, directory, session_id):
-        turn = [m for m in observations if previous < m.created_at <= entry["at"]]
-        mine = [m for m in late if previous < m.created_at <= entry["at"]]
-        previous = entry["at"]
-        rebuilt = build_entry(turn, prompt=None, last_message=None, root=root) if mine else None
+        start, previous = previous, entry["at"]
+        mine = [m for m in late if start < m.created_at <= entry["at"]]
+        if not mine:
+            continue
+        rebuilt = build_entry([m for m in observations if start < m.created_at <= entry["at"]], prompt=None,
+                              last_message=None, root=root, kept=json.loads(entry["details"]))
         if rebuilt is None:
             continue
-        kept = [line for line in json.loads(entry["details"]) if line.startswith(_TEXT_LINES)]
-        details = sorted(rebuilt["details"] + kept,
-                         key=lambda line: next((i for i, label in enumerate(_LINE_ORDER) if line.startswith(label)),
-                                               len(_LINE_ORDER)))
         title = rebuilt["title"] if entry["title"].startswith(TOOL_WORK) else entry["title"]
-        changed += local_context.rewrite_entry(db, entry["id"], title=title, details=details, files=rebuilt["files"],
-                                               theme=rebuilt["theme"],
+        changed += local_context.rewrite_entry(db, entry["id"], title=title, details=rebuilt["details"],
+                                               files=rebuilt["files"], theme=rebuilt["theme"],
                                                last_seq=max(entry["last_seq"], *(m.seq for m in mine)))
     return changed

@@ -4,7 +4,7 @@ A transcript's path comes from a hook payload and is kept with its session, so i
 it is read only as a regular file (a FIFO or ``/dev/zero`` is refused before anything is read), at
 most :data:`MAX_TRANSCRIPT_BYTES` in all, a line over :data:`MAX_LINE_BYTES` skipped unread
 (:func:`ccmemory.safe_files.bounded_lines`), a line that is not a JSON object skipped. The Stop hook reads
-the typed prompts (:func:`entries`, :func:`typed_prompt`); the embedder pairs each tool use with the
+the typed prompts (:func:`entries`, :func:`_user_record`); the embedder pairs each tool use with the
 prompt that led to it; a backfill reads past sessions whole as :func:`records` (typed prompts,
 Claude's replies, tool calls paired with their results, in transcript order), keeps what is final
 (:func:`complete`) and finds them under Claude Code's configuration folder (:func:`session_files`).
@@ -104,28 +104,28 @@ def _content(entry: dict[str, Any]) -> str | None:
     return content if isinstance(content, str) and content.strip() else None
 
 
-def system_turn(entry: dict[str, Any]) -> bool:
-    """Whether ``entry`` is a user line Claude Code wrote itself to start a turn (a background task's
-    notification): Claude answers it and Stop follows, but nobody typed it, and its text (a task's output)
-    must never be taken for the user's request."""
-    content = _content(entry)
-    if content is None:
-        return False
+def system_turn(entry: dict[str, Any], content: str) -> bool:
+    """Whether ``entry``, a user line holding ``content`` (:func:`_content`), is one Claude Code wrote itself to
+    start a turn (a background task's notification): Claude answers it and Stop follows, but nobody typed it,
+    and its text (a task's output) must never be taken for the user's request."""
     origin = entry.get("origin")
     return (entry.get("promptSource") in _SYSTEM_SOURCES or entry.get("turnOrigin") in _SYSTEM_ORIGINS
             or (isinstance(origin, dict) and origin.get("kind") in _SYSTEM_ORIGINS)
             or content.lstrip().startswith("<task-notification>"))
 
 
-def typed_prompt(entry: dict[str, Any]) -> str | None:
-    """The text the user typed, when ``entry`` is such a prompt (not a meta line, a subagent's prompt, a
-    compaction summary, a slash command's output or its caveat, a turn Claude Code started itself)."""
+def _user_record(entry: dict[str, Any]) -> Record | None:
+    """A user line as a record: a :class:`Prompt` the user typed, a :class:`TurnStart` of a turn Claude Code
+    started itself, or None (a meta line, a subagent's prompt, a compaction summary, a slash command's output
+    or its caveat, a tool result)."""
     content = _content(entry)
-    if content is None or system_turn(entry):
+    if content is None:
         return None
+    if system_turn(entry, content):
+        return TurnStart(entry)
     if content.lstrip().startswith(("<command-", "<local-command", "Caveat:")):
         return None
-    return content.strip()
+    return Prompt(entry, content.strip())
 
 
 def _text(value: object) -> str | None:
@@ -170,7 +170,7 @@ class Record:
 
 
 class Prompt(Record):
-    """A prompt the user typed (see :func:`typed_prompt`); ``prompt_id`` ties it to its hook events."""
+    """A prompt the user typed (see :func:`_user_record`); ``prompt_id`` ties it to its hook events."""
 
     __slots__ = ("text", "prompt_id")
 
@@ -334,13 +334,10 @@ def _read(entry: dict[str, Any], waiting: list[Record], pending: dict[str, ToolC
           room: int) -> int:
     """Add the records of one line to ``waiting`` (at most ``room``); how many were added."""
     if entry.get("type") == "user":
-        prompt = typed_prompt(entry)
-        if prompt is not None:
-            waiting.append(Prompt(entry, prompt))
-        elif system_turn(entry):
-            waiting.append(TurnStart(entry))
-        else:
+        record = _user_record(entry)
+        if record is None:
             return 0
+        waiting.append(record)
         return 1
     message, blocks = _blocks(entry)
     added = 0
