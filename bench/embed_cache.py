@@ -53,19 +53,24 @@ class CachedEmbedder:
     def __getattr__(self, name: str) -> Any:  # model_id, dims, embed_query, anything added later
         return getattr(self.inner, name)
 
-    def _key(self, text: str, context: str | None = None) -> str:
+    def _key(self, text: str, context: str | None = None, span: tuple[int, int] | None = None) -> str:
         read = text if context is None else f"{context}\0{text}"
+        if span is not None:
+            read += f"\0{span[0]}:{span[1]}"
         return hashlib.sha256(f"{self._namespace}\0{read}".encode()).hexdigest()
 
-    def embed(self, texts: Sequence[str], contexts: Sequence[str | None] | None = None) -> list[bytes]:
+    def embed(self, texts: Sequence[str], contexts: Sequence[str | None] | None = None,
+              spans: Sequence[tuple[int, int] | None] | None = None) -> list[bytes]:
         contexts = list(contexts) if contexts else [None] * len(texts)
-        keys = [self._key(text, context) for text, context in zip(texts, contexts)]
+        spans = list(spans) if spans else [None] * len(texts)
+        keys = [self._key(text, context, span) for text, context, span in zip(texts, contexts, spans)]
         found = dict(self._db.execute(
             f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(keys))})", keys).fetchall()) \
             if keys else {}
         missing = [i for i, key in enumerate(keys) if key not in found]
         if missing:
-            made = self.inner.embed([texts[i] for i in missing], [contexts[i] for i in missing])
+            made = self.inner.embed([texts[i] for i in missing], [contexts[i] for i in missing],
+                                    [spans[i] for i in missing])
             with self._db:
                 for i, vector in zip(missing, made):
                     found[keys[i]] = vector

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy
 import pytest
 
-from ccmemory import embeddings, memories, projects, search
+from ccmemory import embeddings, memories, projects, search, vectors
+from ccmemory.embedding_text import sentence_spans
 from ccmemory.embeddings import ModelSpec
 from testing.models import tiny_model
 
@@ -200,6 +201,44 @@ def test_memories_that_are_not_captured_tool_calls_are_embedded_as_written():
 
 
 
+NOTE = ("Ben: Hey Anna! Long time no talk, how is the studio going? Last week was wild, fashion editors "
+        "noticed my sketches. Anyway, the kids are fine.")
+
+
+def test_a_memory_someone_wrote_gets_a_vector_per_sentence_and_a_captured_call_none(vdb, project_dir, embedder):
+    project = projects.project_id(vdb, project_dir)
+    note = memories.add(vdb, project_id=project, content=NOTE)
+    single = memories.add(vdb, project_id=project, content="Builds run on GitHub Actions.")
+    call = memories.add(vdb, project_id=project, content="Bash: pytest -q. All tests pass. Ran in 3 s.",
+                        source="capture")
+    assert embeddings.embed_pending(vdb, embedder) == 3
+    counts = {row["item_seq"]: row["parts"] for row in vdb.rows(
+        "SELECT item_seq, COUNT(*) AS parts FROM memory_embeddings GROUP BY item_seq")}
+    seq = {memory.id: vdb.scalar("SELECT seq FROM memories WHERE id = ?", (memory.id,)) for memory in (note, single, call)}
+    assert counts == {seq[note.id]: 5, seq[single.id]: 1, seq[call.id]: 1}  # "Ben: Hey Anna!" has three words
+    # The note's own vector is the one it always had; a sentence's is its word pieces' mean as read in the note.
+    stored = vdb.rows("SELECT part, vector FROM memory_embeddings WHERE item_seq = ? ORDER BY part", (seq[note.id],))
+    spans = sentence_spans(NOTE)
+    made = embedder.embed([NOTE] * 5, None, [None, *spans])
+    assert [row["vector"] for row in stored] == [vectors.quantize(vector) for vector in made]
+    assert made[0] == embedder.embed([NOTE])[0]
+    start, end = spans[2]
+    alone = numpy.frombuffer(embedder.embed([NOTE[start:end]])[0], numpy.float32)
+    within = numpy.frombuffer(made[3], numpy.float32)
+    assert 0.5 < float(alone @ within) < 0.99  # the sentence, coloured by the rest of the note
+    # A question about one sentence is nearer its vector than the note's own, and search scores the best.
+    hits = search.search(vdb, "Who noticed the sketches?", project_id=project, mode="semantic", limit=1)
+    assert hits[0].memory.id == note.id
+
+
+def test_sentences_are_cut_at_their_ends_and_short_ones_get_no_vector():
+    text = "Wow! The deploy uses file.py and version 3.5 now.\nThen the cache warms up  \n\n  e.g. ok. Yes"
+    assert [text[start:end] for start, end in sentence_spans(text)] == [
+        "The deploy uses file.py and version 3.5 now.", "Then the cache warms up"]
+    assert sentence_spans("One sentence only, said once.") == []
+    assert sentence_spans("Thanks, Gina! Sure! Ok.") == []
+
+
 def test_a_text_the_model_fails_on_is_reported_and_the_rest_embedded(vdb, project_dir, tmp_path):
     pytest.importorskip("onnx")
     project = projects.project_id(vdb, project_dir)
@@ -350,8 +389,9 @@ def test_a_turn_is_read_once_after_the_end_of_the_turn_before_as_much_as_fits(em
     turn = "Ben: Lisbon! We rode the old yellow trams every day."
     context = " ".join(f"word{number}" for number in range(600)) + " Where did you go on holiday?"
     alone = encoder._tokenizer.encode(turn)
-    joined, spans = encoder._reads([turn], [context])[0]
+    joined, spans, start = encoder._reads([turn], [context])[0]
     assert len(joined.ids) <= embeddings.MAX_TOKENS
+    assert joined.offsets[spans[1][0]][0] == start  # where the turn starts in what was read
     (first, end), (own_first, own_end) = spans
     assert (first, end) == (0, len(joined.ids))
     # The turn is pooled whole, on its own word pieces; the context kept is its end (the question).
@@ -362,9 +402,9 @@ def test_a_turn_is_read_once_after_the_end_of_the_turn_before_as_much_as_fits(em
     # Read in one batch, each text is read as it would be alone.
     texts, contexts = [turn, "ok", turn * 30, "Yes, last Tuesday!"], [context, None, "Where?", "When was it?"]
     together = encoder._reads(texts, contexts)
-    for index, (encoding, pooled) in enumerate(together):
+    for index, (encoding, pooled, start) in enumerate(together):
         one = encoder._reads([texts[index]], [contexts[index]])[0]
-        assert (encoding.ids, pooled) == (one[0].ids, one[1])
+        assert (encoding.ids, pooled, start) == (one[0].ids, one[1], one[2])
 
 
 def test_a_turn_that_fills_the_window_alone_is_embedded_as_it_is(embedder):
@@ -385,3 +425,7 @@ def test_a_model_fastembed_runs_gets_a_turns_two_embeddings_summed(home, tmp_pat
     expected = alone / numpy.linalg.norm(alone) + together / numpy.linalg.norm(together)
     made = numpy.frombuffer(named.embed([turn], [context])[0], dtype=numpy.float32)
     assert numpy.allclose(made, expected / numpy.linalg.norm(expected), atol=1e-5)
+    # It cannot pool a sentence out of a pass, so a turn gets no sentence vectors from it.
+    assert not named.pools_spans
+    with pytest.raises(ValueError, match="pools whole inputs"):
+        named.embed([turn], [context], [(5, 12)])

@@ -308,14 +308,60 @@ def test_windows_migration_keeps_first_vectors_and_the_pass_adds_the_rest(home: 
         first = {row["item_seq"]: row for row in db.rows("SELECT id, item_seq, part, vector FROM memory_embeddings")}
         assert {seq: (row["id"], row["part"]) for seq, row in first.items()} == {short.seq: (short.seq, 0),
                                                                                 long.seq: (long.seq, 0)}
-        assert [row["seq"] for row in db.rows("SELECT seq FROM memories WHERE needs_embedding = 1")] == [long.seq]
-        assert embeddings.embed_pending(db, embedder) == 1
+        # Both are notes: the long one for its windows, the short one for its sentences (migration 19; it has one).
+        assert [row["seq"] for row in db.rows("SELECT seq FROM memories WHERE needs_embedding = 1")] == [short.seq,
+                                                                                                           long.seq]
+        assert embeddings.keyword_only_count(db, embedder.model_id) == 0  # both are found by meaning meanwhile
+        assert embeddings.embed_pending(db, embedder) == 2
+        assert db.rows("SELECT id, part, vector FROM memory_embeddings WHERE item_seq = ?", (short.seq,)) == [
+            {"id": short.seq, "part": 0, "vector": first[short.seq]["vector"]}]
         parts = db.rows("SELECT id, part, vector FROM memory_embeddings WHERE item_seq = ? ORDER BY part", (long.seq,))
         assert len(parts) > 3 and (parts[0]["id"], parts[0]["vector"]) == (long.seq, first[long.seq]["vector"])
         assert db.scalar("SELECT COUNT(*) FROM memory_vec") == len(parts) + 1
         memories.delete(db, long.id, project_id=project, hard=True)
         vectors.sync(db, "memory", embedder.model_id)
         assert db.scalar("SELECT COUNT(*) FROM memory_vec") == 1
+    finally:
+        db.close()
+
+
+def test_the_sentence_migration_keeps_each_vector_and_the_pass_adds_the_sentences(home: Path, embedder) -> None:
+    """A store from before sentence vectors: a note of several sentences is flagged and gets one vector per
+    sentence beside the one it has (kept); a captured call is not flagged."""
+    import numpy
+
+    from ccmemory import embeddings, projects, vectors
+
+    path = home / "ccmemory.db"
+    old = store_before(migrations._m019_sentence_vectors, path)
+    note = ("Ben: Hey Anna! Long time no talk, how is the studio going? Last week was wild, "
+            "fashion editors noticed my sketches. Anyway, the kids are fine.")
+    with old.transaction():
+        project = projects.project_id(old, str(home))
+        command = "Bash: pytest -q. All tests pass. Ran in 3 s."
+        turn = add_memory(old, project_id=project, content=note)
+        call = add_memory(old, project_id=project, content=command, source="capture")
+        model = embeddings.model_number(old, embedder.model_id)
+        for memory, text in ((turn, note), (call, command)):
+            old.execute("INSERT INTO memory_embeddings(item_seq, part, model, vector, indexed) VALUES (?, 0, ?, ?, 0)",
+                        (memory.seq, model, vectors.quantize(embedder.embed([text])[0])))
+            old.execute("UPDATE memories SET needs_embedding = 0 WHERE seq = ?", (memory.seq,))
+        old.execute("INSERT INTO meta(key, value) VALUES ('embeddings_model:memory', ?)", (embedder.model_id,))
+    old.close()
+
+    db = database.connect(path, vectors=True)
+    try:
+        kept = db.scalar("SELECT vector FROM memory_embeddings WHERE item_seq = ? AND part = 0", (turn.seq,))
+        assert [row["seq"] for row in db.rows("SELECT seq FROM memories WHERE needs_embedding = 1")] == [turn.seq]
+        assert embeddings.embed_pending(db, embedder) == 1
+        parts = db.rows("SELECT part, vector FROM memory_embeddings WHERE item_seq = ? ORDER BY part", (turn.seq,))
+        assert [row["part"] for row in parts] == [0, 1, 2, 3, 4] and parts[0]["vector"] == kept  # "Ben: Hey Anna!" too
+        assert db.scalar("SELECT COUNT(*) FROM memory_embeddings WHERE item_seq = ?", (call.seq,)) == 1
+        # The sentence that answers is nearer the question than the whole turn is.
+        query = numpy.frombuffer(embedder.embed_query("Who noticed her sketches?"), numpy.float32)
+        cosines = [float(query @ stored / numpy.linalg.norm(stored))
+                   for stored in (numpy.frombuffer(row["vector"], numpy.int8).astype(numpy.float32) for row in parts)]
+        assert max(cosines) == cosines[3] > cosines[0] + 0.05
     finally:
         db.close()
 

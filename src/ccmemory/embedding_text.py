@@ -16,6 +16,11 @@ import re
 MAX_REQUEST_CHARS = 300
 #: How much of the memory before a conversation turn the turn is embedded with (its end: a question ends there).
 MAX_CONTEXT_CHARS = 400
+#: A sentence of fewer words says little on its own ("Wow!", "Thanks, Gina!") and gets no vector of its own.
+MIN_SENTENCE_WORDS = 3
+#: Where a sentence ends: after ".", "!" or "?" and a space, or at a line's end.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
+_WORD = re.compile(r"\w+")
 MAX_CHARS = 1600
 #: Lines after which a block of output is cut: the head of a trace or a test run says what happened.
 MAX_BLOCK_LINES = 12
@@ -90,6 +95,25 @@ def context_before(previous: str) -> str:
         cut = previous[-MAX_CONTEXT_CHARS:]
         previous = cut.split(" ", 1)[1] if " " in cut else cut
     return previous
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence of ``text`` that has :data:`MIN_SENTENCE_WORDS` words or more.
+
+    Empty unless there are two or more such sentences: a memory that says one thing is its own sentence.
+    A sentence ends after ".", "!" or "?" followed by a space, or at a line's end ("3.5" and "file.py" do
+    not end one).
+    """
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for end in [*(cut.start() for cut in _SENTENCE_END.finditer(text)), len(text)]:
+        sentence = text[start:end]
+        if len(_WORD.findall(sentence)) >= MIN_SENTENCE_WORDS:
+            lead = len(sentence) - len(sentence.lstrip())
+            spans.append((start + lead, start + len(sentence.rstrip())))
+        cut = _SENTENCE_END.match(text, end)
+        start = cut.end() if cut else end
+    return spans if len(spans) > 1 else []
 
 
 def requests_by_tool_use(transcript_path: str | None) -> dict[str, str]:

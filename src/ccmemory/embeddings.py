@@ -31,6 +31,15 @@ after the context (:func:`previous_turns`, :func:`ccmemory.embedding_text.contex
 day."): the question before it says what it is about. The first version embedded
 the turn twice (alone, and with its context) for about the same recall.
 
+A memory a person or a model wrote (a turn, a note; not a captured call, a summary or
+knowledge) that fits one window and says two or more things gets one more vector
+per sentence (:func:`ccmemory.embedding_text.sentence_spans`): the mean of the
+sentence's word pieces as read in the whole memory and its context, from the same
+pass ("late chunking"), so no extra model work. A turn's own vector averages all it
+says, and a question about one of its sentences is nearer that sentence's vector.
+Search scores the memory by its best vector, as it does a long memory's windows.
+A model run by fastembed pools whole inputs and gets no sentence vectors.
+
 Capture never embeds: :func:`embed_pending` catches up seconds later, in the one
 process that holds the data dir's embedder lock (:mod:`ccmemory.embedding_worker`: the
 MCP server's or viewer's background loop, else a detached worker that imports, backfills,
@@ -437,12 +446,24 @@ class _OnnxEncoder:
         # (and their padding): it runs texts one by one. The operator's name is stored as plain text in the graph.
         self._max_items = 1 if b"DynamicQuantize" in graph else MAX_BATCH_ITEMS
 
-    def encode(self, texts: Sequence[str], contexts: Sequence[str | None] | None = None) -> list[bytes]:
-        """Vectors of ``texts``; a text with a context is read after it (:meth:`_reads`), in the same pass."""
+    def encode(self, texts: Sequence[str], contexts: Sequence[str | None] | None = None,
+               spans: Sequence[tuple[int, int] | None] | None = None) -> list[bytes]:
+        """Vectors of ``texts``; a text with a context is read after it (:meth:`_reads`), in the same pass.
+
+        With ``spans``, a text's vector is the mean of the word pieces of ``text[start:end]`` alone, as read in
+        the whole text (and its context): a sentence's meaning in its turn. Requests for the same text and
+        context share one pass of the model.
+        """
         import numpy
 
-        read = self._reads(texts, contexts or [None] * len(texts))
-        lengths = [len(encoding.ids) for encoding, _ in read]
+        contexts = contexts or [None] * len(texts)
+        spans = spans or [None] * len(texts)
+        reads = list(dict.fromkeys(zip(texts, contexts)))
+        wanted: dict[tuple[str, str | None], list[int]] = {}
+        for index, key in enumerate(zip(texts, contexts)):
+            wanted.setdefault(key, []).append(index)
+        read = self._reads([text for text, _ in reads], [context for _, context in reads])
+        lengths = [len(encoding.ids) for encoding, _, _ in read]
         result: list[bytes] = [b""] * len(texts)
 
         def run(batch: list[int]) -> None:
@@ -455,8 +476,14 @@ class _OnnxEncoder:
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": numpy.zeros_like(ids)}
             hidden = self._session.run(None, {name: feed[name] for name in self._inputs})[0]
             for row, index in enumerate(batch):
-                total = sum(_unit(hidden[row, first:end].mean(axis=0)) for first, end in read[index][1])
-                result[index] = _unit(total).astype(numpy.float32).tobytes()
+                encoding, pools, base = read[index]
+                whole = _unit(sum(_unit(hidden[row, first:end].mean(axis=0)) for first, end in pools))
+                for request in wanted[reads[index]]:
+                    span = spans[request]
+                    own = [position for position, (begin, end) in enumerate(encoding.offsets)
+                           if end > begin and begin >= base + span[0] and end <= base + span[1]] if span else []
+                    vector = _unit(hidden[row, own[0]:own[-1] + 1].mean(axis=0)) if own else whole
+                    result[request] = vector.astype(numpy.float32).tobytes()
 
         batches = length_batches(lengths, max_items=self._max_items)
         if self._workers < 2 or len(batches) < 2:
@@ -469,8 +496,8 @@ class _OnnxEncoder:
                 pass
         return result
 
-    def _reads(self, texts: Sequence[str], contexts: Sequence[str | None]) -> list[tuple[Any, list[tuple[int, int]]]]:
-        """What the model reads for each text, and the spans of positions its vector pools.
+    def _reads(self, texts: Sequence[str], contexts: Sequence[str | None]) -> list[tuple[Any, list[tuple[int, int]], int]]:
+        """What the model reads for each text, the spans of positions its vector pools, and where the text starts.
 
         A text without a context is read alone and pools all of its positions. A text with one is read
         after the end of its context (as much as fits beside the whole text in :data:`MODEL_MAX_TOKENS`),
@@ -481,7 +508,8 @@ class _OnnxEncoder:
         a tenth of a turn's model time).
         """
         alone = self._tokenizer.encode_batch(list(texts))
-        read: list[tuple[Any, list[tuple[int, int]]]] = [(encoding, [(0, len(encoding.ids))]) for encoding in alone]
+        read: list[tuple[Any, list[tuple[int, int]], int]] = [(encoding, [(0, len(encoding.ids))], 0)
+                                                             for encoding in alone]
         rooms = {index: MAX_TOKENS - len(alone[index].ids) for index, context in enumerate(contexts) if context}
         wanted = [index for index, room in rooms.items() if room > 0]
         if not wanted:
@@ -498,7 +526,7 @@ class _OnnxEncoder:
             start = len(context) + 1
             own = [position for position, (begin, end) in enumerate(encoding.offsets) if begin >= start and end > begin]
             if own:
-                read[index] = (encoding, [(0, len(encoding.ids)), (own[0], own[-1] + 1)])
+                read[index] = (encoding, [(0, len(encoding.ids)), (own[0], own[-1] + 1)], start)
         return read
 
     @functools.cached_property
@@ -573,20 +601,36 @@ class Embedder:
         self._cache: OrderedDict[str, bytes] = OrderedDict()
         self._lock = threading.Lock()
 
-    def embed(self, texts: Sequence[str], contexts: Sequence[str | None] | None = None) -> list[bytes]:
+    def embed(self, texts: Sequence[str], contexts: Sequence[str | None] | None = None,
+              spans: Sequence[tuple[int, int] | None] | None = None) -> list[bytes]:
         """Vectors for a batch of documents; ``contexts`` (one per text, or None) are read before their text.
 
         A text with a context (a conversation turn, after the end of the turn before it) gets the vector
-        of its own words as the model reads them after it.
+        of its own words as the model reads them after it. A text with a span (``(start, end)`` in the
+        text, or None) gets the vector of that part of it as read in the whole text; only a model that
+        pools word pieces itself takes spans (:attr:`pools_spans`).
         """
+        if spans and any(spans) and not self.pools_spans:
+            raise ValueError(f"{self.model_id} pools whole inputs and cannot give a vector of part of a text.")
         prefix = self.spec.document_prefix
         if prefix and contexts:  # the prefix leads what the model reads: the context when there is one
             contexts = [prefix + context if context else None for context in contexts]
             texts = [text if context else prefix + text for text, context in zip(texts, contexts)]
+            if spans:
+                spans = [(span[0] + len(prefix), span[1] + len(prefix)) if span and not context else span
+                         for span, context in zip(spans, contexts)]
         elif prefix:
             texts = [prefix + text for text in texts]
+            spans = [(span[0] + len(prefix), span[1] + len(prefix)) if span else None
+                     for span in spans] if spans else None
         with self._lock:
-            return self._encoder.encode(texts, contexts)
+            return self._encoder.encode(texts, contexts, spans) if self.pools_spans \
+                else self._encoder.encode(texts, contexts)
+
+    @property
+    def pools_spans(self) -> bool:
+        """Whether this model gives vectors of a sentence as read in its text (its encoder pools word pieces itself)."""
+        return isinstance(self._encoder, _OnnxEncoder)
 
     def windows(self, text: str) -> list[str]:
         """The windows of a long text this model reads (:func:`ccmemory.tokens.windows`), in its own word pieces.
@@ -668,6 +712,24 @@ def pending_count(db: Database, model_id: str) -> int:
     return total
 
 
+def keyword_only_count(db: Database, model_id: str) -> int:
+    """How many memories and chunks search can match only by keywords: they have no vector of ``model_id`` yet.
+
+    :func:`pending_count` counts those too that wait only for more vectors (windows, sentences) beside one.
+    """
+    total = 0
+    for kind, (table, _) in _PENDING.items():
+        if db.scalar("SELECT value FROM meta WHERE key = ?", (_model_key(kind),)) != model_id:
+            total += db.scalar(_COUNT_SQL[kind]) or 0
+        elif kind == "memory":
+            total += db.scalar("SELECT COUNT(*) FROM memories m WHERE needs_embedding = 1 AND is_deleted = 0 AND NOT "
+                               "EXISTS (SELECT 1 FROM memory_embeddings e WHERE e.item_seq = m.seq AND e.part = 0 "
+                               f"AND e.model = ({vectors.MODEL_NUMBER}))", (model_id,)) or 0
+        else:
+            total += db.scalar(f"SELECT COUNT(*) FROM {table} WHERE needs_embedding = 1") or 0
+    return total
+
+
 def texts_to_embed(rows: Sequence[dict[str, Any]], transcripts: dict[str, dict[str, str]]) -> list[str]:
     """The embedded text of each pending memory row.
 
@@ -698,15 +760,15 @@ def texts_to_embed(rows: Sequence[dict[str, Any]], transcripts: dict[str, dict[s
     return texts
 
 
-#: Memories embedded without the memory before them: a captured call carries its request, a summary
-#: its whole session, and curated knowledge stands alone.
-_SELF_CONTAINED = (CAPTURE_SOURCE, SUMMARY_SOURCE, KNOWLEDGE_SOURCE)
+#: Memories embedded without the memory before them and with no vector per sentence: a captured call carries
+#: its request, a summary its whole session, and curated knowledge stands alone.
+SELF_CONTAINED = (CAPTURE_SOURCE, SUMMARY_SOURCE, KNOWLEDGE_SOURCE)
 
 
 def previous_turns(db: Database, seqs: Sequence[int]) -> dict[int, str]:
     """For each memory of ``seqs`` that is a conversation turn, the content of the turn before it, if any.
 
-    A turn is a memory of a session that is not :data:`_SELF_CONTAINED`; the one before it is the
+    A turn is a memory of a session that is not :data:`SELF_CONTAINED`; the one before it is the
     latest earlier turn of the same session within :data:`ccmemory.sessions.NEIGHBOUR_WINDOW_DAYS`
     (:func:`ccmemory.sessions.neighbour_sql`, as search finds the neighbours it lends scores to).
     """
@@ -714,18 +776,19 @@ def previous_turns(db: Database, seqs: Sequence[int]) -> dict[int, str]:
         return {}
     from .sessions import neighbour_sql
 
-    kinds = ",".join("?" * len(_SELF_CONTAINED))
+    kinds = ",".join("?" * len(SELF_CONTAINED))
     rows = db.rows(
         f"SELECT m.seq, {neighbour_sql('content', before=True, filters=f' AND n.source NOT IN ({kinds})')} "
         f"AS previous FROM memories m WHERE m.seq IN ({','.join('?' * len(seqs))}) AND m.session_id IS NOT NULL "
         f"AND m.source NOT IN ({kinds})",
-        (*_SELF_CONTAINED, *seqs, *_SELF_CONTAINED),
+        (*SELF_CONTAINED, *seqs, *SELF_CONTAINED),
     )
     return {row["seq"]: row["previous"] for row in rows if row["previous"]}
 
 
-#: (part, text, context): what one vector of an item is made from; ``context`` is read before ``text`` (or None).
-Part = tuple[int, str, str | None]
+#: (part, text, context, span): what one vector of an item is made from; ``context`` is read before ``text`` (or
+#: None), and ``span`` is the part of ``text`` the vector stands for (None: all of it).
+Part = tuple[int, str, str | None, tuple[int, int] | None]
 
 
 def _parts_to_embed(db: Database, embedder: Embedder, kind: str, batch: Sequence[dict[str, Any]],
@@ -733,36 +796,41 @@ def _parts_to_embed(db: Database, embedder: Embedder, kind: str, batch: Sequence
     """For each row's seq, the parts to embed: every window of a memory, one text for a chunk.
 
     A memory that still has its first vector of this model (its content did not change since, or the
-    vector would be gone) was flagged only for the windows after it, and gets only those. A turn
+    vector would be gone) was flagged only for the parts after it, and gets only those. A turn
     that fits one window and has a turn before it is read after the end of that turn
-    (:func:`ccmemory.embedding_text.context_before`).
+    (:func:`ccmemory.embedding_text.context_before`). A memory written by a person or a model (not a
+    captured call, a summary or curated knowledge) that fits one window gets one more vector per
+    sentence, as read in the memory (:func:`ccmemory.embedding_text.sentence_spans`), when the model
+    can pool them from the same pass: a turn says several things, and its vector is the mean of all of
+    them.
     """
     if kind != "memory":
-        return {row["seq"]: [(0, text, None)] for row, text in zip(batch, texts)}
-    from .embedding_text import context_before
+        return {row["seq"]: [(0, text, None, None)] for row, text in zip(batch, texts)}
+    from .embedding_text import context_before, sentence_spans
 
     seqs = [row["seq"] for row in batch]
     have_first = {found["item_seq"] for found in db.rows(
         f"SELECT item_seq FROM memory_embeddings WHERE part = 0 AND model = ? "
         f"AND item_seq IN ({','.join('?' * len(seqs))})", (model, *seqs))}
-    previous = previous_turns(db, [seq for seq in seqs if seq not in have_first])
+    previous = previous_turns(db, seqs)
     parts: dict[int, list[Part]] = {}
     for row, text in zip(batch, texts):
-        windows: list[Part] = [(part, window, None) for part, window in enumerate(embedder.windows(text))]
-        if row["seq"] in have_first:
-            parts[row["seq"]] = windows[1:]
-        elif len(windows) == 1 and row["seq"] in previous:
-            parts[row["seq"]] = [(0, windows[0][1], context_before(previous[row["seq"]]))]
-        else:
-            parts[row["seq"]] = windows
+        windows: list[Part] = [(part, window, None, None) for part, window in enumerate(embedder.windows(text))]
+        if len(windows) == 1:
+            context = context_before(previous[row["seq"]]) if row["seq"] in previous else None
+            sentences = sentence_spans(text) if embedder.pools_spans and row["source"] not in SELF_CONTAINED else []
+            windows = [(0, text, context, None), *((part, text, context, span)
+                                                   for part, span in enumerate(sentences, 1))]
+        parts[row["seq"]] = windows[1:] if row["seq"] in have_first else windows
     return parts
 
 
 def _embedded(embedder: Embedder, items: Sequence[Sequence[Part]]) -> list[list[tuple[int, bytes]]]:
     """The (part, vector) pairs of each item's parts, all in one call to the model."""
     flat = [part for parts in items for part in parts]
-    made = iter(embedder.embed([text for _, text, _ in flat], [context for _, _, context in flat]))
-    return [[(part, next(made)) for part, _, _ in parts] for parts in items]
+    made = iter(embedder.embed([text for _, text, _, _ in flat], [context for _, _, context, _ in flat],
+                               [span for _, _, _, span in flat]))
+    return [[(part, next(made)) for part, _, _, _ in parts] for parts in items]
 
 
 def _store(db: Database, kind: str, row: dict[str, Any], made: list[tuple[int, bytes]], model: int) -> None:

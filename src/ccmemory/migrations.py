@@ -842,6 +842,24 @@ def _m018_file_fingerprints(db: Database) -> None:
     _run_script(db, _M018)
 
 
+#: Memories embedded whole, with no vector per sentence: captured calls, session summaries, curated
+#: knowledge (``ccmemory.embeddings.SELF_CONTAINED``). Frozen with migration 19.
+_M019_SELF_CONTAINED = ("capture", "summary", "knowledge")
+
+
+@migration
+def _m019_sentence_vectors(db: Database) -> None:
+    """Memories written by a person or a model get a vector per sentence besides their own.
+
+    Those that already have a vector are flagged for embedding: the background pass keeps it (the content
+    is unchanged) and adds their sentences' (``ccmemory.embeddings._parts_to_embed``); search finds them by
+    meaning meanwhile.
+    """
+    marks = ",".join("?" * len(_M019_SELF_CONTAINED))
+    db.execute(f"UPDATE memories SET needs_embedding = 1 WHERE is_deleted = 0 AND source NOT IN ({marks}) "
+               "AND seq IN (SELECT item_seq FROM memory_embeddings WHERE part = 0)", _M019_SELF_CONTAINED)
+
+
 _BACKUPS_KEPT = 3
 #: How long a process waits for another that is upgrading the same file (a large store takes seconds).
 UPGRADE_WAIT_SECONDS = 60

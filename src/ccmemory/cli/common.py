@@ -118,13 +118,14 @@ def search_embedder(db: database.Database, mode: str) -> Any:
     except embeddings.ModelError as exc:
         echo(f"Warning: {exc}", err=True)
         return None
-    pending = embeddings.pending_count(db, embedder.model_id)
-    if pending:
+    if embeddings.pending_count(db, embedder.model_id):
         from .. import embedding_worker
 
-        later = ("they are being embedded in the background" if embedding_worker.start()
-                 else "`ccmemory embed` embeds them")
-        echo(f"Note: {pending} items are not embedded yet and are matched by keywords only; {later}.", err=True)
+        started = embedding_worker.start()
+        unmatched = embeddings.keyword_only_count(db, embedder.model_id)
+        if unmatched:
+            later = "they are being embedded in the background" if started else "`ccmemory embed` embeds them"
+            echo(f"Note: {unmatched} items are not embedded yet and are matched by keywords only; {later}.", err=True)
     return embedder
 
 
