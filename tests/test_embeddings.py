@@ -425,6 +425,8 @@ def test_a_model_fastembed_runs_gets_a_turns_two_embeddings_summed(home, tmp_pat
     expected = alone / numpy.linalg.norm(alone) + together / numpy.linalg.norm(together)
     made = numpy.frombuffer(named.embed([turn], [context])[0], dtype=numpy.float32)
     assert numpy.allclose(made, expected / numpy.linalg.norm(expected), atol=1e-5)
+    # Its windows are counted in the word pieces of the tokenizer fastembed loaded for it.
+    assert named._own_tokenizer == folder / "tokenizer.json"
     # It cannot pool a sentence out of a pass, so a turn gets no sentence vectors from it.
     assert not named.pools_spans
     with pytest.raises(ValueError, match="pools whole inputs"):

@@ -553,6 +553,17 @@ class _FastembedEncoder:
             kwargs["specific_model_path"] = spec.path
         self._model = TextEmbedding(spec.name, **kwargs)
 
+    @property
+    def tokenizer_file(self) -> Path | None:
+        """The ``tokenizer.json`` fastembed loaded the model's tokenizer from, or None when it does not say.
+
+        fastembed keeps the folder it loaded the model from (downloaded once, or the configured one) in a private
+        attribute; a release without it leaves the shipped tokenizer to count the windows.
+        """
+        folder = getattr(getattr(self._model, "model", None), "_model_dir", None)
+        found = Path(folder) / "tokenizer.json" if folder else None
+        return found if found is not None and found.is_file() else None
+
     def encode(self, texts: Sequence[str], contexts: Sequence[str | None] | None = None) -> list[bytes]:
         """Vectors of ``texts``; fastembed pools whole inputs, so a text with a context gets the normalised sum of
         its own embedding and that of the context and text read together (two passes where
@@ -573,7 +584,8 @@ class Embedder:
     def __init__(self, spec: ModelSpec | None = None, *, threads: int | None = None) -> None:
         self.spec = spec or ModelSpec()
         self.model_id = self.spec.model_id
-        #: A model folder's tokenizer, whose word pieces its windows are counted in; None: the shipped model's.
+        #: The model's own tokenizer (a folder's, or the one fastembed loaded), whose word pieces its windows are
+        #: counted in; None: the shipped model's.
         self._own_tokenizer: Path | None = None
         where = ""
         try:
@@ -589,6 +601,7 @@ class Embedder:
             else:
                 where = f" from {self.spec.path}" if self.spec.path else ""
                 self._encoder = _FastembedEncoder(self.spec, threads)
+                self._own_tokenizer = self._encoder.tokenizer_file
             self.dims = len(self._encoder.encode(["dimension probe"])[0]) // 4
         except ModelError:
             raise
@@ -636,7 +649,8 @@ class Embedder:
         """The windows of a long text this model reads (:func:`ccmemory.tokens.windows`), in its own word pieces.
 
         A model folder's come from its ``tokenizer.json``, by which the encoder cuts its input; a model run by
-        fastembed keeps its tokenizer to itself, so its windows are counted in the shipped model's word pieces.
+        fastembed from the ``tokenizer.json`` fastembed loaded (:attr:`_FastembedEncoder.tokenizer_file`), else in
+        the shipped model's word pieces.
         """
         return tokens.windows(text, self._counter)
 
