@@ -283,6 +283,18 @@ def test_processes_upgrading_an_old_store_together_back_it_up_once_and_keep_ever
     assert _dump_v1_columns(path, original) == _without_derived_links(_dump(original))
 
 
+def embedded_then(old: Any, embedder: Any, written: list[tuple[Any, str]]) -> None:
+    """Give each (memory, text) of a store at an older schema the one vector its build made, as that build did."""
+    from ccmemory import embeddings, vectors
+
+    model = embeddings.model_number(old, embedder.model_id)
+    for memory, text in written:
+        old.execute("INSERT INTO memory_embeddings(item_seq, model, vector, indexed) VALUES (?, ?, ?, 0)",
+                    (memory.seq, model, vectors.quantize(embedder.embed([text])[0])))
+        old.execute("UPDATE memories SET needs_embedding = 0 WHERE seq = ?", (memory.seq,))
+    old.execute("INSERT INTO meta(key, value) VALUES ('embeddings_model:memory', ?)", (embedder.model_id,))
+
+
 def test_windows_migration_keeps_first_vectors_and_the_pass_adds_the_rest(home: Path, embedder) -> None:
     """A store from before windows keeps each vector (now part 0, id = seq, still indexed); its long
     memories are flagged, and the embedding pass adds their further windows without redoing the first."""
@@ -295,12 +307,7 @@ def test_windows_migration_keeps_first_vectors_and_the_pass_adds_the_rest(home: 
         project = projects.project_id(old, str(home))
         short = add_memory(old, project_id=project, content="A short note")
         long = add_memory(old, project_id=project, content=long_text)
-        model = embeddings.model_number(old, embedder.model_id)
-        for memory, text in ((short, "A short note"), (long, long_text)):
-            old.execute("INSERT INTO memory_embeddings(item_seq, model, vector, indexed) VALUES (?, ?, ?, 0)",
-                        (memory.seq, model, vectors.quantize(embedder.embed([text])[0])))
-            old.execute("UPDATE memories SET needs_embedding = 0 WHERE seq = ?", (memory.seq,))
-        old.execute("INSERT INTO meta(key, value) VALUES ('embeddings_model:memory', ?)", (embedder.model_id,))
+        embedded_then(old, embedder, [(short, "A short note"), (long, long_text)])
     old.close()
 
     db = database.connect(path, vectors=True)
@@ -330,7 +337,7 @@ def test_the_sentence_migration_keeps_each_vector_and_the_pass_adds_the_sentence
     sentence beside the one it has (kept); a captured call is not flagged."""
     import numpy
 
-    from ccmemory import embeddings, projects, vectors
+    from ccmemory import embeddings, projects
 
     path = home / "ccmemory.db"
     old = store_before(migrations._m019_sentence_vectors, path)
@@ -341,12 +348,7 @@ def test_the_sentence_migration_keeps_each_vector_and_the_pass_adds_the_sentence
         command = "Bash: pytest -q. All tests pass. Ran in 3 s."
         turn = add_memory(old, project_id=project, content=note)
         call = add_memory(old, project_id=project, content=command, source="capture")
-        model = embeddings.model_number(old, embedder.model_id)
-        for memory, text in ((turn, note), (call, command)):
-            old.execute("INSERT INTO memory_embeddings(item_seq, part, model, vector, indexed) VALUES (?, 0, ?, ?, 0)",
-                        (memory.seq, model, vectors.quantize(embedder.embed([text])[0])))
-            old.execute("UPDATE memories SET needs_embedding = 0 WHERE seq = ?", (memory.seq,))
-        old.execute("INSERT INTO meta(key, value) VALUES ('embeddings_model:memory', ?)", (embedder.model_id,))
+        embedded_then(old, embedder, [(turn, note), (call, command)])
     old.close()
 
     db = database.connect(path, vectors=True)
