@@ -21,7 +21,7 @@ re-embedded, never mixed.
 
 A memory longer than the model reads is represented whole: one vector per
 window of its embedded text (:func:`ccmemory.tokens.windows`), and search scores
-it by its best window. Document chunks are sized to one window and get one.
+it by its best vector. Document chunks are sized to one window and get one.
 A conversation turn (a memory of a session that is neither a captured tool call,
 which is embedded with its request, nor a summary) is read in context: the model
 reads the end of the memory before it and then the turn, once, and the turn's

@@ -7,9 +7,10 @@ Float brute force over 100k 384-d vectors costs ~70 ms here; a ``bit[dims]``
 vec0 column scanned for a few hundred candidates costs ~10 ms, and rescoring
 those with the float query against their int8 vectors recovers the ranking of
 the float model. A memory may have several vectors, one per window of its text
-(``part``; :func:`ccmemory.tokens.windows`): each is a row of its own, the index is
+(``part``; :func:`ccmemory.tokens.windows`) or, for a turn or note, its own and one per
+sentence (:func:`ccmemory.embedding_text.sentence_spans`): each is a row of its own, the index is
 keyed by the row's id (``rowid``; a chunk's row id is its seq), and a memory scores
-by its best window. A long-lived process (the MCP server, the viewer) keeps the
+by its best vector. A long-lived process (the MCP server, the viewer) keeps the
 sign bits of the projects it searches in memory instead (:data:`keep_in_memory`),
 because sqlite-vec's KNN costs grow with the number of candidates. The index is derived data: it is rebuilt from the embeddings
 rows whenever the model (or its dimension) changes, and rows removed by
@@ -266,7 +267,7 @@ def nearest(
     """Items nearest to ``query`` (float32) in the project (None: every project), with cosine distance, closest first.
 
     The sign bits give ``max(MIN_CANDIDATES, 4 * limit)`` candidate vectors (per project); each is rescored,
-    and an item with several (windows of a long memory) counts by its nearest one.
+    and an item with several (windows of a long memory, sentences of a turn) counts by its nearest one.
     """
     vec_table, emb_table, _ = KINDS[kind]
     candidates = max(MIN_CANDIDATES, limit * 4)
