@@ -458,10 +458,10 @@ class _OnnxEncoder:
 
         contexts = contexts or [None] * len(texts)
         spans = spans or [None] * len(texts)
-        reads = list(dict.fromkeys(zip(texts, contexts)))
         wanted: dict[tuple[str, str | None], list[int]] = {}
         for index, key in enumerate(zip(texts, contexts)):
             wanted.setdefault(key, []).append(index)
+        reads = list(wanted)
         read = self._reads([text for text, _ in reads], [context for _, context in reads])
         lengths = [len(encoding.ids) for encoding, _, _ in read]
         result: list[bytes] = [b""] * len(texts)
