@@ -265,6 +265,10 @@ def test_a_models_query_and_document_prefixes_go_before_what_it_embeds(home, tmp
     assert e5_like.spec.query_prefix == "query: " and e5_like.spec.document_prefix == "passage: "
     assert e5_like.embed(["We moved to PostgreSQL 17"]) == plain.embed(["passage: We moved to PostgreSQL 17"])
     assert e5_like.embed_query("postgres version") == plain.embed(["query: postgres version"])[0]
+    # A sentence's span moves with the prefix that leads its text, and not when a context leads instead.
+    text, shift = "We moved to PostgreSQL 17. The old cluster is gone now.", len("passage: ")
+    assert e5_like.embed([text, text], [None, "Where is the database?"], [(27, 55), (27, 55)]) == plain.embed(
+        ["passage: " + text, text], [None, "passage: Where is the database?"], [(27 + shift, 55 + shift), (27, 55)])
     assert e5_like.model_id != plain.model_id  # vectors of other input texts are another model's
     assert not ModelSpec(query_prefix="query: ").is_builtin
 

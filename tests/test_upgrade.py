@@ -318,7 +318,7 @@ def test_windows_migration_keeps_first_vectors_and_the_pass_adds_the_rest(home: 
         # Both are notes: the long one for its windows, the short one for its sentences (migration 19; it has one).
         assert [row["seq"] for row in db.rows("SELECT seq FROM memories WHERE needs_embedding = 1")] == [short.seq,
                                                                                                            long.seq]
-        assert embeddings.keyword_only_count(db, embedder.model_id) == 0  # both are found by meaning meanwhile
+        assert embeddings.pending_count(db, embedder.model_id, keyword_only=True) == 0  # found by meaning meanwhile
         assert embeddings.embed_pending(db, embedder) == 2
         assert db.rows("SELECT id, part, vector FROM memory_embeddings WHERE item_seq = ?", (short.seq,)) == [
             {"id": short.seq, "part": 0, "vector": first[short.seq]["vector"]}]

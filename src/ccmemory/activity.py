@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .db import Database
 
 from . import local_context
+from .embedding_text import SENTENCE_END
 from .excerpts import cut, ends
 from .observations import shown_command, tool_of
 from .vocabulary import FILE_CHANGING_TOOLS
@@ -51,7 +52,6 @@ _DECISION_CUES = re.compile(
     r"I'll use|prefer|trade-?off|because|so that|rather than)\b",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 #: The title of an entry of a turn without a prompt: what its calls were.
 TOOL_WORK = "Tool work: "
 
@@ -60,7 +60,7 @@ def decisions(texts: Sequence[str], limit: int = 5) -> list[str]:
     """Sentences that state a choice or a reason, in order, without repeats."""
     found: list[str] = []
     for text in texts:
-        for sentence in _SENTENCE_END.split(text):
+        for sentence in SENTENCE_END.split(text):
             sentence = sentence.strip(" -*•\t")
             if 20 <= len(sentence) <= 300 and _DECISION_CUES.search(sentence) and sentence not in found:
                 found.append(sentence)

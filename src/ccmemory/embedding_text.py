@@ -18,8 +18,9 @@ MAX_REQUEST_CHARS = 300
 MAX_CONTEXT_CHARS = 400
 #: A sentence of fewer words says little on its own ("Wow!", "Thanks, Gina!") and gets no vector of its own.
 MIN_SENTENCE_WORDS = 3
-#: Where a sentence ends: after ".", "!" or "?" and a space, or at a line's end.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
+#: Where a sentence ends: after ".", "!" or "?" and a space, or at a line's end (the local context's
+#: decisions are cut at the same ends, :func:`ccmemory.activity.decisions`).
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"\w+")
 MAX_CHARS = 1600
 #: Lines after which a block of output is cut: the head of a trace or a test run says what happened.
@@ -106,12 +107,12 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     """
     spans: list[tuple[int, int]] = []
     start = 0
-    for end in [*(cut.start() for cut in _SENTENCE_END.finditer(text)), len(text)]:
+    for end in [*(cut.start() for cut in SENTENCE_END.finditer(text)), len(text)]:
         sentence = text[start:end]
         if len(_WORD.findall(sentence)) >= MIN_SENTENCE_WORDS:
             lead = len(sentence) - len(sentence.lstrip())
             spans.append((start + lead, start + len(sentence.rstrip())))
-        cut = _SENTENCE_END.match(text, end)
+        cut = SENTENCE_END.match(text, end)
         start = cut.end() if cut else end
     return spans if len(spans) > 1 else []
 

@@ -626,16 +626,13 @@ class Embedder:
         if spans and any(spans) and not self.pools_spans:
             raise ValueError(f"{self.model_id} pools whole inputs and cannot give a vector of part of a text.")
         prefix = self.spec.document_prefix
-        if prefix and contexts:  # the prefix leads what the model reads: the context when there is one
-            contexts = [prefix + context if context else None for context in contexts]
-            texts = [text if context else prefix + text for text, context in zip(texts, contexts)]
-            if spans:
-                spans = [(span[0] + len(prefix), span[1] + len(prefix)) if span and not context else span
-                         for span, context in zip(spans, contexts)]
-        elif prefix:
-            texts = [prefix + text for text in texts]
-            spans = [(span[0] + len(prefix), span[1] + len(prefix)) if span else None
-                     for span in spans] if spans else None
+        if prefix:  # the prefix leads what the model reads: the context when there is one, else the text
+            after = [bool(contexts and contexts[index]) for index in range(len(texts))]
+            contexts = [prefix + context if context else None for context in contexts] if contexts else contexts
+            texts = [text if read_after else prefix + text for text, read_after in zip(texts, after)]
+            if spans:  # a span of a text the prefix now leads moves with it
+                spans = [(span[0] + len(prefix), span[1] + len(prefix)) if span and not read_after else span
+                         for span, read_after in zip(spans, after)]
         with self._lock:
             return self._encoder.encode(texts, contexts, spans) if self.pools_spans \
                 else self._encoder.encode(texts, contexts)
@@ -714,33 +711,26 @@ def model_number(db: Database, model_id: str) -> int:
     return int(number)
 
 
-def pending_count(db: Database, model_id: str) -> int:
-    """How many memories and chunks still need a vector of ``model_id``."""
-    total = 0
-    for kind, (table, _) in _PENDING.items():
-        if db.scalar("SELECT value FROM meta WHERE key = ?", (_model_key(kind),)) != model_id:
-            total += db.scalar(_COUNT_SQL[kind]) or 0
-        else:
-            extra = " AND is_deleted = 0" if kind == "memory" else ""
-            total += db.scalar(f"SELECT COUNT(*) FROM {table} WHERE needs_embedding = 1{extra}") or 0
-    return total
+def pending_count(db: Database, model_id: str, *, keyword_only: bool = False) -> int:
+    """How many memories and chunks still need a vector of ``model_id``.
 
-
-def keyword_only_count(db: Database, model_id: str) -> int:
-    """How many memories and chunks search can match only by keywords: they have no vector of ``model_id`` yet.
-
-    :func:`pending_count` counts those too that wait only for more vectors (windows, sentences) beside one.
+    With ``keyword_only``, only those search can match by keywords alone: not a memory that has its first
+    vector and waits for more beside it (windows, sentences).
     """
     total = 0
     for kind, (table, _) in _PENDING.items():
         if db.scalar("SELECT value FROM meta WHERE key = ?", (_model_key(kind),)) != model_id:
             total += db.scalar(_COUNT_SQL[kind]) or 0
-        elif kind == "memory":
-            total += db.scalar("SELECT COUNT(*) FROM memories m WHERE needs_embedding = 1 AND is_deleted = 0 AND NOT "
-                               "EXISTS (SELECT 1 FROM memory_embeddings e WHERE e.item_seq = m.seq AND e.part = 0 "
-                               f"AND e.model = ({vectors.MODEL_NUMBER}))", (model_id,)) or 0
-        else:
-            total += db.scalar(f"SELECT COUNT(*) FROM {table} WHERE needs_embedding = 1") or 0
+            continue
+        where = "needs_embedding = 1"
+        params: tuple[str, ...] = ()
+        if kind == "memory":
+            where += " AND is_deleted = 0"
+            if keyword_only:
+                where += (" AND NOT EXISTS (SELECT 1 FROM memory_embeddings e WHERE e.item_seq = m.seq "
+                          f"AND e.part = 0 AND e.model = ({vectors.MODEL_NUMBER}))")
+                params = (model_id,)
+        total += db.scalar(f"SELECT COUNT(*) FROM {table} m WHERE {where}", params) or 0
     return total
 
 
@@ -800,6 +790,14 @@ def previous_turns(db: Database, seqs: Sequence[int]) -> dict[int, str]:
     return {row["seq"]: row["previous"] for row in rows if row["previous"]}
 
 
+def sentences_of(source: str, text: str) -> list[tuple[int, int]]:
+    """The sentences of a memory from ``source`` holding ``text`` that get a vector each, beside its own
+    (:func:`ccmemory.embedding_text.sentence_spans`): none for a :data:`SELF_CONTAINED` one."""
+    from .embedding_text import sentence_spans
+
+    return [] if source in SELF_CONTAINED else sentence_spans(text)
+
+
 #: (part, text, context, span): what one vector of an item is made from; ``context`` is read before ``text`` (or
 #: None), and ``span`` is the part of ``text`` the vector stands for (None: all of it).
 Part = tuple[int, str, str | None, tuple[int, int] | None]
@@ -820,7 +818,7 @@ def _parts_to_embed(db: Database, embedder: Embedder, kind: str, batch: Sequence
     """
     if kind != "memory":
         return {row["seq"]: [(0, text, None, None)] for row, text in zip(batch, texts)}
-    from .embedding_text import context_before, sentence_spans
+    from .embedding_text import context_before
 
     seqs = [row["seq"] for row in batch]
     have_first = {found["item_seq"] for found in db.rows(
@@ -832,7 +830,7 @@ def _parts_to_embed(db: Database, embedder: Embedder, kind: str, batch: Sequence
         windows: list[Part] = [(part, window, None, None) for part, window in enumerate(embedder.windows(text))]
         if len(windows) == 1:
             context = context_before(previous[row["seq"]]) if row["seq"] in previous else None
-            sentences = sentence_spans(text) if embedder.pools_spans and row["source"] not in SELF_CONTAINED else []
+            sentences = sentences_of(row["source"], text) if embedder.pools_spans else []
             windows = [(0, text, context, None), *((part, text, context, span)
                                                    for part, span in enumerate(sentences, 1))]
         parts[row["seq"]] = windows[1:] if row["seq"] in have_first else windows

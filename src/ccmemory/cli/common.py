@@ -122,7 +122,7 @@ def search_embedder(db: database.Database, mode: str) -> Any:
         from .. import embedding_worker
 
         started = embedding_worker.start()
-        unmatched = embeddings.keyword_only_count(db, embedder.model_id)
+        unmatched = embeddings.pending_count(db, embedder.model_id, keyword_only=True)
         if unmatched:
             later = "they are being embedded in the background" if started else "`ccmemory embed` embeds them"
             echo(f"Note: {unmatched} items are not embedded yet and are matched by keywords only; {later}.", err=True)

@@ -479,7 +479,6 @@ def _supersession(db: Database, row: dict[str, Any]) -> None:
 
 def _store_vector(db: Database, row: dict[str, Any], model_id: str) -> None:
     from .. import embeddings, tokens
-    from ..embedding_text import sentence_spans
 
     values = [float(part) for part in row["embedding"].strip("[]").split(",") if part]
     peak = max((abs(v) for v in values), default=0.0) or 1.0
@@ -489,8 +488,7 @@ def _store_vector(db: Database, row: dict[str, Any], model_id: str) -> None:
     # The server holds a memory's first vector; a longer memory's other windows, and the sentences of one
     # a person or a model wrote, are made here by the background pass, which keeps the first
     # (embeddings._parts_to_embed).
-    more = len(row["content"]) > tokens.CONTENT_TOKENS or (
-        row["source"] not in embeddings.SELF_CONTAINED and bool(sentence_spans(row["content"])))
+    more = len(row["content"]) > tokens.CONTENT_TOKENS or bool(embeddings.sentences_of(row["source"], row["content"]))
     db.execute("UPDATE memories SET needs_embedding = ? WHERE seq = ?", (int(more), seq))
     db.execute("INSERT INTO memory_embeddings(item_seq, part, model, vector, indexed) VALUES (?, 0, ?, ?, 0) "
                "ON CONFLICT(item_seq, part) DO UPDATE SET model = excluded.model, vector = excluded.vector, "
