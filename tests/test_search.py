@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy
 import pytest
 
 from ccmemory import db as database
 from ccmemory import embeddings, memories, projects, search, tokens
 from ccmemory.errors import ValidationError
+from ccmemory.vocabulary import CAPTURE_SOURCE
 
 CORPUS = [
     "Login is handled by JWT bearer tokens that the auth middleware validates on every request",
@@ -489,3 +492,66 @@ def test_a_long_memory_with_the_words_scattered_does_not_outrank_one_that_holds_
     short = "Bought a birthday cake at the bakery"
     assert search.coverage(short, terms) == 0.75  # a short memory is counted whole, as before
     db.close()
+
+
+_LISBON = ("We finally took the trip to Lisbon in March. The flight left the airport at six in the morning, and the "
+           "hotel in Alfama had lost our booking, so we waited in the lobby with all our luggage for two hours. "
+           "After that it was wonderful: the yellow tram up the hill, custard tarts at the bakery by the river, "
+           "fado in a tiny bar, and a boat ride along the coast. We bought tiles for the kitchen and a cork bag. "
+           "On the way home the boarding gate changed twice and the airport was packed with school groups. "
+           "The second day we rented bikes and rode west along the water to Belem, ate more custard tarts, and "
+           "climbed the tower while a storm rolled in over the bridge. In the evening our friend Rita showed us "
+           "her favourite viewpoint, where students played guitar and sold cold beer from a cooler, and we "
+           "watched the lights come on across the river until the last tram. Next time we want to stay longer, "
+           "take the train to Sintra for the palaces, and spend a lazy day on the beaches at Cascais.")
+_ROME = ("Back from Rome on Sunday. The flight was two hours late, the airport shuttle never came, and the hotel "
+         "gave us a room over the kitchen. Still, we walked everywhere: the Forum at sunrise, gelato every "
+         "afternoon, a cooking class in Trastevere where we made pasta by hand, and a long dinner with Marco's "
+         "cousins. My luggage came back with a broken wheel and the boarding passes are still in my coat pocket.")
+_TRIPS_AND_OTHER_THINGS = [
+    "The field trip to the science museum was moved to next Friday because of the bus strike.",
+    "Trips to the gym are down to twice a week since the new project started.",
+    "I tripped on the stairs at work and my knee still hurts when I climb.",
+    "We planned a camping trip with the kids but the forecast said rain all weekend.",
+    "The garden needs new soil, more tomatoes, and a fence the rabbits cannot dig under.",
+    "Our book club is reading a novel about a lighthouse keeper and his daughter this month.",
+    "I started learning the guitar again; my fingers hurt after twenty minutes of chords.",
+]
+
+
+def test_a_question_naming_a_thing_once_finds_the_other_long_memories_about_it(vdb, project_dir, embedder,
+                                                                                 monkeypatch):
+    """"How many trips" is said in one account of a journey; the other says flight, airport, hotel, luggage.
+    The words that weigh most in the best hits are searched too, and find it (keyword expansion)."""
+    project = projects.project_id(vdb, project_dir)
+    memories.add(vdb, project_id=project, content=_LISBON)
+    rome = memories.add(vdb, project_id=project, content=_ROME)
+    for text in _TRIPS_AND_OTHER_THINGS:
+        memories.add(vdb, project_id=project, content=text)
+    embeddings.embed_pending(vdb, embedder)
+    question = "How many trips did I take this year?"
+
+    def place() -> int:
+        hits = search.search(vdb, question, project_id=project, embedder=embedder, limit=10, track=False)
+        return [hit.memory.id for hit in hits].index(rome.id) + 1
+
+    expanded = place()
+    monkeypatch.setattr(search, "EXPANSION_WORDS", 0)
+    assert expanded <= 2 < place()
+
+
+def test_expansion_words_come_from_what_people_wrote_at_length(db, project_dir):
+    """Words are drawn only from long hits that are not captured calls, summaries or knowledge, only words
+    found in another memory too (Alfama, in no other memory, would find nothing), never the question's own."""
+    project = projects.project_id(db, project_dir)
+    lisbon = memories.add(db, project_id=project, content=_LISBON)
+    short = memories.add(db, project_id=project, content=_TRIPS_AND_OTHER_THINGS[3])
+    code = memories.add(db, project_id=project, source=CAPTURE_SOURCE, content=" ".join(
+        f"Edited handler{n}.py: lambda self, value: return value or default when flag is false" for n in range(8)))
+    memories.add(db, project_id=project, content=_ROME)
+    memories.add(db, project_id=project, content="lambda functions return a default value when the flag is false")
+    question = "How many trips did I take to Lisbon?"
+    words = search.expansion_words(db, question, [(lisbon.seq, 0.9), (short.seq, 0.8), (code.seq, 0.7)])
+    assert words and set(words) <= set(re.findall(r"\w+", _LISBON.lower()))
+    assert not {"lambda", "return", "default", "flag", "false", "lisbon", "alfama", "sintra"} & set(words)
+    assert search.expansion_words(db, question, [(short.seq, 0.9), (code.seq, 0.8)]) == []

@@ -25,7 +25,10 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
    question however well it answers it, and what counts is how it compares
    with the other memories. (The earlier rank fusion weighted vector hits
    ~0.7–1.0 and keyword hits ~0.2–0.6, so any vector candidate outranked a
-   keyword-only hit.)
+   keyword-only hit.) When the best fused hits include memories someone wrote at length (a whole
+   conversation, a long note), the words that weigh most in them are added to the keyword query at half
+   weight and the keyword side is ranked again (:func:`expansion_words`, pseudo-relevance feedback): a
+   question about several trips names "trips" once, the accounts of them say flight, hotel, airport.
 3. **Neighbouring context.** A memory right before or after a strong hit in
    the same session (an episode: a Claude Code session, a conversation's
    session), within the hour, gains
@@ -88,6 +91,14 @@ MAX_QUERY_CHARS = 2_000
 #: Depth of each candidate list, whatever the limit (>= MAX_LIMIT).
 CANDIDATES = 100
 KEYWORD_WEIGHT = 0.6
+#: Keyword expansion from the best hits (:func:`expansion_words`): how many words are added, from how many
+#: of the best fused hits, at what weight beside the query's own words; only hits with this many content words
+#: count, and the words weighing most in them are this many before their rarity is looked up.
+EXPANSION_WORDS = 5
+EXPANSION_HITS = 3
+EXPANSION_WEIGHT = 0.5
+EXPANSION_MIN_WORDS = 100
+EXPANSION_POOL = 50
 #: Share of a keyword score that is term coverage rather than BM25.
 COVERAGE_WEIGHT = 0.5
 #: Words of the passage a long memory's term coverage is counted on (:func:`coverage`): about what one
@@ -143,6 +154,8 @@ _NOT_NAMES = _STOPWORDS | frozenset(
     "would could should can will has have had after before during since according about between".split()
 )
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
+#: A word an expansion may add: letters only, three or more, not part of a longer word or an identifier.
+_CONTENT_WORD = re.compile(r"(?<![\w'])[a-z]{3,}(?![\w'])")
 
 
 @dataclass
@@ -209,8 +222,9 @@ def stems(db: Database, words: Sequence[str]) -> list[list[str]]:
     db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_words USING fts5(word, tokenize='{_TOKENIZER}')")
     db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_terms USING fts5vocab(temp, query_words, instance)")
     db.execute("DELETE FROM temp.query_words")
-    for number, word in enumerate(words, 1):
-        db.execute("INSERT INTO temp.query_words(rowid, word) VALUES (?, ?)", (number, word))
+    if words:
+        db.execute(f"INSERT INTO temp.query_words(rowid, word) VALUES {','.join(['(?, ?)'] * len(words))}",
+                   [value for pair in enumerate(words, 1) for value in pair])
     found: list[list[str]] = [[] for _ in words]
     for row in db.rows("SELECT term, doc FROM temp.query_terms ORDER BY doc, offset"):
         found[row["doc"] - 1].append(row["term"])
@@ -244,11 +258,11 @@ def document_frequencies(db: Database, vocabulary: str, terms: Sequence[str]) ->
 
     ``vocabulary`` is the index's fts5vocab table (``row`` type).
     """
-    frequency = {}
-    for term, indexed in zip(terms, stems(db, terms)):
-        counts = [db.scalar(f"SELECT doc FROM {vocabulary} WHERE term = ?", (stem,)) or 0 for stem in indexed]
-        frequency[term] = min(counts) if counts else 0
-    return frequency
+    indexed = stems(db, terms)
+    wanted = sorted({stem for found in indexed for stem in found})
+    rows = {row["term"]: row["doc"] for row in db.rows(
+        f"SELECT term, doc FROM {vocabulary} WHERE term IN ({','.join('?' * len(wanted))})", wanted)} if wanted else {}
+    return {term: min((rows.get(stem, 0) for stem in found), default=0) for term, found in zip(terms, indexed)}
 
 
 def term_weights(frequency: dict[str, int], rows: int) -> dict[str, float]:
@@ -463,12 +477,15 @@ def vector_ranking(
 
 def rank(
     mode: str,
-    keyword: Callable[[], list[tuple[int, float]]],
+    keyword: Callable[..., list[tuple[int, float]]],
     semantic: Callable[[], Callable[[Sequence[int]], list[tuple[int, float]] | None]],
     warnings: list[str],
+    expand: Callable[[list[tuple[int, float]]], list[str]] | None = None,
 ) -> tuple[list[tuple[int, float]], str, dict[int, float]]:
     """Run the rankings the mode needs and put them on the 0..1 scale; falls back to keywords without vectors.
 
+    ``keyword(extra)`` ranks by the query's words and the ``extra`` ones; in hybrid mode, ``expand`` (given the
+    best fused hits) may name such words (:func:`expansion_words`), and the keyword side is ranked again with them.
     Also returns the cosine similarity of each vector candidate (empty without vectors), for :func:`is_weak`.
     """
     if mode == "keyword":
@@ -480,7 +497,11 @@ def rank(
         return (keyword() if by_keyword is None else by_keyword), "keyword", {}
     if by_keyword is None:
         return ordered(dict(vector_scale(by_vector))), "semantic", dict(by_vector)
-    return fuse(by_keyword, by_vector), "hybrid", dict(by_vector)
+    fused = fuse(by_keyword, by_vector)
+    extra = expand(fused[:EXPANSION_HITS]) if expand is not None else []
+    if extra:
+        fused = fuse(keyword(extra), by_vector)
+    return fused, "hybrid", dict(by_vector)
 
 
 def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_superseded: bool,
@@ -580,11 +601,11 @@ def search_with_info(
     if team and scope != "user":  # a project whose team memories are partly on the server only: ask it first
         warnings += server_search.consult(db, query, project_id=project_id, embedder=embedder)
 
-    def keyword() -> list[tuple[int, float]]:
+    def keyword(extra: Sequence[str] = ()) -> list[tuple[int, float]]:
         rows = db.scalar("SELECT MAX(seq) FROM memories") or 0
-        terms = query_terms(query)
+        terms = query_terms(query) + list(extra)
         frequency = document_frequencies(db, "memories_vocab", terms)
-        expression = fts_query(query, db, "memories_vocab", rows, frequency)
+        expression = fts_query(" ".join(terms) if extra else query, db, "memories_vocab", rows, frequency)
         if expression is None:
             return []
         filters = "" if include_superseded else " AND m.valid_until IS NULL"
@@ -601,14 +622,16 @@ def search_with_info(
             f"ORDER BY rank LIMIT {CANDIDATES}",
             params,
             terms,
-            term_weights(frequency, rows),
+            {term: weight * (EXPANSION_WEIGHT if term in extra else 1.0)
+             for term, weight in term_weights(frequency, rows).items()},
         )
 
     def semantic() -> Callable[[Sequence[int]], list[tuple[int, float]] | None]:
         return vector_ranking(db, "memory", query, project_id=project_id, embedder=embedder, warnings=warnings,
                               scope=scope)
 
-    ranked, mode_used, cosines = rank(mode, keyword, semantic, warnings)
+    ranked, mode_used, cosines = rank(mode, keyword, semantic, warnings,
+                                      lambda best: expansion_words(db, query, best))
     ranked = with_neighbours(db, ranked, include_superseded=include_superseded, sector=sector)
     ranked = with_session_summaries(db, ranked)
     names, dates = query_names(query), date_range(query)
@@ -651,6 +674,46 @@ def search_with_info(
     if track and hits:
         memories.touch_references(db, [hit.memory.id for hit in hits], session_id=session_id)
     return SearchResult(hits=hits, mode_used=mode_used, warnings=warnings)
+
+
+def expansion_words(db: Database, query: str, best: Sequence[tuple[int, float]]) -> list[str]:
+    """Words to add to the keyword query, drawn from the best fused hits (pseudo-relevance feedback, as RM3).
+
+    A question about several events ("how many trips did I take?") names one word for what each memory
+    that answers calls by its own ("Lisbon", "flight", "hotel"): the words that weigh most in the best
+    hits find the other memories about the same thing. Only hits that someone wrote at length count:
+    a memory that is not a captured tool call, a summary or knowledge
+    (:data:`ccmemory.embeddings.SELF_CONTAINED`: their words are code, paths and tool names, which drift
+    a query about code towards other code), with :data:`EXPANSION_MIN_WORDS` content words or more (a
+    conversation turn is too short to say which of its words matter). A word weighs its share of each
+    hit's content words times the hit's score, summed; of the :data:`EXPANSION_POOL` heaviest, the
+    :data:`EXPANSION_WORDS` with the most weight times rarity (:func:`term_weights`) and found in two
+    memories or more are added, each at :data:`EXPANSION_WEIGHT` of a query word's weight. None when no
+    hit qualifies: the search is then the one without expansion.
+    """
+    from .embeddings import SELF_CONTAINED
+
+    if EXPANSION_WORDS <= 0 or not best:
+        return []
+    asked = set(query_terms(query))
+    score = dict(best)
+    rows = db.rows(f"SELECT seq, content FROM memories WHERE seq IN ({','.join('?' * len(score))}) "
+                   f"AND source NOT IN ({','.join('?' * len(SELF_CONTAINED))})", (*score, *SELF_CONTAINED))
+    weight: dict[str, float] = {}
+    for row in rows:
+        words = [word for word in _CONTENT_WORD.findall(row["content"].lower())
+                 if word not in _NOT_NAMES and word not in asked]
+        if len(words) < EXPANSION_MIN_WORDS:
+            continue
+        for word in words:
+            weight[word] = weight.get(word, 0.0) + score[row["seq"]] / len(words)
+    if not weight:
+        return []
+    pool = sorted(weight, key=lambda word: (-weight[word], word))[:EXPANSION_POOL]
+    frequency = document_frequencies(db, "memories_vocab", pool)
+    rarity = term_weights(frequency, db.scalar("SELECT MAX(seq) FROM memories") or 0)
+    found = [word for word in pool if frequency[word] > 1]
+    return sorted(found, key=lambda word: (-weight[word] * rarity[word], word))[:EXPANSION_WORDS]
 
 
 def with_session_summaries(db: Database, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
