@@ -232,7 +232,7 @@ def stems(db: Database, words: Sequence[str]) -> list[list[str]]:
 
 
 def fts_query(query: str, db: Database | None = None, vocabulary: str | None = None, rows: int = 0,
-              frequency: dict[str, int] | None = None) -> str | None:
+              frequency: dict[str, int] | None = None, *, extra: Sequence[str] = ()) -> str | None:
     """A safe FTS5 expression: each word quoted (so `parse_config_v2` is a phrase), ORed.
 
     User syntax (quotes, operators, colons) can never cause an FTS5 syntax error.
@@ -241,9 +241,10 @@ def fts_query(query: str, db: Database | None = None, vocabulary: str | None = N
     are left out (unless nothing would be left): they barely change the ranking
     but make FTS5 score a large part of the table.
     A word's frequency is that of its rarest index term (after stemming): :func:`document_frequencies`,
-    or ``frequency`` when the caller already looked them up.
+    or ``frequency`` when the caller already looked them up. ``extra`` words (a keyword expansion,
+    :func:`expansion_words`) are searched beside the query's own.
     """
-    terms = query_terms(query)
+    terms = query_terms(query) + list(extra)
     if db is not None and vocabulary and rows > _COMMON_WORD_MIN_ROWS and terms:
         if frequency is None:
             frequency = document_frequencies(db, vocabulary, terms)
@@ -605,7 +606,7 @@ def search_with_info(
         rows = db.scalar("SELECT MAX(seq) FROM memories") or 0
         terms = query_terms(query) + list(extra)
         frequency = document_frequencies(db, "memories_vocab", terms)
-        expression = fts_query(" ".join(terms) if extra else query, db, "memories_vocab", rows, frequency)
+        expression = fts_query(query, db, "memories_vocab", rows, frequency, extra=extra)
         if expression is None:
             return []
         filters = "" if include_superseded else " AND m.valid_until IS NULL"
