@@ -555,3 +555,23 @@ def test_expansion_words_come_from_what_people_wrote_at_length(db, project_dir):
     assert words and set(words) <= set(re.findall(r"\w+", _LISBON.lower()))
     assert not {"lambda", "return", "default", "flag", "false", "lisbon", "alfama", "sintra"} & set(words)
     assert search.expansion_words(db, question, [(short.seq, 0.9), (code.seq, 0.8)]) == []
+
+
+def test_a_query_of_the_longest_length_is_searched_where_a_statement_binds_at_most_999_values(db, project_dir):
+    """SQLite before 3.32 binds at most 999 values per statement; a 2,000-character query of distinct words
+    needs more than that to stem and look up, so it is done in several statements (here the connection is
+    set to that limit)."""
+    import sqlite3
+
+    db.conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+    project = projects.project_id(db, project_dir)
+    words = [f"{chr(97 + n % 26)}{n // 26}" for n in range(700)]
+    query = " ".join(words)[:search.MAX_QUERY_CHARS]
+    assert 2 * len(search.query_terms(query)) > 999
+    memory = memories.add(db, project_id=project, content=f"the build flag {words[400]} turns on tracing")
+    memories.add(db, project_id=project, content=f"unrelated note about {words[3]} and {words[5]}")
+    asked = search.query_terms(query)
+    frequency = search.document_frequencies(db, "memories_vocab", asked)
+    assert frequency[words[400]] == 1 and frequency[words[3]] == 1 and frequency[asked[-1]] == 0
+    hits = search.search(db, query, project_id=project, mode="keyword", limit=5, track=False)
+    assert memory.id in [hit.memory.id for hit in hits]

@@ -154,6 +154,9 @@ _NOT_NAMES = _STOPWORDS | frozenset(
     "would could should can will has have had after before during since according about between".split()
 )
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
+#: Values one statement may bind: SQLite before 3.32 allows 999, and a query of 2,000 characters can hold
+#: more distinct words than that takes, so the query's words are stemmed and looked up in statements of this many.
+_STATEMENT_VARIABLES = 999
 #: A word an expansion may add: letters only, three or more, not part of a longer word or an identifier.
 _CONTENT_WORD = re.compile(r"(?<![\w'])[a-z]{3,}(?![\w'])")
 
@@ -222,9 +225,11 @@ def stems(db: Database, words: Sequence[str]) -> list[list[str]]:
     db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_words USING fts5(word, tokenize='{_TOKENIZER}')")
     db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_terms USING fts5vocab(temp, query_words, instance)")
     db.execute("DELETE FROM temp.query_words")
-    if words:
-        db.execute(f"INSERT INTO temp.query_words(rowid, word) VALUES {','.join(['(?, ?)'] * len(words))}",
-                   [value for pair in enumerate(words, 1) for value in pair])
+    numbered = list(enumerate(words, 1))
+    for start in range(0, len(numbered), _STATEMENT_VARIABLES // 2):
+        rows = numbered[start:start + _STATEMENT_VARIABLES // 2]
+        db.execute(f"INSERT INTO temp.query_words(rowid, word) VALUES {','.join(['(?, ?)'] * len(rows))}",
+                   [value for row in rows for value in row])
     found: list[list[str]] = [[] for _ in words]
     for row in db.rows("SELECT term, doc FROM temp.query_terms ORDER BY doc, offset"):
         found[row["doc"] - 1].append(row["term"])
@@ -261,8 +266,11 @@ def document_frequencies(db: Database, vocabulary: str, terms: Sequence[str]) ->
     """
     indexed = stems(db, terms)
     wanted = sorted({stem for found in indexed for stem in found})
-    rows = {row["term"]: row["doc"] for row in db.rows(
-        f"SELECT term, doc FROM {vocabulary} WHERE term IN ({','.join('?' * len(wanted))})", wanted)} if wanted else {}
+    rows: dict[str, int] = {}
+    for start in range(0, len(wanted), _STATEMENT_VARIABLES):
+        some = wanted[start:start + _STATEMENT_VARIABLES]
+        rows.update((row["term"], row["doc"]) for row in db.rows(
+            f"SELECT term, doc FROM {vocabulary} WHERE term IN ({','.join('?' * len(some))})", some))
     return {term: min((rows.get(stem, 0) for stem in found), default=0) for term, found in zip(terms, indexed)}
 
 
