@@ -198,3 +198,20 @@ def test_cli_prints_no_terminal_escape_from_stored_text(home: Path, project_dir:
     assert json.loads(outputs[("list", "--json")].stdout)[0]["content"] == content
     exported = [json.loads(line) for line in outputs[("export",)].stdout.splitlines()]
     assert any(record.get("content") == content for record in exported)
+
+
+def test_a_long_stored_note_shapes_a_search_only_as_quoted_words(home: Path, project_dir: Path) -> None:
+    """Hybrid search adds words of the best long notes to its keyword query (``search.expansion_words``): a
+    note full of FTS5 syntax (operators, quotes, column filters, prefix stars) lends only letters-only words,
+    each quoted, so the search neither fails nor obeys it, through the CLI a user runs."""
+    hostile = " ".join(["Trip log:", 'NEAR("flight" hotel, 2) OR memories_fts:* AND NOT "', "content:secret*",
+                        ") ^airport {seq} -boarding"] * 15 + ["the flight to Oslo and the hotel by the airport"] * 5)
+    for content in (hostile, "Booked a hotel near the airport for the Oslo trip"):
+        added = ccmemory(home, project_dir, "add", content)
+        assert added.returncode == 0, added.stderr
+    embedded = ccmemory(home, project_dir, "embed")
+    assert embedded.returncode == 0, embedded.stderr
+    result = ccmemory(home, project_dir, "search", "how many trips did I take", "--json")
+    assert result.returncode == 0 and "keywords only" not in result.stderr, result.stderr
+    found = [hit["memory"]["content"] for hit in json.loads(result.stdout)]
+    assert "Booked a hotel near the airport for the Oslo trip" in found
