@@ -217,6 +217,42 @@ def test_the_turn_next_to_a_match_comes_with_it(home, project_dir):
     db.close()
 
 
+def test_the_reply_to_a_matching_question_comes_right_after_it(home, project_dir, monkeypatch):
+    db = database.connect(vectors=False)
+    project = projects.project_id(db, project_dir)
+
+    def turn(content: str, session: str, minute: int) -> memories.Memory:
+        return memories.add(db, project_id=project, content=content, session_id=session,
+                            created_at=f"2023-07-02T10:{minute:02d}:00")
+
+    turn("Caroline: How was your weekend?", "talk", 0)
+    turn("Caroline: Who performed at the birthday concert, then?", "talk", 1)
+    reply = turn("Melanie: It was Matt Patterson, he is so talented!", "talk", 2)
+    turn("Gina: Who performed at the birthday concert?", "notes", 0)
+    same_speaker = turn("Gina: Also, I bought tickets for the jazz night", "notes", 1)
+    query = "Who performed at the birthday concert?"
+
+    def ranked() -> list[str]:
+        return [hit.memory.id for hit in search.search(db, query, project_id=project, mode="keyword", limit=10)]
+
+    found = ranked()
+    assert found.index(reply.id) == 2  # after the two questions, though it shares no word with the query
+    assert found.index(same_speaker.id) > found.index(reply.id)  # one person's next message is no reply
+    monkeypatch.setattr(search, "REPLY_WEIGHT", search.NEIGHBOUR_WEIGHT)
+    assert ranked().index(reply.id) > ranked().index(same_speaker.id)
+    db.close()
+
+
+def test_a_reply_is_another_speakers_turn_after_one_that_asks():
+    assert search.speaker("Dr. Ada Lovelace: the engine runs") == "Dr. Ada Lovelace"
+    assert search.speaker("Melanie: hi") == "Melanie"
+    assert search.speaker("I think: yes") is None and search.speaker("note: x") is None
+    assert search.reply_to_question("Caroline: What concert was it?", "Melanie: Matt Patterson!")
+    assert not search.reply_to_question("Caroline: Nice concert.", "Melanie: Matt Patterson!")  # asks nothing
+    assert not search.reply_to_question("Caroline: What concert?", "Caroline: And when?")  # same speaker
+    assert not search.reply_to_question("What concert was it?", "It was Matt Patterson")  # speakers unknown
+
+
 def test_a_date_in_the_query_prefers_memories_of_that_date(home, project_dir):
     db = database.connect(vectors=False)
     project = projects.project_id(db, project_dir)

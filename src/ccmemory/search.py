@@ -35,7 +35,8 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
    :data:`NEIGHBOUR_WEIGHT` × that hit's score (:data:`CAPTURE_NEIGHBOUR_WEIGHT`
    when the hit is a captured tool call): the answer to a question is
    often the turn after the one that matches it, and an edit sits next to the
-   read that found the code.
+   read that found the code. A turn that asks something lends another
+   speaker's reply right after it :data:`REPLY_WEIGHT` instead.
 4. **Priors**, each a factor ≤ 1 so a weak hit can never be lifted past a
    strong one by them alone: salience (what capture and curation say a memory
    is worth), names in the query (a memory naming the people the query names
@@ -114,6 +115,10 @@ PASSAGE_WORDS = 100
 WEAK_COVERAGE = 0.5
 WEAK_COSINE = 0.3
 NEIGHBOUR_WEIGHT = 0.4
+#: What a conversation turn that asks something lends the turn right after it when that turn is another
+#: speaker's reply (:func:`reply_to_question`): the answer to a question is in its reply, which often does
+#: not repeat what was asked ("What concert was it?" - "It was Matt Patterson, he is so talented!").
+REPLY_WEIGHT = 0.7
 #: What a captured tool call lends its neighbours: consecutive tool calls are separate actions, each
 #: naming its own file, command or function, while a conversation turn often means little without the
 #: turn next to it.
@@ -518,7 +523,8 @@ def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_su
     """Lend each of the best candidates' neighbours a share of its score (the best lender counts).
 
     The share is :data:`NEIGHBOUR_WEIGHT`, or :data:`CAPTURE_NEIGHBOUR_WEIGHT` when the lender is a
-    captured tool call.
+    captured tool call, or :data:`REPLY_WEIGHT` from a turn that asks something to another speaker's reply
+    right after it (:func:`reply_to_question`).
 
     Only memories of a session have neighbours: memories added on their own are unrelated to what was added
     just before or after them.
@@ -533,18 +539,20 @@ def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_su
         params.append(sector)
     marks = ",".join("?" * len(pool))
     rows = db.rows(
-        f"SELECT m.seq, m.source, {sessions.neighbour_sql('seq', before=True, filters=filters)} AS before, "
+        f"SELECT m.seq, m.source, m.content, {sessions.neighbour_sql('seq', before=True, filters=filters)} AS before, "
         f"{sessions.neighbour_sql('seq', before=False, filters=filters)} AS after "
         f"FROM memories m WHERE m.seq IN ({marks}) AND m.session_id IS NOT NULL",
         (*params, *params, *[seq for seq, _ in pool]),
     )
     score = dict(pool)
+    replied = replies(db, rows)
     lent: dict[int, float] = {}
     for row in rows:
         weight = CAPTURE_NEIGHBOUR_WEIGHT if row["source"] == CAPTURE_SOURCE else NEIGHBOUR_WEIGHT
-        for neighbour in (row["before"], row["after"]):
+        for neighbour, share in ((row["before"], weight),
+                                 (row["after"], REPLY_WEIGHT if row["seq"] in replied else weight)):
             if neighbour is not None:
-                lent[neighbour] = max(lent.get(neighbour, 0.0), weight * score[row["seq"]])
+                lent[neighbour] = max(lent.get(neighbour, 0.0), share * score[row["seq"]])
     if not lent:
         return ranked
     combined = dict(ranked)
@@ -552,6 +560,43 @@ def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_su
         combined[seq] = combined.get(seq, 0.0) + bonus
     top = max(combined.values())
     return ordered({seq: value / top for seq, value in combined.items()}) if top > 1.0 else ordered(combined)
+
+
+def replies(db: Database, rows: Sequence[Any]) -> set[int]:
+    """The lenders among ``rows`` (``seq``, ``source``, ``content``, ``after``) whose next turn replies to them.
+
+    A turn of a conversation (not a captured call, summary or knowledge) that asks something, followed by
+    another speaker's turn: :func:`reply_to_question`. Only turns that name their speaker, as a transcript
+    does, can say whose a turn is; one person's messages in a row (a user's prompts without the answers
+    between them) are not a question and its reply.
+    """
+    from .embeddings import SELF_CONTAINED
+
+    asking = {row["seq"]: row["after"] for row in rows if row["after"] is not None
+              and row["source"] not in SELF_CONTAINED and "?" in row["content"] and speaker(row["content"])}
+    if not asking:
+        return set()
+    wanted = list(set(asking.values()))
+    following = {row["seq"]: row["content"] for row in db.rows(
+        f"SELECT seq, content FROM memories WHERE seq IN ({','.join('?' * len(wanted))})", wanted)}
+    by_seq = {row["seq"]: row["content"] for row in rows}
+    return {seq for seq, after in asking.items() if reply_to_question(by_seq[seq], following.get(after, ""))}
+
+
+def reply_to_question(turn: str, following: str) -> bool:
+    """Whether ``following`` is another speaker's reply to ``turn``, which asks something."""
+    asker, answerer = speaker(turn), speaker(following)
+    return "?" in turn and asker is not None and answerer is not None and asker != answerer
+
+
+_SPEAKER = re.compile(r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ")
+
+
+def speaker(turn: str) -> str | None:
+    """Who says ``turn`` when it starts as a transcript's line does ("Melanie: ...", "Dr. Ada Lovelace: ..."),
+    else None."""
+    found = _SPEAKER.match(turn)
+    return found.group(1) if found else None
 
 
 def query_names(query: str) -> list[str]:
