@@ -243,14 +243,13 @@ def test_the_reply_to_a_matching_question_comes_right_after_it(home, project_dir
     db.close()
 
 
-def test_a_reply_is_another_speakers_turn_after_one_that_asks():
+def test_a_turn_names_its_speaker_as_a_transcripts_line_does():
     assert search.speaker("Dr. Ada Lovelace: the engine runs") == "Dr. Ada Lovelace"
     assert search.speaker("Melanie: hi") == "Melanie"
     assert search.speaker("I think: yes") is None and search.speaker("note: x") is None
-    assert search.reply_to_question("Caroline: What concert was it?", "Melanie: Matt Patterson!")
-    assert not search.reply_to_question("Caroline: Nice concert.", "Melanie: Matt Patterson!")  # asks nothing
-    assert not search.reply_to_question("Caroline: What concert?", "Caroline: And when?")  # same speaker
-    assert not search.reply_to_question("What concert was it?", "It was Matt Patterson")  # speakers unknown
+    assert search.another_speaker("Caroline: What concert was it?", "Melanie: Matt Patterson!")
+    assert not search.another_speaker("Caroline: What concert?", "Caroline: And when?")
+    assert not search.another_speaker("What concert was it?", "It was Matt Patterson")  # speakers unknown
 
 
 def test_a_date_in_the_query_prefers_memories_of_that_date(home, project_dir):

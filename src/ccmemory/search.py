@@ -116,7 +116,7 @@ WEAK_COVERAGE = 0.5
 WEAK_COSINE = 0.3
 NEIGHBOUR_WEIGHT = 0.4
 #: What a conversation turn that asks something lends the turn right after it when that turn is another
-#: speaker's reply (:func:`reply_to_question`): the answer to a question is in its reply, which often does
+#: speaker's reply (:func:`replies`): the answer to a question is in its reply, which often does
 #: not repeat what was asked ("What concert was it?" - "It was Matt Patterson, he is so talented!").
 REPLY_WEIGHT = 0.7
 #: What a captured tool call lends its neighbours: consecutive tool calls are separate actions, each
@@ -524,7 +524,7 @@ def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_su
 
     The share is :data:`NEIGHBOUR_WEIGHT`, or :data:`CAPTURE_NEIGHBOUR_WEIGHT` when the lender is a
     captured tool call, or :data:`REPLY_WEIGHT` from a turn that asks something to another speaker's reply
-    right after it (:func:`reply_to_question`).
+    right after it (:func:`replies`).
 
     Only memories of a session have neighbours: memories added on their own are unrelated to what was added
     just before or after them.
@@ -539,7 +539,8 @@ def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_su
         params.append(sector)
     marks = ",".join("?" * len(pool))
     rows = db.rows(
-        f"SELECT m.seq, m.source, m.content, {sessions.neighbour_sql('seq', before=True, filters=filters)} AS before, "
+        f"SELECT m.seq, m.source, instr(m.content, '?') > 0 AS asks, substr(m.content, 1, {_HEAD_CHARS}) AS head, "
+        f"{sessions.neighbour_sql('seq', before=True, filters=filters)} AS before, "
         f"{sessions.neighbour_sql('seq', before=False, filters=filters)} AS after "
         f"FROM memories m WHERE m.seq IN ({marks}) AND m.session_id IS NOT NULL",
         (*params, *params, *[seq for seq, _ in pool]),
@@ -563,33 +564,37 @@ def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_su
 
 
 def replies(db: Database, rows: Sequence[Any]) -> set[int]:
-    """The lenders among ``rows`` (``seq``, ``source``, ``content``, ``after``) whose next turn replies to them.
+    """The lenders among ``rows`` (``seq``, ``source``, ``asks``, ``head``, ``after``) whose next turn replies to them.
 
-    A turn of a conversation (not a captured call, summary or knowledge) that asks something, followed by
-    another speaker's turn: :func:`reply_to_question`. Only turns that name their speaker, as a transcript
+    A turn of a conversation (not a captured call, summary or knowledge) that asks something ("?"), followed
+    by another speaker's turn (:func:`another_speaker`). Only turns that name their speaker, as a transcript
     does, can say whose a turn is; one person's messages in a row (a user's prompts without the answers
-    between them) are not a question and its reply.
+    between them) are not a question and its reply. Only the first :data:`_HEAD_CHARS` characters of a turn
+    are read for its speaker.
     """
     from .embeddings import SELF_CONTAINED
 
-    asking = {row["seq"]: row["after"] for row in rows if row["after"] is not None
-              and row["source"] not in SELF_CONTAINED and "?" in row["content"] and speaker(row["content"])}
+    asking = {row["seq"]: row["after"] for row in rows
+              if row["asks"] and row["after"] is not None and row["source"] not in SELF_CONTAINED}
     if not asking:
         return set()
     wanted = list(set(asking.values()))
-    following = {row["seq"]: row["content"] for row in db.rows(
-        f"SELECT seq, content FROM memories WHERE seq IN ({','.join('?' * len(wanted))})", wanted)}
-    by_seq = {row["seq"]: row["content"] for row in rows}
-    return {seq for seq, after in asking.items() if reply_to_question(by_seq[seq], following.get(after, ""))}
+    following = {row["seq"]: row["head"] for row in db.rows(
+        f"SELECT seq, substr(content, 1, {_HEAD_CHARS}) AS head FROM memories "
+        f"WHERE seq IN ({','.join('?' * len(wanted))})", wanted)}
+    heads = {row["seq"]: row["head"] for row in rows}
+    return {seq for seq, after in asking.items() if another_speaker(heads[seq], following.get(after, ""))}
 
 
-def reply_to_question(turn: str, following: str) -> bool:
-    """Whether ``following`` is another speaker's reply to ``turn``, which asks something."""
+def another_speaker(turn: str, following: str) -> bool:
+    """Whether both turns name their speaker and ``following`` is said by someone else."""
     asker, answerer = speaker(turn), speaker(following)
-    return "?" in turn and asker is not None and answerer is not None and asker != answerer
+    return asker is not None and answerer is not None and asker != answerer
 
 
 _SPEAKER = re.compile(r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ")
+#: Characters of a turn read for its speaker: a name of up to three words and the colon after it.
+_HEAD_CHARS = 80
 
 
 def speaker(turn: str) -> str | None:
