@@ -230,16 +230,23 @@ def test_the_reply_to_a_matching_question_comes_right_after_it(home, project_dir
     reply = turn("Melanie: It was Matt Patterson, he is so talented!", "talk", 2)
     turn("Gina: Who performed at the birthday concert?", "notes", 0)
     same_speaker = turn("Gina: Also, I bought tickets for the jazz night", "notes", 1)
+    turn("Ada: Who performed at the birthday concert, Claude?", "work", 0)
+    call = memories.add(db, project_id=project, content="Bash: ls tickets/", session_id="work", source=CAPTURE_SOURCE,
+                        created_at="2023-07-02T10:01:00")
     query = "Who performed at the birthday concert?"
 
-    def ranked() -> list[str]:
-        return [hit.memory.id for hit in search.search(db, query, project_id=project, mode="keyword", limit=10)]
+    def scores() -> dict[str, float]:
+        hits = search.search(db, query, project_id=project, mode="keyword", limit=10)
+        return {hit.memory.id: hit.score for hit in hits}
 
-    found = ranked()
-    assert found.index(reply.id) == 2  # after the two questions, though it shares no word with the query
+    found = list(scores())
+    assert found.index(reply.id) == 3  # after the three questions, though it shares no word with the query
     assert found.index(same_speaker.id) > found.index(reply.id)  # one person's next message is no reply
+    with_rule = scores()
     monkeypatch.setattr(search, "REPLY_WEIGHT", search.NEIGHBOUR_WEIGHT)
-    assert ranked().index(reply.id) > ranked().index(same_speaker.id)
+    without = scores()
+    assert list(without).index(reply.id) > list(without).index(same_speaker.id)
+    assert without[call.id] == with_rule[call.id]  # a captured call after a question is no reply either
     db.close()
 
 

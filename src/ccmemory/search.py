@@ -567,10 +567,10 @@ def replies(db: Database, rows: Sequence[Any]) -> set[int]:
     """The lenders among ``rows`` (``seq``, ``source``, ``asks``, ``head``, ``after``) whose next turn replies to them.
 
     A turn of a conversation (not a captured call, summary or knowledge) that asks something ("?"), followed
-    by another speaker's turn (:func:`another_speaker`). Only turns that name their speaker, as a transcript
-    does, can say whose a turn is; one person's messages in a row (a user's prompts without the answers
-    between them) are not a question and its reply. Only the first :data:`_HEAD_CHARS` characters of a turn
-    are read for its speaker.
+    by another speaker's turn (:func:`another_speaker`), which is not one of those either. Only turns that
+    name their speaker, as a transcript does, can say whose a turn is; one person's messages in a row (a
+    user's prompts without the answers between them) are not a question and its reply. Only the first
+    :data:`_HEAD_CHARS` characters of a turn are read for its speaker.
     """
     from .embeddings import SELF_CONTAINED
 
@@ -581,7 +581,8 @@ def replies(db: Database, rows: Sequence[Any]) -> set[int]:
     wanted = list(set(asking.values()))
     following = {row["seq"]: row["head"] for row in db.rows(
         f"SELECT seq, substr(content, 1, {_HEAD_CHARS}) AS head FROM memories "
-        f"WHERE seq IN ({','.join('?' * len(wanted))})", wanted)}
+        f"WHERE seq IN ({','.join('?' * len(wanted))}) AND source NOT IN ({','.join('?' * len(SELF_CONTAINED))})",
+        (*wanted, *SELF_CONTAINED))}
     heads = {row["seq"]: row["head"] for row in rows}
     return {seq for seq, after in asking.items() if another_speaker(heads[seq], following.get(after, ""))}
 
