@@ -574,17 +574,16 @@ def replies(db: Database, rows: Sequence[Any]) -> set[int]:
     """
     from .embeddings import SELF_CONTAINED
 
-    asking = {row["seq"]: row["after"] for row in rows
-              if row["asks"] and row["after"] is not None and row["source"] not in SELF_CONTAINED}
+    asking = [row for row in rows if row["asks"] and row["after"] is not None
+              and row["source"] not in SELF_CONTAINED and speaker(row["head"])]
     if not asking:
         return set()
-    wanted = list(set(asking.values()))
+    wanted = list({row["after"] for row in asking})
     following = {row["seq"]: row["head"] for row in db.rows(
         f"SELECT seq, substr(content, 1, {_HEAD_CHARS}) AS head FROM memories "
         f"WHERE seq IN ({','.join('?' * len(wanted))}) AND source NOT IN ({','.join('?' * len(SELF_CONTAINED))})",
         (*wanted, *SELF_CONTAINED))}
-    heads = {row["seq"]: row["head"] for row in rows}
-    return {seq for seq, after in asking.items() if another_speaker(heads[seq], following.get(after, ""))}
+    return {row["seq"] for row in asking if another_speaker(row["head"], following.get(row["after"], ""))}
 
 
 def another_speaker(turn: str, following: str) -> bool:
