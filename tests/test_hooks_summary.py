@@ -147,8 +147,9 @@ def test_a_failed_call_captured_after_the_last_stop_is_in_the_summary_and_the_tu
                                                                                          project_dir: Path) -> None:
     """Stop does not wait for a failed call's hook; when it runs after the turn's Stop, SessionEnd puts the call in
     the summary and in that turn's local context entry (no entry of its own), as a backfill of the transcript
-    files it by its time (seen in the real CLI)."""
-    from ccmemory import config as settings, db as database, lifecycle, observations, projects
+    files it by its time (seen in the real CLI). The summary rewritten keeps the day of the turn's reply, not the
+    day SessionEnd ran (a session ended after midnight)."""
+    from ccmemory import clock, config as settings, db as database, lifecycle, observations, projects
 
     config, root = settings.load(), str(project_dir)
     ok = bash_call("tail", project_dir, "wc -l greeting.py", "1 greeting.py", "t1")
@@ -167,8 +168,9 @@ def test_a_failed_call_captured_after_the_last_stop_is_in_the_summary_and_the_tu
     try:
         project = projects.project_id(db, root)
         capture(ok, "2026-11-27T09:00:01.000Z")
-        lifecycle.end_turn(db, config, project_id=project, session_id="tail", cwd=root, root=root,
-                           prompts=["Count the lines"], last_message="Done.", turn_end=turn_end)
+        with clock.replaying(turn_end):  # as Stop stamps the turn
+            lifecycle.end_turn(db, config, project_id=project, session_id="tail", cwd=root, root=root,
+                               prompts=["Count the lines"], last_message="Done.", turn_end=turn_end)
         capture(failing, "2026-11-27T09:00:03.000Z")  # its hook ran after Stop
         lifecycle.end_session(db, config, project_id=project, session_id="tail", cwd=root, root=root,
                               prompts=["Count the lines"], last_reply="Done.", turn_end=turn_end)
@@ -176,7 +178,8 @@ def test_a_failed_call_captured_after_the_last_stop_is_in_the_summary_and_the_tu
     finally:
         db.close()
     [summary] = summaries(home, "tail")
-    assert "2 tool calls" in summary["content"] and "echo end" in summary["content"]
+    assert summary["content"].startswith("Session summary (2026-11-27; 2 tool calls")
+    assert "echo end" in summary["content"]
     assert "Outcome: Done." in summary["content"]
     assert entry["title"] == "Count the lines" and "echo end" in entry["details"] and "Outcome: Done." in entry["details"]
 
