@@ -8,7 +8,7 @@ import numpy
 import pytest
 
 from ccmemory import db as database
-from ccmemory import embeddings, memories, projects, search, tokens
+from ccmemory import embeddings, memories, projects, scopes, search, speakers, tokens
 from ccmemory.errors import ValidationError
 from ccmemory.vocabulary import CAPTURE_SOURCE
 
@@ -251,12 +251,51 @@ def test_the_reply_to_a_matching_question_comes_right_after_it(home, project_dir
 
 
 def test_a_turn_names_its_speaker_as_a_transcripts_line_does():
-    assert search.speaker("Dr. Ada Lovelace: the engine runs") == "Dr. Ada Lovelace"
-    assert search.speaker("Melanie: hi") == "Melanie"
-    assert search.speaker("I think: yes") is None and search.speaker("note: x") is None
-    assert search.another_speaker("Caroline: What concert was it?", "Melanie: Matt Patterson!")
-    assert not search.another_speaker("Caroline: What concert?", "Caroline: And when?")
-    assert not search.another_speaker("What concert was it?", "It was Matt Patterson")  # speakers unknown
+    assert speakers.speaker("Dr. Ada Lovelace: the engine runs") == "Dr. Ada Lovelace"
+    assert speakers.speaker("Melanie: hi") == "Melanie"
+    assert speakers.speaker("I think: yes") is None and speakers.speaker("note: x") is None
+    assert speakers.another_speaker("Caroline: What concert was it?", "Melanie: Matt Patterson!")
+    assert not speakers.another_speaker("Caroline: What concert?", "Caroline: And when?")
+    assert not speakers.another_speaker("What concert was it?", "It was Matt Patterson")  # speakers unknown
+
+
+def test_a_question_is_read_by_meaning_without_the_names_of_the_speakers(vdb, project_dir, embedder, monkeypatch):
+    """Every turn of Caroline's starts with her name: in the question's vector it pulls towards all of them alike,
+    and the turns that name her again, while what is asked (research) finds the turn that answers."""
+    project = projects.project_id(vdb, project_dir)
+    turns = ["Caroline: Hey Melanie! So good to hear from you, Caroline is doing great!",
+             "Melanie: Caroline, that's so cool! How are you?",
+             "Caroline: Thanks Mel, Caroline appreciates it so much!",
+             "Caroline: I've been looking into adoption agencies lately.",
+             "Melanie: I went camping with the kids last weekend.",
+             "Caroline: I'm going to a support group tomorrow evening.",
+             "Melanie: Wow Caroline, you are amazing!",
+             "Caroline: Caroline says hi to the kids!",
+             "Melanie: Caroline, you inspire me every day.",
+             "Caroline: Haha, Caroline is always up for a chat!",
+             "Melanie: Take care, Caroline!",
+             "Caroline: Talk soon, Mel! Caroline out."]
+    made = [memories.add(vdb, project_id=project, content=text, session_id="chat",
+                         created_at=f"2023-07-02T10:{minute:02d}:00") for minute, text in enumerate(turns)]
+    memories.add(vdb, project_id=project, content="Bash: ls tickets/", session_id="work", source=CAPTURE_SOURCE)
+    embeddings.embed_pending(vdb, embedder)
+    query = "What did Caroline research?"
+
+    def rank() -> int:
+        hits = search.search(vdb, query, project_id=project, mode="semantic", embedder=embedder, limit=len(turns))
+        return [hit.memory.id for hit in hits].index(made[3].id)
+
+    assert rank() == 0
+    monkeypatch.setattr(speakers, "named", lambda db, names, **where: [])
+    assert rank() > 2
+    monkeypatch.undo()
+    covered, params = scopes.condition("project", project, "m")
+    assert speakers.named(vdb, ["caroline", "bash", "research", "melanie"], covered=covered, params=params) == \
+        ["caroline", "melanie"]  # a captured call starting "Bash: " is no turn
+    assert search.vector_query("What did Caroline's and Melanie's kids do?", ["caroline", "melanie"]) == \
+        "What did and kids do?"
+    assert search.vector_query("Who is Caroline?", ["caroline"]) == "Who is Caroline?"  # nothing else asked
+    assert search.vector_query("What did caroline paint?", []) == "What did caroline paint?"
 
 
 def test_a_date_in_the_query_prefers_memories_of_that_date(home, project_dir):
@@ -278,7 +317,7 @@ def test_names_in_the_query_prefer_memories_that_name_them(home, project_dir):
     wanted = memories.add(db, project_id=project, content="Caroline: I signed up for a pottery class")
     hits = search.search(db, "Which class did Caroline sign up for?", project_id=project, mode="keyword")
     assert hits[0].memory.id == wanted.id
-    assert search.query_names("What did Caroline and Mel's dog do after Pride?") == ["caroline", "mel's", "pride"]
+    assert search.query_names("What did Caroline and Mel's dog do after Pride?") == ["caroline", "mel", "pride"]
 
 
 def test_what_a_session_did_outranks_a_later_session_that_asked_about_it(home, project_dir):

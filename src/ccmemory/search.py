@@ -75,7 +75,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from . import memories, scopes, sessions, staleness, vectors
+from . import memories, scopes, sessions, speakers, staleness, vectors
 from .team import labels, server_search
 from .db import Database
 from .errors import ValidationError
@@ -539,7 +539,7 @@ def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_su
         params.append(sector)
     marks = ",".join("?" * len(pool))
     rows = db.rows(
-        f"SELECT m.seq, m.source, instr(m.content, '?') > 0 AS asks, substr(m.content, 1, {_HEAD_CHARS}) AS head, "
+        f"SELECT m.seq, m.source, instr(m.content, '?') > 0 AS asks, substr(m.content, 1, {speakers.HEAD_CHARS}) AS head, "
         f"{sessions.neighbour_sql('seq', before=True, filters=filters)} AS before, "
         f"{sessions.neighbour_sql('seq', before=False, filters=filters)} AS after "
         f"FROM memories m WHERE m.seq IN ({marks}) AND m.session_id IS NOT NULL",
@@ -567,47 +567,47 @@ def replies(db: Database, rows: Sequence[Any]) -> set[int]:
     """The lenders among ``rows`` (``seq``, ``source``, ``asks``, ``head``, ``after``) whose next turn replies to them.
 
     A turn of a conversation (not a captured call, summary or knowledge) that asks something ("?"), followed
-    by another speaker's turn (:func:`another_speaker`), which is not one of those either. Only turns that
+    by another speaker's turn (:func:`ccmemory.speakers.another_speaker`), which is not one of those either. Only turns that
     name their speaker, as a transcript does, can say whose a turn is; one person's messages in a row (a
     user's prompts without the answers between them) are not a question and its reply. Only the first
-    :data:`_HEAD_CHARS` characters of a turn are read for its speaker.
+    :data:`ccmemory.speakers.HEAD_CHARS` characters of a turn are read for its speaker.
     """
     from .embeddings import SELF_CONTAINED
 
     asking = [row for row in rows if row["asks"] and row["after"] is not None
-              and row["source"] not in SELF_CONTAINED and speaker(row["head"])]
+              and row["source"] not in SELF_CONTAINED and speakers.speaker(row["head"])]
     if not asking:
         return set()
     wanted = list({row["after"] for row in asking})
     following = {row["seq"]: row["head"] for row in db.rows(
-        f"SELECT seq, substr(content, 1, {_HEAD_CHARS}) AS head FROM memories "
+        f"SELECT seq, substr(content, 1, {speakers.HEAD_CHARS}) AS head FROM memories "
         f"WHERE seq IN ({','.join('?' * len(wanted))}) AND source NOT IN ({','.join('?' * len(SELF_CONTAINED))})",
         (*wanted, *SELF_CONTAINED))}
-    return {row["seq"] for row in asking if another_speaker(row["head"], following.get(row["after"], ""))}
-
-
-def another_speaker(turn: str, following: str) -> bool:
-    """Whether both turns name their speaker and ``following`` is said by someone else."""
-    asker, answerer = speaker(turn), speaker(following)
-    return asker is not None and answerer is not None and asker != answerer
-
-
-_SPEAKER = re.compile(r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ")
-#: Characters of a turn read for its speaker: a name of up to three words and the colon after it.
-_HEAD_CHARS = 80
-
-
-def speaker(turn: str) -> str | None:
-    """Who says ``turn`` when it starts as a transcript's line does ("Melanie: ...", "Dr. Ada Lovelace: ..."),
-    else None."""
-    found = _SPEAKER.match(turn)
-    return found.group(1) if found else None
+    return {row["seq"] for row in asking if speakers.another_speaker(row["head"], following.get(row["after"], ""))}
 
 
 def query_names(query: str) -> list[str]:
-    """Lower-cased capitalised words of the query that may name someone or something (not question words)."""
-    names = [w.lower() for w in re.findall(r"\b[A-Z][\w'-]*", query) if w.lower() not in _NOT_NAMES]
-    return list(dict.fromkeys(names))
+    """Lower-cased capitalised words of the query that may name someone or something (not question words),
+    without a possessive ("Caroline's" names "caroline", as her turns do)."""
+    names = [speakers.bare_name(w.lower()) for w in re.findall(r"\b[A-Z][\w'-]*", query) if w.lower() not in _NOT_NAMES]
+    return list(dict.fromkeys(name for name in names if name))
+
+
+def vector_query(query: str, speakers_named: Sequence[str]) -> str:
+    """The text the vector side embeds for ``query``: without the names of the stored conversations' speakers
+    among ``speakers_named`` (:func:`ccmemory.speakers.named`) and their possessive, or the query itself when no
+    word but common ones would be left ("Who is Caroline?").
+
+    Every turn of a speaker starts with their name, so in a question's vector ("What did Caroline research?")
+    the name pulls towards all of that speaker's turns alike and drowns what is asked. Whose turn it is still
+    counts: a memory that does not hold a name of the query keeps less of its score (:func:`prior`), and the
+    keyword side reads the whole query.
+    """
+    if not speakers_named:
+        return query
+    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, speakers_named)) + r")(?:['’]s)?\b", re.IGNORECASE)
+    kept = " ".join(pattern.sub(" ", query).split())
+    return kept if any(word not in _STOPWORDS for word in re.findall(r"[^\W\d_]+", kept.lower())) else query
 
 
 def prior(memory: Memory, names: Sequence[str], dates: tuple[str, str] | None) -> float:
@@ -685,15 +685,18 @@ def search_with_info(
              for term, weight in term_weights(frequency, rows).items()},
         )
 
+    names, dates = query_names(query), date_range(query)
+
     def semantic() -> Callable[[Sequence[int]], list[tuple[int, float]] | None]:
-        return vector_ranking(db, "memory", query, project_id=project_id, embedder=embedder, warnings=warnings,
-                              scope=scope)
+        covered, covered_params = scopes.condition(scope, project_id, "m")
+        said = speakers.named(db, names, covered=covered, params=covered_params)
+        return vector_ranking(db, "memory", vector_query(query, said), project_id=project_id, embedder=embedder,
+                              warnings=warnings, scope=scope)
 
     ranked, mode_used, cosines = rank(mode, keyword, semantic, warnings,
                                       lambda best: expansion_words(db, query, best))
     ranked = with_neighbours(db, ranked, include_superseded=include_superseded, sector=sector)
     ranked = with_session_summaries(db, ranked)
-    names, dates = query_names(query), date_range(query)
     hits: list[SearchHit] = []
     shown: list[SearchHit] = []
     batch = max(limit * 2, 20)

@@ -1,0 +1,64 @@
+"""Who says a conversation turn, when it starts as a transcript's line does ("Melanie: ..."), and what search makes of it.
+
+A conversation stored one turn per memory (an import, notes written as a chat) names each turn's speaker at its
+start. Search reads that twice: a question lends the reply after it more (:func:`ccmemory.search.replies`), and
+the vector side reads a question without the names of the conversations' speakers
+(:func:`ccmemory.search.vector_query`).
+Captured calls, summaries and knowledge are never turns, even when one starts like a speaker's line ("Bash: ...").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from .db import Database
+
+_SPEAKER = re.compile(r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ")
+#: Characters of a turn read for its speaker: a name of up to three words and the colon after it.
+HEAD_CHARS = 80
+#: Names of a query looked up as speakers, and the latest memories holding each that are read for it.
+_NAMES_LOOKED_UP = 8
+_TURNS_READ = 200
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
+def speaker(turn: str) -> str | None:
+    """Who says ``turn`` when it starts as a transcript's line does ("Melanie: ...", "Dr. Ada Lovelace: ..."),
+    else None."""
+    found = _SPEAKER.match(turn)
+    return found.group(1) if found else None
+
+
+def another_speaker(turn: str, following: str) -> bool:
+    """Whether both turns name their speaker and ``following`` is said by someone else."""
+    asker, answerer = speaker(turn), speaker(following)
+    return asker is not None and answerer is not None and asker != answerer
+
+
+def bare_name(name: str) -> str:
+    """``name`` without a possessive ("caroline's" -> "caroline")."""
+    return _POSSESSIVE.sub("", name)
+
+
+def named(db: Database, names: Sequence[str], *, covered: str, params: Sequence[object]) -> list[str]:
+    """Which of ``names`` (lower case, :func:`ccmemory.search.query_names`) name a speaker of the turns stored
+    where a search looks (``covered``: its SQL condition on ``memories m``).
+
+    A name is a speaker's when one of the latest :data:`_TURNS_READ` memories holding it starts with a speaker's
+    name of which it is a word ("ada" for "Dr. Ada Lovelace: ..."). Bounded: the first
+    :data:`_NAMES_LOOKED_UP` names, each one indexed lookup.
+    """
+    from .embeddings import SELF_CONTAINED
+
+    found: list[str] = []
+    for name in names[:_NAMES_LOOKED_UP]:
+        heads = db.rows(
+            f"SELECT substr(m.content, 1, {HEAD_CHARS}) AS head FROM memories m WHERE m.seq IN "
+            f"(SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT {_TURNS_READ}) "
+            f"AND {covered} AND m.is_deleted = 0 AND m.source NOT IN ({','.join('?' * len(SELF_CONTAINED))})",
+            ('"' + name.replace('"', '""') + '"', *params, *SELF_CONTAINED))
+        if any(name in (speaker(row["head"]) or "").lower().split() for row in heads):
+            found.append(name)
+    return found
+
