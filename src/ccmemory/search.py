@@ -539,7 +539,8 @@ def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_su
         params.append(sector)
     marks = ",".join("?" * len(pool))
     rows = db.rows(
-        f"SELECT m.seq, m.source, instr(m.content, '?') > 0 AS asks, substr(m.content, 1, {speakers.HEAD_CHARS}) AS head, "
+        f"SELECT m.seq, m.source, instr(m.content, '?') > 0 AS asks, "
+        f"substr(m.content, 1, {speakers.HEAD_CHARS}) AS head, "
         f"{sessions.neighbour_sql('seq', before=True, filters=filters)} AS before, "
         f"{sessions.neighbour_sql('seq', before=False, filters=filters)} AS after "
         f"FROM memories m WHERE m.seq IN ({marks}) AND m.session_id IS NOT NULL",
@@ -567,9 +568,9 @@ def replies(db: Database, rows: Sequence[Any]) -> set[int]:
     """The lenders among ``rows`` (``seq``, ``source``, ``asks``, ``head``, ``after``) whose next turn replies to them.
 
     A turn of a conversation (not a captured call, summary or knowledge) that asks something ("?"), followed
-    by another speaker's turn (:func:`ccmemory.speakers.another_speaker`), which is not one of those either. Only turns that
-    name their speaker, as a transcript does, can say whose a turn is; one person's messages in a row (a
-    user's prompts without the answers between them) are not a question and its reply. Only the first
+    by another speaker's turn (:func:`ccmemory.speakers.another_speaker`), which is not one of those either.
+    Only turns that name their speaker, as a transcript does, can say whose a turn is; one person's messages in
+    a row (a user's prompts without the answers between them) are not a question and its reply. Only the first
     :data:`ccmemory.speakers.HEAD_CHARS` characters of a turn are read for its speaker.
     """
     from .embeddings import SELF_CONTAINED

@@ -1,4 +1,5 @@
-"""Who says a conversation turn, when it starts as a transcript's line does ("Melanie: ..."), and what search makes of it.
+"""Who says a conversation turn, when it starts as a transcript's line does ("Melanie: ..."), and what search
+makes of it.
 
 A conversation stored one turn per memory (an import, notes written as a chat) names each turn's speaker at its
 start. Search reads that twice: a question lends the reply after it more (:func:`ccmemory.search.replies`), and
