@@ -289,9 +289,13 @@ def test_a_question_is_read_by_meaning_without_the_names_of_the_speakers(vdb, pr
     monkeypatch.setattr(speakers, "named", lambda db, names, **where: [])
     assert rank() > 2
     monkeypatch.undo()
+    for minute, topic in enumerate(["Postgres", "Postgres", "Postgres", "Redis", "Redis", "Redis"]):
+        memories.add(vdb, project_id=project, content=f"{topic}: note {minute} on the {topic} setup", session_id="notes",
+                     created_at=f"2023-07-03T10:0{minute}:00")
     covered, params = scopes.condition("project", project, "m")
-    assert speakers.named(vdb, ["caroline", "bash", "research", "melanie"], covered=covered, params=params) == \
-        ["caroline", "melanie"]  # a captured call starting "Bash: " is no turn
+    assert speakers.named(vdb, ["caroline", "bash", "research", "melanie", "postgres", "redis"], covered=covered,
+                          params=params) == ["caroline", "melanie"]  # a call starting "Bash: " is no turn, and notes
+    # that start with their topic follow one another: they do not take turns
     assert search.vector_query("What did Caroline's and Melanie's kids do?", ["caroline", "melanie"]) == \
         "What did and kids do?"
     assert search.vector_query("Who is Caroline?", ["caroline"]) == "Who is Caroline?"  # nothing else asked

@@ -20,7 +20,9 @@ _SPEAKER = re.compile(r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ")
 HEAD_CHARS = 80
 #: Names of a query looked up as speakers, and the latest memories holding each that are read for it.
 _NAMES_LOOKED_UP = 8
-_TURNS_READ = 200
+_TURNS_READ = 50
+#: How many of a name's turns must be answered by another speaker (and at least half of those followed by a turn).
+_MIN_ANSWERED = 2
 _POSSESSIVE = re.compile(r"['’]s$")
 
 
@@ -43,23 +45,37 @@ def bare_name(name: str) -> str:
 
 
 def named(db: Database, names: Sequence[str], *, covered: str, params: Sequence[object]) -> list[str]:
-    """Which of ``names`` (lower case, :func:`ccmemory.search.query_names`) name a speaker of the turns stored
-    where a search looks (``covered``: its SQL condition on ``memories m``).
+    """Which of ``names`` (lower case, :func:`ccmemory.search.query_names`) name a speaker of the conversations
+    stored where a search looks (``covered``: its SQL condition on ``memories m``).
 
-    A name is a speaker's when one of the latest :data:`_TURNS_READ` memories holding it starts with a speaker's
-    name of which it is a word ("ada" for "Dr. Ada Lovelace: ..."). Bounded: the first
-    :data:`_NAMES_LOOKED_UP` names, each one indexed lookup.
+    Read in the latest :data:`_TURNS_READ` memories of a session holding the name: its turns start with a
+    speaker's name of which it is a word ("ada" for "Dr. Ada Lovelace: ..."), and people in a conversation take
+    turns: at least half of its turns followed by another are followed by another speaker's, and at least
+    :data:`_MIN_ANSWERED`. Notes that start with their topic ("Postgres: ...") follow one another on one topic,
+    and memories added on their own have no next turn. Bounded: the first :data:`_NAMES_LOOKED_UP` names.
     """
     from .embeddings import SELF_CONTAINED
+    from .sessions import neighbour_sql
 
+    kinds = ",".join("?" * len(SELF_CONTAINED))
     found: list[str] = []
     for name in names[:_NAMES_LOOKED_UP]:
-        heads = db.rows(
-            f"SELECT substr(m.content, 1, {HEAD_CHARS}) AS head FROM memories m WHERE m.seq IN "
-            f"(SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT {_TURNS_READ}) "
-            f"AND {covered} AND m.is_deleted = 0 AND m.source NOT IN ({','.join('?' * len(SELF_CONTAINED))})",
-            ('"' + name.replace('"', '""') + '"', *params, *SELF_CONTAINED))
-        if any(name in (speaker(row["head"]) or "").lower().split() for row in heads):
+        rows = db.rows(
+            f"SELECT substr(m.content, 1, {HEAD_CHARS}) AS head, "
+            f"{neighbour_sql('seq', before=False, filters=f' AND n.source NOT IN ({kinds})')} AS next "
+            f"FROM memories m WHERE m.seq IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+            f"ORDER BY rowid DESC LIMIT {_TURNS_READ}) AND {covered} AND m.is_deleted = 0 "
+            f"AND m.session_id IS NOT NULL AND m.source NOT IN ({kinds})",
+            (*SELF_CONTAINED, '"' + name.replace('"', '""') + '"', *params, *SELF_CONTAINED))
+        followed = [row for row in rows if row["next"] is not None
+                    and name in (speaker(row["head"]) or "").lower().split()]
+        if len(followed) < _MIN_ANSWERED:
+            continue
+        wanted = list({row["next"] for row in followed})
+        heads = {row["seq"]: row["head"] for row in db.rows(
+            f"SELECT seq, substr(content, 1, {HEAD_CHARS}) AS head FROM memories "
+            f"WHERE seq IN ({','.join('?' * len(wanted))})", wanted)}
+        answered = sum(another_speaker(row["head"], heads.get(row["next"], "")) for row in followed)
+        if answered >= _MIN_ANSWERED and 2 * answered >= len(followed):
             found.append(name)
     return found
-
