@@ -322,6 +322,9 @@ def test_names_in_the_query_prefer_memories_that_name_them(home, project_dir):
     hits = search.search(db, "Which class did Caroline sign up for?", project_id=project, mode="keyword")
     assert hits[0].memory.id == wanted.id
     assert search.query_names("What did Caroline and Mel's dog do after Pride?") == ["caroline", "mel", "pride"]
+    walked, other = (memories.add(db, project_id=project, content=text) for text in
+                     ("Melanie: I walked Caroline's dog", "Melanie: I walked the dog"))
+    assert search.prior(walked, ["caroline"], None) > search.prior(other, ["caroline"], None)  # her dog names her
 
 
 def test_what_a_session_did_outranks_a_later_session_that_asked_about_it(home, project_dir):

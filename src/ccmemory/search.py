@@ -590,8 +590,9 @@ def replies(db: Database, rows: Sequence[Any]) -> set[int]:
 def query_names(query: str) -> list[str]:
     """Lower-cased capitalised words of the query that may name someone or something (not question words),
     without a possessive ("Caroline's" names "caroline", as her turns do)."""
-    names = [speakers.bare_name(w.lower()) for w in re.findall(r"\b[A-Z][\w'-]*", query) if w.lower() not in _NOT_NAMES]
-    return list(dict.fromkeys(name for name in names if name))
+    names = [speakers.without_possessives(word.lower()) for word in re.findall(r"\b[A-Z][\w'-]*", query)
+             if word.lower() not in _NOT_NAMES]
+    return list(dict.fromkeys(names))
 
 
 def vector_query(query: str, speakers_named: Sequence[str]) -> str:
@@ -620,7 +621,7 @@ def prior(memory: Memory, names: Sequence[str], dates: tuple[str, str] | None) -
     if memory.source == KNOWLEDGE_SOURCE:
         factor *= KNOWLEDGE_BOOST
     if names:
-        words = set(re.findall(r"[\w'-]+", memory.content.lower()))
+        words = set(re.findall(r"[\w'-]+", speakers.without_possessives(memory.content.lower())))
         factor *= 1.0 - NAME_WEIGHT * (1.0 - sum(name in words for name in names) / len(names))
     if dates and not dates[0] <= memory.created_at < dates[1]:
         factor *= 1.0 - DATE_WEIGHT

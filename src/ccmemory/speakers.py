@@ -23,7 +23,7 @@ _NAMES_LOOKED_UP = 8
 _TURNS_READ = 50
 #: How many of a name's turns must be answered by another speaker (and at least half of those followed by a turn).
 _MIN_ANSWERED = 2
-_POSSESSIVE = re.compile(r"['’]s$")
+_POSSESSIVE = re.compile(r"(?<=\w)['’]s\b")
 
 
 def speaker(turn: str) -> str | None:
@@ -39,9 +39,9 @@ def another_speaker(turn: str, following: str) -> bool:
     return asker is not None and answerer is not None and asker != answerer
 
 
-def bare_name(name: str) -> str:
-    """``name`` without a possessive ("caroline's" -> "caroline")."""
-    return _POSSESSIVE.sub("", name)
+def without_possessives(text: str) -> str:
+    """``text`` with no possessive "'s" ("caroline's dog" -> "caroline dog"): a name as its owner's turns say it."""
+    return _POSSESSIVE.sub("", text)
 
 
 def named(db: Database, names: Sequence[str], *, covered: str, params: Sequence[object]) -> list[str]:
