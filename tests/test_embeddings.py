@@ -22,6 +22,9 @@ def test_builtin_model_files_verify_and_nothing_is_downloaded(home, embedder):
     vector = numpy.frombuffer(embedder.embed_query("hello world"), dtype=numpy.float32)
     assert vector.shape == (384,)
     assert float(numpy.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-3)
+    fresh = embeddings.Embedder(embeddings.ModelSpec())  # queries made side by side are each what one alone gets
+    wanted = ["postgres version", "hello world", "postgres version"]
+    assert fresh.embed_queries(wanted) == [embedder.embed_query(text) for text in wanted]
 
 
 def test_a_tampered_tokenizer_is_refused(home, monkeypatch, tmp_path):

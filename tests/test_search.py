@@ -8,7 +8,7 @@ import numpy
 import pytest
 
 from ccmemory import db as database
-from ccmemory import embeddings, memories, projects, scopes, search, speakers, tokens
+from ccmemory import embeddings, memories, projects, scopes, search, speakers, tokens, vectors
 from ccmemory.errors import ValidationError
 from ccmemory.vocabulary import CAPTURE_SOURCE
 
@@ -289,6 +289,12 @@ def test_a_question_is_read_by_meaning_without_the_names_of_the_speakers(vdb, pr
     monkeypatch.setattr(speakers, "named", lambda db, names, **where: [])
     assert rank() > 2
     monkeypatch.undo()
+    # A hit's weakness is judged by its cosine to the question as asked, which the shorter text's would understate.
+    seq = made[3].seq
+    whole = search.whole_question_cosines(vdb, query, [seq], embedder)[seq]
+    [(_, distance)] = vectors.similarities(vdb, "memory", embedder.embed_query("What did research?"), [seq],
+                                           model_id=embedder.model_id)
+    assert whole > 1.0 - distance
     for minute, topic in enumerate(["Postgres", "Postgres", "Postgres", "Redis", "Redis", "Redis"]):
         memories.add(vdb, project_id=project, content=f"{topic}: note {minute} on the {topic} setup", session_id="notes",
                      created_at=f"2023-07-03T10:0{minute}:00")

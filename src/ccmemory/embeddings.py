@@ -657,15 +657,21 @@ class Embedder:
 
     def embed_query(self, text: str) -> bytes:
         """The vector of a search query (recent queries are cached)."""
+        return self.embed_queries([text])[0]
+
+    def embed_queries(self, texts: Sequence[str]) -> list[bytes]:
+        """The vectors of search queries, those not cached made in one call (side by side on the cores)."""
         with self._lock:
-            if text in self._cache:
+            missing = [text for text in dict.fromkeys(texts) if text not in self._cache]
+            if missing:
+                made = self._encoder.encode([self.spec.query_prefix + text for text in missing])
+                self._cache.update(zip(missing, made))
+            for text in texts:
                 self._cache.move_to_end(text)
-                return self._cache[text]
-            vector = self._encoder.encode([self.spec.query_prefix + text])[0]
-            self._cache[text] = vector
-            if len(self._cache) > _QUERY_CACHE_SIZE:
+            vectors = [self._cache[text] for text in texts]
+            while len(self._cache) > _QUERY_CACHE_SIZE:
                 self._cache.popitem(last=False)
-            return vector
+            return vectors
 
 
 _embedders: dict[ModelSpec, Embedder] = {}

@@ -373,6 +373,25 @@ def is_weak(text: str, terms: Sequence[str], cosine: float | None) -> bool:
     return coverage(text, terms) < WEAK_COVERAGE and (cosine is None or cosine < WEAK_COSINE)
 
 
+def whole_question_cosines(db: Database, query: str, seqs: Sequence[int], embedder: Any) -> dict[int, float]:
+    """The cosine of each memory of ``seqs`` to the question as asked, for :func:`is_weak` when the vector side read
+    it without its speakers' names (:func:`vector_query`): :data:`WEAK_COSINE` was set on cosines to questions as
+    asked, and every cosine to the shorter text is lower. The question's vector was made beside the one ranked by
+    (:func:`vector_ranking`'s ``also``). Empty when there is nothing to judge or no model."""
+    if not seqs:
+        return {}
+    try:
+        if embedder is None:
+            from .embeddings import get_embedder
+
+            embedder = get_embedder()
+        vector = embedder.embed_query(query)
+    except Exception:  # the ranking already said why vectors are unavailable
+        return {}
+    return {seq: 1.0 - distance
+            for seq, distance in vectors.similarities(db, "memory", vector, seqs, model_id=embedder.model_id)}
+
+
 def fuse(by_keyword: list[tuple[int, float]], by_vector: list[tuple[int, float]]) -> list[tuple[int, float]]:
     """Mix the keyword scores (0..1) and the rescaled cosine similarities, each side weighted by its :func:`peak`.
 
@@ -427,7 +446,7 @@ def ordered(scores: dict[int, float]) -> list[tuple[int, float]]:
 
 def vector_ranking(
     db: Database, kind: str, query: str, *, project_id: int, embedder: Any, warnings: list[str],
-    scope: str | None = None,
+    scope: str | None = None, also: str | None = None,
 ) -> Callable[[Sequence[int]], list[tuple[int, float]] | None]:
     """Start a vector ranking; calling the result gives (seq, cosine similarity) nearest first.
 
@@ -436,6 +455,9 @@ def vector_ranking(
     None, with a warning, when vectors or the model are unavailable. Without
     ``scope`` the project's items are ranked; with one (memories only), what it
     covers (:mod:`ccmemory.scopes`): the user-wide memories are few and ranked exactly.
+
+    ``also`` is another text embedded in the same call (and kept in the model's query cache), for what the
+    search judges later (:func:`whole_question_cosines`).
 
     The result is called with the keyword candidates (empty outside hybrid mode): those the nearest
     neighbours missed are scored exactly too, at least as the lowest of the neighbours (0 once
@@ -458,7 +480,7 @@ def vector_ranking(
 
     def embed() -> None:
         try:
-            outcome["vector"] = embedder.embed_query(query)
+            outcome["vector"] = embedder.embed_queries([query, also] if also else [query])[0]
         except Exception as exc:
             outcome["error"] = exc
 
@@ -688,12 +710,14 @@ def search_with_info(
         )
 
     names, dates = query_names(query), date_range(query)
+    said: list[str] = []  # the speakers' names the vector side reads the question without
 
     def semantic() -> Callable[[Sequence[int]], list[tuple[int, float]] | None]:
         covered, covered_params = scopes.condition(scope, project_id, "m")
-        said = speakers.named(db, names, covered=covered, params=covered_params)
-        return vector_ranking(db, "memory", vector_query(query, said), project_id=project_id, embedder=embedder,
-                              warnings=warnings, scope=scope)
+        said.extend(speakers.named(db, names, covered=covered, params=covered_params))
+        read = vector_query(query, said)
+        return vector_ranking(db, "memory", read, project_id=project_id, embedder=embedder, warnings=warnings,
+                              scope=scope, also=query if read != query else None)
 
     ranked, mode_used, cosines = rank(mode, keyword, semantic, warnings,
                                       lambda best: expansion_words(db, query, best))
@@ -731,9 +755,13 @@ def search_with_info(
         shown = spread_sessions(hits)
     hits = shown[:limit]
     terms = query_terms(query)
+    texts = {hit.memory.seq: f"{hit.memory.content} {' '.join(hit.memory.tags)} {' '.join(hit.memory.files)}"
+             for hit in hits}
+    if said and mode_used != "keyword":
+        doubtful = [seq for seq, text in texts.items() if coverage(text, terms) < WEAK_COVERAGE]
+        cosines = {**cosines, **whole_question_cosines(db, query, doubtful, embedder)}
     for hit in hits:
-        hit.weak = is_weak(f"{hit.memory.content} {' '.join(hit.memory.tags)} {' '.join(hit.memory.files)}", terms,
-                           cosines.get(hit.memory.seq) if mode_used != "keyword" else None)
+        hit.weak = is_weak(texts[hit.memory.seq], terms, cosines.get(hit.memory.seq) if mode_used != "keyword" else None)
     _annotate(db, hits, project_id, every_project=scope == "all")
     if track and hits:
         memories.touch_references(db, [hit.memory.id for hit in hits], session_id=session_id)
