@@ -254,6 +254,9 @@ def test_a_turn_names_its_speaker_as_a_transcripts_line_does():
     assert speakers.speaker("Dr. Ada Lovelace: the engine runs") == "Dr. Ada Lovelace"
     assert speakers.speaker("Melanie: hi") == "Melanie"
     assert speakers.speaker("I think: yes") is None and speakers.speaker("note: x") is None
+    assert speakers.speaker("Маша: привет") == "Маша" and speakers.speaker("Özil Mesut: hallo") == "Özil Mesut"
+    assert search.query_names("Что купила Маша для Özil?") == []  # the names prior reads Latin capitals only
+    assert search.query_names("Что купила Маша для Özil?", any_script=True) == ["что", "маша", "özil"]
     assert speakers.another_speaker("Caroline: What concert was it?", "Melanie: Matt Patterson!")
     assert not speakers.another_speaker("Caroline: What concert?", "Caroline: And when?")
     assert not speakers.another_speaker("What concert was it?", "It was Matt Patterson")  # speakers unknown

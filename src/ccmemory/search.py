@@ -609,11 +609,17 @@ def replies(db: Database, rows: Sequence[Any]) -> set[int]:
     return {row["seq"] for row in asking if speakers.another_speaker(row["head"], following.get(row["after"], ""))}
 
 
-def query_names(query: str) -> list[str]:
+def query_names(query: str, *, any_script: bool = False) -> list[str]:
     """Lower-cased capitalised words of the query that may name someone or something (not question words),
-    without a possessive ("Caroline's" names "caroline", as her turns do)."""
-    names = [speakers.without_possessives(word.lower()) for word in re.findall(r"\b[A-Z][\w'-]*", query)
-             if word.lower() not in _NOT_NAMES]
+    without a possessive ("Caroline's" names "caroline", as her turns do).
+
+    Latin capitals only unless ``any_script``: a question in another language starts with a capitalised word
+    that English question words do not list ("Что купила Маша?"), so only words checked against the store
+    (:func:`ccmemory.speakers.named`) are taken from every script.
+    """
+    pattern = r"\b[^\W\d_][\w'-]*" if any_script else r"\b[A-Z][\w'-]*"
+    names = [speakers.without_possessives(word.lower()) for word in re.findall(pattern, query)
+             if word[0].isupper() and word.lower() not in _NOT_NAMES]
     return list(dict.fromkeys(names))
 
 
@@ -714,7 +720,7 @@ def search_with_info(
 
     def semantic() -> Callable[[Sequence[int]], list[tuple[int, float]] | None]:
         covered, covered_params = scopes.condition(scope, project_id, "m")
-        said.extend(speakers.named(db, names, covered=covered, params=covered_params))
+        said.extend(speakers.named(db, query_names(query, any_script=True), covered=covered, params=covered_params))
         read = vector_query(query, said)
         return vector_ranking(db, "memory", read, project_id=project_id, embedder=embedder, warnings=warnings,
                               scope=scope, also=query if read != query else None)

@@ -15,7 +15,9 @@ from typing import Sequence
 
 from .db import Database
 
-_SPEAKER = re.compile(r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): ")
+#: A name of up to three words (each a capital of any script: "Melanie", "Dr. Ada Lovelace", "Özil", "Маша")
+#: and the colon after it; the capitals are checked by :func:`speaker`.
+_SPEAKER = re.compile(r"([^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}): ")
 #: Characters of a turn read for its speaker: a name of up to three words and the colon after it.
 HEAD_CHARS = 80
 #: Names of a query looked up as speakers, and the latest memories holding each that are read for it.
@@ -30,7 +32,7 @@ def speaker(turn: str) -> str | None:
     """Who says ``turn`` when it starts as a transcript's line does ("Melanie: ...", "Dr. Ada Lovelace: ..."),
     else None."""
     found = _SPEAKER.match(turn)
-    return found.group(1) if found else None
+    return found.group(1) if found and all(word[0].isupper() for word in found.group(1).split()) else None
 
 
 def another_speaker(turn: str, following: str) -> bool:
