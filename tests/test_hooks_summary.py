@@ -148,7 +148,7 @@ def test_a_failed_call_captured_after_the_last_stop_is_in_the_summary_and_the_tu
     """Stop does not wait for a failed call's hook; when it runs after the turn's Stop, SessionEnd puts the call in
     the summary and in that turn's local context entry (no entry of its own), as a backfill of the transcript
     files it by its time (seen in the real CLI). The summary rewritten keeps the day of the turn's reply, not the
-    day SessionEnd ran (a session ended after midnight)."""
+    day SessionEnd ran (a session ended after midnight), and is stamped as changed when SessionEnd ran."""
     from ccmemory import clock, config as settings, db as database, lifecycle, observations, projects
 
     config, root = settings.load(), str(project_dir)
@@ -179,6 +179,7 @@ def test_a_failed_call_captured_after_the_last_stop_is_in_the_summary_and_the_tu
         db.close()
     [summary] = summaries(home, "tail")
     assert summary["content"].startswith("Session summary (2026-11-27; 2 tool calls")
+    assert summary["updated_at"] > turn_end  # the rewrite is newer than Stop's version, for a copy taken between
     assert "echo end" in summary["content"]
     assert "Outcome: Done." in summary["content"]
     assert entry["title"] == "Count the lines" and "echo end" in entry["details"] and "Outcome: Done." in entry["details"]

@@ -292,12 +292,23 @@ def test_a_question_is_read_by_meaning_without_the_names_of_the_speakers(vdb, pr
     monkeypatch.setattr(speakers, "named", lambda db, names, **where: [])
     assert rank() > 2
     monkeypatch.undo()
-    # A hit's weakness is judged by its cosine to the question as asked, which the shorter text's would understate.
+    # A hit's weakness is judged by its cosine to the question as asked (0.50 here), which the shorter text's
+    # (0.27, under WEAK_COSINE) would understate: the turn has one of the question's five words.
+    asked = "What did Caroline research about families and kids?"
+
+    def weak() -> bool:
+        hits = search.search(vdb, asked, project_id=project, mode="semantic", embedder=embedder, limit=len(turns))
+        return next(hit.weak for hit in hits if hit.memory.id == made[3].id)
+
+    assert not weak()
+    monkeypatch.setattr(search, "whole_question_cosines", lambda *args: {})
+    assert weak()
+    monkeypatch.undo()
     seq = made[3].seq
-    whole = search.whole_question_cosines(vdb, query, [seq], embedder)[seq]
-    [(_, distance)] = vectors.similarities(vdb, "memory", embedder.embed_query("What did research?"), [seq],
-                                           model_id=embedder.model_id)
-    assert whole > 1.0 - distance
+    whole = search.whole_question_cosines(vdb, asked, [seq], embedder)[seq]
+    [(_, distance)] = vectors.similarities(vdb, "memory", embedder.embed_query(search.vector_query(
+        asked, ["caroline"])), [seq], model_id=embedder.model_id)
+    assert whole > search.WEAK_COSINE > 1.0 - distance
     for minute, topic in enumerate(["Postgres", "Postgres", "Postgres", "Redis", "Redis", "Redis"]):
         memories.add(vdb, project_id=project, content=f"{topic}: note {minute} on the {topic} setup", session_id="notes",
                      created_at=f"2023-07-03T10:0{minute}:00")
@@ -309,6 +320,13 @@ def test_a_question_is_read_by_meaning_without_the_names_of_the_speakers(vdb, pr
         "What did and kids do?"
     assert search.vector_query("Who is Caroline?", ["caroline"]) == "Who is Caroline?"  # nothing else asked
     assert search.vector_query("What did caroline paint?", []) == "What did caroline paint?"
+    assert search.vector_query("What did Mark mark on the map?", ["mark"]) == "What did mark on the map?"
+    (project_dir.parent / "elsewhere" / ".git").mkdir(parents=True)
+    elsewhere = projects.project_id(vdb, project_dir.parent / "elsewhere")  # newer mentions not searched here
+    for minute in range(60):
+        memories.add(vdb, project_id=elsewhere, content=f"Told Caroline about ticket {minute}", session_id="other",
+                     created_at=f"2023-07-04T10:{minute:02d}:00")
+    assert speakers.named(vdb, ["caroline"], covered=covered, params=params) == ["caroline"]
 
 
 def test_a_date_in_the_query_prefers_memories_of_that_date(home, project_dir):

@@ -660,7 +660,8 @@ class Embedder:
         return self.embed_queries([text])[0]
 
     def embed_queries(self, texts: Sequence[str]) -> list[bytes]:
-        """The vectors of search queries, those not cached made in one call (side by side on the cores)."""
+        """The vectors of search queries, those not cached made in one call (the built-in model runs them side by
+        side on the cores)."""
         with self._lock:
             missing = [text for text in dict.fromkeys(texts) if text not in self._cache]
             if missing:

@@ -70,7 +70,7 @@ def end_session(db: Any, config: Config, *, project_id: int, session_id: str, cw
     ``turn_end`` (the session's last reply and when it was written, as its transcript shows them), in the
     extractive summary, which Stop wrote without it: both end as a backfill of the transcript writes them.
     """
-    from . import activity, clock, failures, memories, scopes, sessions
+    from . import activity, failures, memories, scopes, sessions
     from .observations import retime
     from .session_summary import session_observations, summarize_from, summary_memory_id
 
@@ -84,13 +84,12 @@ def end_session(db: Any, config: Config, *, project_id: int, session_id: str, cw
     elif last_reply is not None and turn_end is not None and \
             memories.get(db, existing, project_id=None).metadata.get("method") == "extractive":
         # The calls up to the last turn's end, as the backfill's last turn has them (a subagent's call that
-        # finished after the reply belongs to no turn that ended), dated when that reply was written, as Stop
-        # dated it: a session ended after midnight keeps its day.
-        with clock.replaying(turn_end):
-            summarize_from(db, project_id=project_id, session_id=session_id, root=root, prompts=prompts,
-                           observations=[m for m in session_observations(db, session_id)
-                                         if m.created_at <= turn_end],
-                           last_message=last_reply)
+        # finished after the reply belongs to no turn that ended), naming the day that reply was written, as Stop
+        # did: a session ended after midnight keeps its day. The rewrite itself is stamped now, so a copy of
+        # the memory taken after Stop (an export, an import) sees it is newer.
+        summarize_from(db, project_id=project_id, session_id=session_id, root=root, prompts=prompts,
+                       observations=[m for m in session_observations(db, session_id) if m.created_at <= turn_end],
+                       last_message=last_reply, day=turn_end[:10])
     observations = session_observations(db, session_id)
     failures.settle(db, observations)
     last_prompt = prompts[-1] if prompts else None

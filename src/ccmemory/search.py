@@ -374,10 +374,11 @@ def is_weak(text: str, terms: Sequence[str], cosine: float | None) -> bool:
 
 
 def whole_question_cosines(db: Database, query: str, seqs: Sequence[int], embedder: Any) -> dict[int, float]:
-    """The cosine of each memory of ``seqs`` to the question as asked, for :func:`is_weak` when the vector side read
-    it without its speakers' names (:func:`vector_query`): :data:`WEAK_COSINE` was set on cosines to questions as
-    asked, and every cosine to the shorter text is lower. The question's vector was made beside the one ranked by
-    (:func:`vector_ranking`'s ``also``). Empty when there is nothing to judge or no model."""
+    """The cosine of each memory of ``seqs`` (vector candidates) to the question as asked, for :func:`is_weak` when
+    the vector side read it without its speakers' names (:func:`vector_query`): :data:`WEAK_COSINE` was set on
+    cosines to questions as asked, and every cosine to the shorter text is lower. The question's vector was made
+    in the same call as the one ranked by (:func:`vector_ranking`'s ``also``). Empty when there is nothing to
+    judge or no model."""
     if not seqs:
         return {}
     try:
@@ -601,12 +602,12 @@ def replies(db: Database, rows: Sequence[Any]) -> set[int]:
               and row["source"] not in SELF_CONTAINED and speakers.speaker(row["head"])]
     if not asking:
         return set()
-    wanted = list({row["after"] for row in asking})
-    following = {row["seq"]: row["head"] for row in db.rows(
-        f"SELECT seq, substr(content, 1, {speakers.HEAD_CHARS}) AS head FROM memories "
-        f"WHERE seq IN ({','.join('?' * len(wanted))}) AND source NOT IN ({','.join('?' * len(SELF_CONTAINED))})",
-        (*wanted, *SELF_CONTAINED))}
+    following = speakers.turn_heads(db, [row["after"] for row in asking])
     return {row["seq"] for row in asking if speakers.another_speaker(row["head"], following.get(row["after"], ""))}
+
+
+#: A word that may be a name: a letter, then letters, digits, apostrophes (a possessive) or hyphens.
+_WORD = re.compile(r"\b[^\W\d_][\w'’-]*")
 
 
 def query_names(query: str, *, any_script: bool = False) -> list[str]:
@@ -615,29 +616,33 @@ def query_names(query: str, *, any_script: bool = False) -> list[str]:
 
     Latin capitals only unless ``any_script``: a question in another language starts with a capitalised word
     that English question words do not list ("Что купила Маша?"), so only words checked against the store
-    (:func:`ccmemory.speakers.named`) are taken from every script.
+    (:func:`ccmemory.speakers.named`) are taken from every script that has capitals.
     """
-    pattern = r"\b[^\W\d_][\w'-]*" if any_script else r"\b[A-Z][\w'-]*"
-    names = [speakers.without_possessives(word.lower()) for word in re.findall(pattern, query)
-             if word[0].isupper() and word.lower() not in _NOT_NAMES]
+    names = [speakers.without_possessives(word.lower()) for word in _WORD.findall(query)
+             if word[0].isupper() and (any_script or "A" <= word[0] <= "Z") and word.lower() not in _NOT_NAMES]
     return list(dict.fromkeys(names))
 
 
 def vector_query(query: str, speakers_named: Sequence[str]) -> str:
-    """The text the vector side embeds for ``query``: without the names of the stored conversations' speakers
-    among ``speakers_named`` (:func:`ccmemory.speakers.named`) and their possessive, or the query itself when no
-    word but common ones would be left ("Who is Caroline?").
+    """The text the vector side embeds for ``query``: without the capitalised words that name the stored
+    conversations' speakers among ``speakers_named`` (:func:`ccmemory.speakers.named`), possessive included, or
+    the query itself when no word but common ones would be left ("Who is Caroline?").
 
     Every turn of a speaker starts with their name, so in a question's vector ("What did Caroline research?")
     the name pulls towards all of that speaker's turns alike and drowns what is asked. Whose turn it is still
-    counts: a memory that does not hold a name of the query keeps less of its score (:func:`prior`), and the
-    keyword side reads the whole query.
+    counts: a memory that does not hold a name of the query keeps less of its score (:func:`prior`, given the
+    speakers' names too), and the keyword side reads the whole query. The same word not capitalised is not a
+    name ("What did Mark mark on the map?").
     """
     if not speakers_named:
         return query
-    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, speakers_named)) + r")(?:['’]s)?\b", re.IGNORECASE)
-    kept = " ".join(pattern.sub(" ", query).split())
-    return kept if any(word not in _STOPWORDS for word in re.findall(r"[^\W\d_]+", kept.lower())) else query
+
+    def kept(word: re.Match[str]) -> str:
+        text = word.group(0)
+        return " " if text[0].isupper() and speakers.without_possessives(text.lower()) in speakers_named else text
+
+    left = " ".join(_WORD.sub(kept, query).split())
+    return left if any(word not in _STOPWORDS for word in re.findall(r"[^\W\d_]+", left.lower())) else query
 
 
 def prior(memory: Memory, names: Sequence[str], dates: tuple[str, str] | None) -> float:
@@ -716,19 +721,23 @@ def search_with_info(
         )
 
     names, dates = query_names(query), date_range(query)
-    said: list[str] = []  # the speakers' names the vector side reads the question without
+    said: list[str] = []  # the speakers' names the vector side reads the question without, when it does
 
     def semantic() -> Callable[[Sequence[int]], list[tuple[int, float]] | None]:
-        covered, covered_params = scopes.condition(scope, project_id, "m")
-        said.extend(speakers.named(db, query_names(query, any_script=True), covered=covered, params=covered_params))
+        if db.vectors_loaded:
+            covered, covered_params = scopes.condition(scope, project_id, "m")
+            speaking = speakers.named(db, query_names(query, any_script=True), covered=covered, params=covered_params)
+            if vector_query(query, speaking) != query:
+                said.extend(speaking)
         read = vector_query(query, said)
         return vector_ranking(db, "memory", read, project_id=project_id, embedder=embedder, warnings=warnings,
-                              scope=scope, also=query if read != query else None)
+                              scope=scope, also=query if said else None)
 
     ranked, mode_used, cosines = rank(mode, keyword, semantic, warnings,
                                       lambda best: expansion_words(db, query, best))
     ranked = with_neighbours(db, ranked, include_superseded=include_superseded, sector=sector)
     ranked = with_session_summaries(db, ranked)
+    names += [name for name in said if name not in names]  # a speaker's name of another script
     hits: list[SearchHit] = []
     shown: list[SearchHit] = []
     batch = max(limit * 2, 20)
@@ -764,7 +773,7 @@ def search_with_info(
     texts = {hit.memory.seq: f"{hit.memory.content} {' '.join(hit.memory.tags)} {' '.join(hit.memory.files)}"
              for hit in hits}
     if said and mode_used != "keyword":
-        doubtful = [seq for seq, text in texts.items() if coverage(text, terms) < WEAK_COVERAGE]
+        doubtful = [seq for seq, text in texts.items() if seq in cosines and coverage(text, terms) < WEAK_COVERAGE]
         cosines = {**cosines, **whole_question_cosines(db, query, doubtful, embedder)}
     for hit in hits:
         hit.weak = is_weak(texts[hit.memory.seq], terms, cosines.get(hit.memory.seq) if mode_used != "keyword" else None)

@@ -196,16 +196,17 @@ def store_summary(db: Any, *, project_id: int, session_id: str, text: str, files
 
 
 def summarize_from(db: Any, *, project_id: int, session_id: str, root: str, observations: Sequence[Any],
-                   prompts: Sequence[str], last_message: str | None) -> str | None:
+                   prompts: Sequence[str], last_message: str | None, day: str | None = None) -> str | None:
     """Write the session's extractive summary from its observations (oldest first) and the prompts typed in it;
-    returns the summary memory id, or None with nothing to say."""
+    returns the summary memory id, or None with nothing to say. It names ``day`` (``YYYY-MM-DD``; default:
+    today, or the day replayed)."""
     from . import clock
 
     if not observations and not last_message and not prompts:
         return None
     failures.settle(db, observations)
     text = extractive_summary(observations, prompts=prompts, last_message=last_message, root=root,
-                              date=clock.now()[:10])
+                              date=day or clock.now()[:10])
     changed: list[str] = []
     for memory in observations:
         if memory.metadata.get("tool") in FILE_CHANGING_TOOLS:
