@@ -724,12 +724,13 @@ def search_with_info(
     said: list[str] = []  # the speakers' names the vector side reads the question without, when it does
 
     def semantic() -> Callable[[Sequence[int]], list[tuple[int, float]] | None]:
+        read = query
         if db.vectors_loaded:
             covered, covered_params = scopes.condition(scope, project_id, "m")
             speaking = speakers.named(db, query_names(query, any_script=True), covered=covered, params=covered_params)
-            if vector_query(query, speaking) != query:
+            read = vector_query(query, speaking)
+            if read != query:
                 said.extend(speaking)
-        read = vector_query(query, said)
         return vector_ranking(db, "memory", read, project_id=project_id, embedder=embedder, warnings=warnings,
                               scope=scope, also=query if said else None)
 
