@@ -2,18 +2,18 @@
 
 Run: python bench/bench_turn_context.py [--data ../shared/bench-data/locomo10-dev.json] [--turns 600] [--rounds 3]
 
-The first ``--turns`` turns of the LoCoMo dev conversations, each with the end of the turn before it in its
-session as the product cuts it (:func:`ccmemory.embedding_text.context_before`), are embedded by the built-in
+The first ``--turns`` turns of the LoCoMo dev conversations, each with as much of the turn before it in its
+session as the product reads (:func:`ccmemory.embedding_text.context_before`), are embedded by the built-in
 model five ways, no vector cache, alternating ``--rounds`` times (the best round of each counts;
 the cores are shared):
 
 - **alone** (this build): each turn by itself (what a memory outside a session gets);
 - **in context, one pass** (this build): the context and the turn read once, the turn's vector pooled from
   that pass (:meth:`ccmemory.embeddings.Embedder.embed` with ``contexts``);
-- the same two with **the exported graph** (57f85eb's: ``scripts/quantize_model.py``'s ``build(compact=False)``,
-  the same int8 products in ~260 op runs per text where this build's compact graph has ~80), calls side by side;
 - **in context, with a vector per sentence** (this build, what a turn gets): the same pass, pooled once more
   for each sentence of the turn (:func:`ccmemory.embedding_text.sentence_spans`);
+- **in context, abdf8dd's cut**: the same pass after the last 400 characters of the turn before, whatever
+  the turn's length (the rule until abdf8dd);
 - **e121600**: what issue 25's "today's model" did with a turn: the shipped float graph, the turn alone,
   batches of up to 16 by length, one call at a time. The last column is its time over each way's, the
   issue's "faster per memory on the same texts".
@@ -37,22 +37,29 @@ from ccmemory.embedding_text import context_before, sentence_spans  # noqa: E402
 from locomo import session_numbers, turn_content  # noqa: E402
 from report import shared_machine, write_section  # noqa: E402
 
-sys.path.insert(0, str(REPO / "scripts"))
-import quantize_model  # noqa: E402
-
 DATA = REPO.parent / "shared" / "bench-data" / "locomo10-dev.json"
 
 
-def turns(path: Path, count: int) -> list[tuple[str | None, str]]:
-    """(context, turn) of the first ``count`` turns; the first turn of a session has no context."""
-    found: list[tuple[str | None, str]] = []
+def last_400(previous: str) -> str:
+    """The context abdf8dd read a turn after: the last 400 characters of the turn before, from a word's start."""
+    previous = " ".join(previous.split())
+    if len(previous) > 400:
+        cut = previous[-400:]
+        previous = cut.split(" ", 1)[1] if " " in cut else cut
+    return previous
+
+
+def turns(path: Path, count: int) -> list[tuple[str | None, str, str | None]]:
+    """(context, turn, abdf8dd's context) of the first ``count`` turns; the first turn of a session has no context."""
+    found: list[tuple[str | None, str, str | None]] = []
     for sample in json.loads(path.read_text(encoding="utf-8")):
         conversation = sample["conversation"]
         for number in session_numbers(conversation):
             before = None
             for turn in conversation[f"session_{number}"]:
                 text = turn_content(turn)
-                found.append((context_before(before) if before else None, text))
+                found.append(((context_before(before, text) or None) if before else None, text,
+                              last_400(before) if before else None))
                 before = text
     return found[:count]
 
@@ -65,22 +72,21 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="write the BENCHMARKS.md section")
     args = parser.parse_args()
     rows = turns(args.data, args.turns)
-    texts = [text for _, text in rows]
-    contexts = [context for context, _ in rows]
-    requests = [(text, context, span) for context, text in rows for span in [None, *sentence_spans(text)]]
+    texts = [text for _, text, _ in rows]
+    contexts = [context for context, _, _ in rows]
+    before = [context for _, _, context in rows]
+    requests = [(text, context, span) for context, text, _ in rows for span in [None, *sentence_spans(text)]]
     folder = embeddings.builtin_model_dir()
     compact = embeddings._OnnxEncoder(folder, None)
-    exported = embeddings._OnnxEncoder(folder, None, graph=quantize_model.build(compact=False)[0])
     issue_main = embeddings._OnnxEncoder(folder, None, graph=b"", parallel_calls=False)
-    for warm in (compact, exported, issue_main):
+    for warm in (compact, issue_main):
         warm.encode(["warm up the model"])
     ways: dict[str, Callable[[], object]] = {
         "alone": lambda: compact.encode(texts),
         "in context, one pass (this build)": lambda: compact.encode(texts, contexts),
         "in context, with a vector per sentence (this build)": lambda: compact.encode(
             [text for text, _, _ in requests], [context for _, context, _ in requests], [span for _, _, span in requests]),
-        "alone, exported graph (57f85eb)": lambda: exported.encode(texts),
-        "in context, one pass, exported graph (57f85eb)": lambda: exported.encode(texts, contexts),
+        "in context, abdf8dd's cut (the last 400 characters of the turn before)": lambda: compact.encode(texts, before),
         "e121600: float graph, turn alone, calls in sequence": lambda: issue_main.encode(texts),
     }
     best = {name: float("inf") for name in ways}
@@ -96,13 +102,18 @@ def main() -> None:
     lines += [f"| {name} | {seconds:.2f} | {1000 * seconds / len(rows):.1f} | {seconds / alone:.2f} | "
               f"{reference / seconds:.2f}× |" for name, seconds in best.items()]
     with_context = sum(context is not None for context in contexts)
-    one, previous = best["in context, one pass (this build)"], best["in context, one pass, exported graph (57f85eb)"]
+    one, previous = best["in context, one pass (this build)"], best[
+        "in context, abdf8dd's cut (the last 400 characters of the turn before)"]
     sentences = best["in context, with a vector per sentence (this build)"]
-    body = (f"{shared_machine()}\n\n{len(rows)} LoCoMo dev turns ({with_context} with a turn before them), built-in "
-            f"model, the {len(ways)} ways alternating in one process.\n\n" + "\n".join(lines)
+    pieces = {name: _pieces(compact, texts, read)
+              for name, read in (("alone", [None] * len(texts)), ("this build", contexts), ("abdf8dd", before))}
+    body = (f"{shared_machine()}\n\n{len(rows)} LoCoMo dev turns ({sum(c is not None for c in before)} with a turn before them, "
+            f"{with_context} read after it by this build), built-in model, the {len(ways)} ways "
+            f"alternating in one process. Word pieces read per turn: alone {pieces['alone']:.1f}, in context "
+            f"{pieces['this build']:.1f} (abdf8dd's cut {pieces['abdf8dd']:.1f}).\n\n" + "\n".join(lines)
             + f"\n\nReading a turn in context costs {one / alone:.2f}× the turn alone. Per turn this build embeds "
             f"{reference / one:.2f}× as fast as e121600 did (the turn alone, float graph), and {previous / one:.2f}× "
-            f"as fast as the exported graph of 57f85eb; reading the turns alone it would be {reference / alone:.2f}× "
+            f"as fast as with abdf8dd's cut; reading the turns alone it would be {reference / alone:.2f}× "
             f"e121600. The {len(requests) - len(rows)} sentence vectors ({(len(requests) - len(rows)) / len(rows):.1f} per "
             f"turn) come from the same pass: {sentences / one:.2f}× the time of the turns' vectors alone, "
             f"{reference / sentences:.2f}× e121600 per turn. Captured tool calls, summaries, knowledge and document "
@@ -111,6 +122,12 @@ def main() -> None:
     print(body)
     if args.write:
         write_section("turn-context", "Reading a conversation turn in context: embedding cost (issue 25)", body)
+
+
+def _pieces(encoder: embeddings._OnnxEncoder, texts: list[str], contexts: list[str | None]) -> float:
+    """Word pieces the model reads per text, each after its context (as :meth:`_OnnxEncoder._reads` joins them)."""
+    reads = encoder._reads(texts, contexts)
+    return sum(len(encoding.ids) for encoding, _, _ in reads) / max(len(reads), 1)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ def add_shared_options(parser: argparse.ArgumentParser, *, default_modes: str) -
     parser.add_argument("--json", help="write the summary and every question's ranking here")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a ranking constant of ccmemory.search for an ablation, e.g. NEIGHBOUR_WEIGHT=0, "
-                             "or of another module named before it, e.g. embedding_text.MAX_CONTEXT_CHARS=200")
+                             "or of another module named before it, e.g. embedding_text.MAX_READ_CHARS=260")
     parser.add_argument("--no-cache", action="store_true",
                         help="embed everything again instead of reading vectors cached under ~/.cache/ccmemory-bench")
     parser.add_argument("--model", metavar="DIR",

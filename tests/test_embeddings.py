@@ -10,7 +10,7 @@ import numpy
 import pytest
 
 from ccmemory import embeddings, memories, projects, search, vectors
-from ccmemory.embedding_text import sentence_spans
+from ccmemory.embedding_text import MAX_READ_CHARS, MIN_CONTEXT_CHARS, context_before, sentence_spans
 from ccmemory.embeddings import ModelSpec
 from testing.models import tiny_model
 
@@ -376,6 +376,33 @@ def test_a_conversation_turn_is_embedded_after_the_question_it_answers(vdb, proj
     assert _stored_cosine(vdb, seq[later.id], question) < in_context - 0.02
     assert embeddings.previous_turns(vdb, [seq[answer.id], seq[alone.id], seq[later.id]]) == {
         seq[answer.id]: "Anna: Where did you go on holiday last summer?"}
+
+
+def test_a_turn_is_read_after_the_start_of_the_turn_before_as_much_as_fits_beside_it():
+    before = "Anna:  Where did you go\non holiday? " + " ".join(f"detail{number}" for number in range(100))
+    turn = "Ben: Lisbon! We rode the old yellow trams every day."
+    context = context_before(before, turn)
+    assert context.startswith("Anna: Where did you go on holiday? detail0 detail1")  # whitespace collapsed
+    assert len(context) + len(turn) <= MAX_READ_CHARS < len(context) + len(turn) + len(" detail99")
+    assert context.split()[-1] in " ".join(before.split()).split()  # cut at a word's end
+    assert context_before("Anna: Where?", turn) == "Anna: Where?"
+    # A turn that leaves no room for a few words of context is read alone: it says what it is about itself.
+    long_turn = "Ben: " + "we rode the trams and walked the hills " * 8
+    assert len(long_turn) > MAX_READ_CHARS - MIN_CONTEXT_CHARS
+    assert context_before(before, long_turn) == ""
+
+
+def test_a_long_turn_in_a_session_gets_the_vector_it_gets_alone(vdb, project_dir, embedder):
+    project = projects.project_id(vdb, project_dir)
+    when = "2026-05-01T10:00:00Z"
+    memories.add(vdb, project_id=project, content="Anna: Where did you go on holiday last summer?",
+                 session_id="chat", source="import", created_at=when)
+    content = "Ben: Lisbon, for two weeks. " + "We rode the old yellow trams and walked up to the castle. " * 5
+    turn = memories.add(vdb, project_id=project, content=content, session_id="chat", source="import", created_at=when)
+    embeddings.embed_pending(vdb, embedder)
+    seq = vdb.scalar("SELECT seq FROM memories WHERE id = ?", (turn.id,))
+    stored = vdb.scalar("SELECT vector FROM memory_embeddings WHERE item_seq = ? AND part = 0", (seq,))
+    assert stored == vectors.quantize(embedder.embed([content])[0])
 
 
 def test_captured_calls_and_summaries_are_not_embedded_with_the_memory_before_them(vdb, project_dir, embedder):

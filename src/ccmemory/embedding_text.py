@@ -14,8 +14,12 @@ from __future__ import annotations
 import re
 
 MAX_REQUEST_CHARS = 300
-#: How much of the memory before a conversation turn the turn is embedded with (its end: a question ends there).
-MAX_CONTEXT_CHARS = 400
+#: How many characters the model reads for a conversation turn, its context and the turn together: the context
+#: fills the room the turn leaves. Every word piece read costs model time, and a long turn says what it is
+#: about itself (BENCHMARKS.md, "A turn read with as much of the turn before as fits in 300 characters").
+MAX_READ_CHARS = 300
+#: A turn that leaves less room than this is read alone: a few words of the turn before say little.
+MIN_CONTEXT_CHARS = 40
 #: A sentence of fewer words says little on its own ("Wow!", "Thanks, Gina!") and gets no vector of its own.
 MIN_SENTENCE_WORDS = 3
 #: Where a sentence ends: after ".", "!" or "?" and a space, or at a line's end (the local context's
@@ -85,17 +89,22 @@ def memory_text(content: str, request: str | None = None, tool: str = "") -> str
     return body
 
 
-def context_before(previous: str) -> str:
-    """The end of the memory before a conversation turn, which the turn is read after when it is embedded.
+def context_before(previous: str, turn: str) -> str:
+    """What of the memory before a conversation turn the turn is read after when it is embedded ("": none).
 
     A turn often means little alone ("Yes, last Tuesday!"): the question it answers says what it is about.
-    Whitespace is collapsed and at most :data:`MAX_CONTEXT_CHARS` are kept, from a word's start.
+    The turn before is kept from its start (who speaks, and about what), as much as fits beside the turn in
+    :data:`MAX_READ_CHARS` (whitespace collapsed, cut at a word's end); a turn that leaves less than
+    :data:`MIN_CONTEXT_CHARS` is read alone.
     """
+    room = MAX_READ_CHARS - len(" ".join(turn.split()))
+    if room < MIN_CONTEXT_CHARS:
+        return ""
     previous = " ".join(previous.split())
-    if len(previous) > MAX_CONTEXT_CHARS:
-        cut = previous[-MAX_CONTEXT_CHARS:]
-        previous = cut.split(" ", 1)[1] if " " in cut else cut
-    return previous
+    if len(previous) <= room:
+        return previous
+    cut = previous[:room + 1]
+    return cut.rsplit(" ", 1)[0] if " " in cut else cut[:room]
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:

@@ -24,7 +24,8 @@ window of its embedded text (:func:`ccmemory.tokens.windows`), and search scores
 it by its best vector. Document chunks are sized to one window and get one.
 A conversation turn (a memory of a session that is neither a captured tool call,
 which is embedded with its request, nor a summary) is read in context: the model
-reads the end of the memory before it and then the turn, once, and the turn's
+reads the start of the memory before it, as much as fits beside the turn in 300
+characters, and then the turn, once, and the turn's
 vector sums what the two say together and the turn's own word pieces as read
 after the context (:func:`previous_turns`, :func:`ccmemory.embedding_text.context_before`,
 :meth:`_OnnxEncoder._reads`). A turn often means little alone ("Lisbon! Every
@@ -816,7 +817,7 @@ def _parts_to_embed(db: Database, embedder: Embedder, kind: str, batch: Sequence
 
     A memory that still has its first vector of this model (its content did not change since, or the
     vector would be gone) was flagged only for the parts after it, and gets only those. A turn
-    that fits one window and has a turn before it is read after the end of that turn
+    that fits one window and has a turn before it is read after as much of that turn as fits beside it
     (:func:`ccmemory.embedding_text.context_before`). A memory written by a person or a model (not a
     captured call, a summary or curated knowledge) that fits one window gets one more vector per
     sentence, as read in the memory (:func:`ccmemory.embedding_text.sentence_spans`), when the model
@@ -836,7 +837,7 @@ def _parts_to_embed(db: Database, embedder: Embedder, kind: str, batch: Sequence
     for row, text in zip(batch, texts):
         windows: list[Part] = [(part, window, None, None) for part, window in enumerate(embedder.windows(text))]
         if len(windows) == 1:
-            context = context_before(previous[row["seq"]]) if row["seq"] in previous else None
+            context = (context_before(previous[row["seq"]], text) or None) if row["seq"] in previous else None
             sentences = sentences_of(row["source"], text) if embedder.pools_spans else []
             windows = [(0, text, context, None), *((part, text, context, span)
                                                    for part, span in enumerate(sentences, 1))]
