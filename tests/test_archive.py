@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ccmemory import db as database
-from ccmemory import clock, documents, memories, projects, sessions
+from ccmemory import clock, documents, embeddings, memories, projects, sessions
 from ccmemory.archive import records
 from ccmemory.docmem.nodes import Docmem
 from ccmemory.files import commands as file_commands
@@ -388,3 +388,36 @@ def test_a_backup_restores_into_the_same_repository_at_another_path(tmp_path):
     assert json.loads(result.stdout)["records"]["memory"] == {"added": 1}
     found = run(tmp_path / "target", desktop, "search", "release", "--json")
     assert "We release with make release" in found.stdout
+
+
+def test_memories_naming_a_session_the_file_does_not_hold_stay_one_conversation(stores):
+    """A chat converted by hand: memories with a session id and no session record keep their session."""
+    turns = [("Anna", "Where did you go on holiday?"), ("Ben", "Lisbon! We rode the trams every day."),
+             ("Anna", "And the new job?")]
+    lines = ['{"type":"header","format":"ccmemory-export","version":1}']
+    for number, (who, text) in reversed(list(enumerate(turns))):  # any order: the session starts at the earliest
+        lines.append(json.dumps({"type": "memory", "id": f"turn-{number}", "project": "anywhere",
+                                 "session_id": "chat-1", "content": f"{who}: {text}", "source": "import",
+                                 "created_at": f"2026-05-01T10:0{number}:00.000Z",
+                                 "updated_at": f"2026-05-01T10:0{number}:00.000Z"}))
+    chat = stores["tmp"] / "chat.jsonl"
+    chat.write_text("\n".join(lines) + "\n")
+    result = run(stores["target"], stores["project"], "import", str(chat), "--into-project", ".")
+    assert result.returncode == 0, result.stderr
+    assert "memory: 3 added" in result.stdout and "session: 1 added for the memories naming it" in result.stdout
+    db = database.connect(stores["target"] / "ccmemory.db")
+    try:
+        assert [row["session_id"] for row in db.rows("SELECT session_id FROM memories ORDER BY id")] == ["chat-1"] * 3
+        assert db.one("SELECT started_at, ended_at FROM sessions WHERE id = 'chat-1'") == {
+            "started_at": "2026-05-01T10:00:00.000Z", "ended_at": None}
+        assert embeddings.previous_turns(db, [db.scalar("SELECT seq FROM memories WHERE id = 'turn-1'")]) == {
+            db.scalar("SELECT seq FROM memories WHERE id = 'turn-1'"): "Anna: Where did you go on holiday?"}
+    finally:
+        db.close()
+    # Imported again nothing changes; a session record (here after the memories) updates the session it made.
+    ended = json.dumps({"type": "session", "id": "chat-1", "project": "anywhere",
+                        "started_at": "2026-05-01T10:00:00.000Z", "ended_at": "2026-05-01T10:30:00.000Z"})
+    chat.write_text("\n".join(lines + [ended]) + "\n")
+    again = run(stores["target"], stores["project"], "import", str(chat), "--into-project", ".")
+    assert again.returncode == 0, again.stderr
+    assert "memory: 3 unchanged" in again.stdout and "session: 1 updated" in again.stdout, again.stdout

@@ -150,6 +150,8 @@ def import_file(db: Database, source: BinaryIO, *, redact: Callable[[str], str],
             _load_batch(context, batch, report)
             batch = []
     _load_batch(context, batch, report)
+    if context.sessions_for_memories:
+        report.outcomes.setdefault("session", {})[records.ADDED_FOR_MEMORIES] = len(context.sessions_for_memories)
     report.redacted = context.redacted
     report.new_ids = {f"{kind} {old}": new for (kind, old), new in context.renamed.items()}
     report.projects = sorted(db.scalar("SELECT path FROM projects WHERE id = ?", (project,))

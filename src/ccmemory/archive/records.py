@@ -74,6 +74,8 @@ from . import fields
 ADDED, UPDATED, UNCHANGED = "added", "updated", "unchanged"
 #: A record added under a new id because another project here holds its own.
 ADDED_NEW_ID = "added under a new id"
+#: A session no record of the file holds, added because its memories name it.
+ADDED_FOR_MEMORIES = "added for the memories naming it"
 #: Longest id an import accepts (memory and document ids are 36 characters, docmem ids at most 64).
 MAX_ID_CHARS = 200
 
@@ -148,6 +150,8 @@ class ImportContext:
     renamed: dict[tuple[str, str], str] = field(default_factory=dict)
     #: The projects this import writes to: the one it goes into, or those the file names.
     written: set[int] = field(default_factory=set)
+    #: Sessions this import added because memories name them (:func:`_memory_session`), by local id.
+    sessions_for_memories: set[str] = field(default_factory=set)
     _projects: dict[str, int] = field(default_factory=dict)
     _refused: dict[str, Skipped] = field(default_factory=dict)
     _local: dict[tuple[str, str, int], str] = field(default_factory=dict)
@@ -517,13 +521,14 @@ def _load_memory(ctx: ImportContext, record: dict[str, Any]) -> str:
     }
     if row["session_id"] is not None:
         row["session_id"] = ctx.local_id("session", row["session_id"], project)
-        if not ctx.db.scalar("SELECT 1 FROM sessions WHERE id = ? AND project_id = ?", (row["session_id"], project)):
-            row["session_id"] = row["dedupe_key"] = None
     if source == CAPTURE_SOURCE:  # an export written before schema 12 lacks the observation's metadata
         row["metadata"] = _dump(observation_fields_from_text(content, row["category"], row["tags"],
                                                              json.loads(row["metadata"])))
     ctx.clean_row(row, ("id", "session_id", "content", "tags", "files", "metadata", "scope"))
+    opened = row["session_id"] is not None and _memory_session(ctx, row["session_id"], project, row["created_at"])
     outcome = upsert(ctx, "memories", "id", row, "updated_at")
+    if opened:
+        ctx.sessions_for_memories.add(row["session_id"])
     if memory_scope == "user" and outcome != UNCHANGED:
         ctx.user_memories_written.append(memory_id)
     return ctx.outcome("memory", record.get("id"), outcome)
@@ -737,6 +742,24 @@ def _export_memory_files(db: Database, scope: Scope) -> Iterator[dict[str, Any]]
     ):
         row["path"] = file_paths.display(row["project"] is None, row["path"])
         yield row
+
+
+def _memory_session(ctx: ImportContext, session_id: str, project: int, created_at: str) -> bool:
+    """Make sure the session a memory names exists; True when it is added now.
+
+    A file written by hand or by a converter (a chat turned into memories) may name sessions without a
+    session record: the session is added, started when its earliest memory was, so the memories stay one
+    conversation (the turns read in context, the replies, the timeline). A session record later in the
+    file updates it, as a newer copy does.
+    """
+    if session_id in ctx.sessions_for_memories:
+        ctx.db.execute("UPDATE sessions SET started_at = ? WHERE id = ? AND started_at > ?",
+                       (created_at, session_id, created_at))
+        return False
+    if ctx.db.scalar("SELECT 1 FROM sessions WHERE id = ?", (session_id,)):
+        return False
+    ctx.db.execute("INSERT INTO sessions(id, project_id, started_at) VALUES (?, ?, ?)", (session_id, project, created_at))
+    return True
 
 
 def _load_memory_file(ctx: ImportContext, record: dict[str, Any]) -> str:
