@@ -421,3 +421,17 @@ def test_memories_naming_a_session_the_file_does_not_hold_stay_one_conversation(
     again = run(stores["target"], stores["project"], "import", str(chat), "--into-project", ".")
     assert again.returncode == 0, again.stderr
     assert "memory: 3 unchanged" in again.stdout and "session: 1 updated" in again.stdout, again.stdout
+    # A memory already here without its session (an import by an older ccmemory) and not newer in the file is
+    # left as it is, and no empty session is added for it.
+    plain = json.dumps({"type": "memory", "id": "note-1", "project": "anywhere", "content": "Ben: see you soon",
+                        "created_at": "2026-05-02T10:00:00.000Z", "updated_at": "2026-05-02T10:00:00.000Z"})
+    chat.write_text(lines[0] + "\n" + plain + "\n")
+    assert run(stores["target"], stores["project"], "import", str(chat), "--into-project", ".").returncode == 0
+    chat.write_text(lines[0] + "\n" + plain.replace('"project"', '"session_id": "chat-2", "project"') + "\n")
+    unchanged = run(stores["target"], stores["project"], "import", str(chat), "--into-project", ".")
+    assert "memory: 1 unchanged" in unchanged.stdout and "session" not in unchanged.stdout, unchanged.stdout
+    db = database.connect(stores["target"] / "ccmemory.db")
+    try:
+        assert db.scalar("SELECT COUNT(*) FROM sessions WHERE id = 'chat-2'") == 0
+    finally:
+        db.close()

@@ -527,7 +527,9 @@ def _load_memory(ctx: ImportContext, record: dict[str, Any]) -> str:
     ctx.clean_row(row, ("id", "session_id", "content", "tags", "files", "metadata", "scope"))
     opened = row["session_id"] is not None and _memory_session(ctx, row["session_id"], project, row["created_at"])
     outcome = upsert(ctx, "memories", "id", row, "updated_at")
-    if opened:
+    if opened and outcome == UNCHANGED:  # the copy here (imported before sessions were added) stays as it is
+        ctx.db.execute("DELETE FROM sessions WHERE id = ?", (row["session_id"],))
+    elif opened:
         ctx.sessions_for_memories.add(row["session_id"])
     if memory_scope == "user" and outcome != UNCHANGED:
         ctx.user_memories_written.append(memory_id)
