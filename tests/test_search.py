@@ -292,6 +292,14 @@ def test_a_question_is_read_by_meaning_without_the_names_of_the_speakers(vdb, pr
     monkeypatch.setattr(speakers, "named", lambda db, names, **where: [])
     assert rank() > 2
     monkeypatch.undo()
+    query = "what did caroline research?"  # typed in lower case: its words are looked up as speakers
+    assert rank() == 0
+    monkeypatch.setattr(search, "lower_case_names", lambda text: [])
+    assert rank() > 2
+    monkeypatch.undo()
+    assert search.lower_case_names("what did caroline's dog eat?") == ["caroline", "dog", "eat"]
+    assert search.lower_case_names("What did Caroline's dog eat?") == []  # a name is capitalised: only it is looked up
+    assert search.vector_query("what did mark mark on the map?", ["mark"], any_case=True) == "what did on the map?"
     # A hit's weakness is judged by its cosine to the question as asked (0.50 here), which the shorter text's
     # (0.27, under WEAK_COSINE) would understate: the turn has one of the question's five words.
     asked = "What did Caroline research about families and kids?"

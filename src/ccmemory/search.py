@@ -623,10 +623,21 @@ def query_names(query: str, *, any_script: bool = False) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def vector_query(query: str, speakers_named: Sequence[str]) -> str:
+def lower_case_names(query: str) -> list[str]:
+    """The words of a question typed in lower case ("what did caroline say?") that may name someone: when it
+    capitalises no name (:func:`query_names`), its words but common ones, possessive removed, to be checked
+    against the store's speakers (:func:`ccmemory.speakers.named`)."""
+    if query_names(query, any_script=True):
+        return []
+    words = [speakers.without_possessives(word.lower()) for word in _WORD.findall(query)]
+    return list(dict.fromkeys(word for word in words if word not in _NOT_NAMES))
+
+
+def vector_query(query: str, speakers_named: Sequence[str], *, any_case: bool = False) -> str:
     """The text the vector side embeds for ``query``: without the capitalised words that name the stored
     conversations' speakers among ``speakers_named`` (:func:`ccmemory.speakers.named`), possessive included, or
-    the query itself when no word but common ones would be left ("Who is Caroline?").
+    the query itself when no word but common ones would be left ("Who is Caroline?"). With ``any_case`` (a
+    question typed in lower case, :func:`lower_case_names`) the names go whatever their case.
 
     Every turn of a speaker starts with their name, so in a question's vector ("What did Caroline research?")
     the name pulls towards all of that speaker's turns alike and drowns what is asked. Whose turn it is still
@@ -639,7 +650,8 @@ def vector_query(query: str, speakers_named: Sequence[str]) -> str:
 
     def kept(word: re.Match[str]) -> str:
         text = word.group(0)
-        return " " if text[0].isupper() and speakers.without_possessives(text.lower()) in speakers_named else text
+        named = speakers.without_possessives(text.lower()) in speakers_named
+        return " " if named and (any_case or text[0].isupper()) else text
 
     left = " ".join(_WORD.sub(kept, query).split())
     return left if any(word not in _STOPWORDS for word in re.findall(r"[^\W\d_]+", left.lower())) else query
@@ -727,8 +739,10 @@ def search_with_info(
         read = query
         if db.vectors_loaded:
             covered, covered_params = scopes.condition(scope, project_id, "m")
-            speaking = speakers.named(db, query_names(query, any_script=True), covered=covered, params=covered_params)
-            read = vector_query(query, speaking)
+            typed_lower = lower_case_names(query)
+            speaking = speakers.named(db, query_names(query, any_script=True) or typed_lower, covered=covered,
+                                      params=covered_params)
+            read = vector_query(query, speaking, any_case=bool(typed_lower))
             if read != query:
                 said.extend(speaking)
         return vector_ranking(db, "memory", read, project_id=project_id, embedder=embedder, warnings=warnings,
