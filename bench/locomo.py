@@ -1,7 +1,7 @@
 """LoCoMo as a turn-level retrieval benchmark, through the product's own store and search.
 
 Run: python bench/locomo.py --data ../shared/bench-data/locomo10-dev.json [--mode hybrid] [--limit 50]
-     [--json OUT] [--check-limit 5]
+     [--json OUT] [--check-limit 5] [--lower-case]
 
 Protocol (``../shared/specs/locomo.md``): one fresh store per conversation;
 sessions in numeric order, one memory per turn (``{speaker}: {text}``, plus the
@@ -12,7 +12,8 @@ embedded with ``embed_pending``; every question, verbatim, through
 per category number, over 1–5 and over 1–4: Recall@1/5/10/25/50 (fractional),
 Hit@k, All@k, MRR, NDCG@10, and the search latency. ``--check-limit 5`` also
 searches at that limit and reports how often its results differ from the top
-of the main run (they must not: a ranking independent of the limit).
+of the main run (they must not: a ranking independent of the limit). ``--lower-case`` asks every question
+as a user may type it, in lower case ("what did caroline research?").
 Deterministic: no sampling, ties broken by the store's order.
 """
 
@@ -119,12 +120,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 continue
             for mode in modes:
                 started = time.perf_counter()
-                result = search.search_with_info(db, qa["question"], project_id=project, mode=mode, limit=args.limit,
+                question = qa["question"].lower() if args.lower_case else qa["question"]
+                result = search.search_with_info(db, question, project_id=project, mode=mode, limit=args.limit,
                                                  embedder=embedder, track=False)
                 latencies[mode].append((time.perf_counter() - started) * 1000)
                 ranking = [hit.memory.metadata.get("dia_id") for hit in result.hits]
                 if args.check_limit:
-                    small = search.search_with_info(db, qa["question"], project_id=project, mode=mode,
+                    small = search.search_with_info(db, question, project_id=project, mode=mode,
                                                     limit=args.check_limit, embedder=embedder, track=False)
                     if [hit.memory.id for hit in small.hits] != [hit.memory.id for hit in result.hits][
                             :args.check_limit]:
@@ -136,8 +138,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 })
         db.close()
     summary: dict[str, Any] = {
-        "data": str(args.data), "limit": args.limit, "overrides": args.set, "skipped_questions": skipped,
-        "dropped_evidence_ids": dropped_ids, "modes": {},
+        "data": str(args.data), "limit": args.limit, "lower_case": args.lower_case, "overrides": args.set,
+        "skipped_questions": skipped, "dropped_evidence_ids": dropped_ids, "modes": {},
     }
     for mode in modes:
         rows = per_mode[mode]
@@ -182,6 +184,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=50, help="search limit (metrics go up to it)")
     parser.add_argument("--check-limit", type=int, default=0, metavar="N",
                         help="also search at limit N and count questions whose top N differs")
+    parser.add_argument("--lower-case", action="store_true", help="ask every question in lower case, as typed")
     retrieval_cli.add_shared_options(parser, default_modes="hybrid")
     args = retrieval_cli.parse(parser)
     print(report(run(args)))
