@@ -625,12 +625,12 @@ def query_names(query: str, *, any_script: bool = False) -> list[str]:
 
 def lower_case_names(query: str) -> list[str]:
     """The words of a question typed in lower case ("what did caroline say?") that may name someone: when it
-    capitalises no name (:func:`query_names`), its words but common ones, possessive removed, to be checked
-    against the store's speakers (:func:`ccmemory.speakers.named`)."""
+    capitalises no name (:func:`query_names`), its words of two letters or more but common ones, possessive removed,
+    to be checked against the store's speakers (:func:`ccmemory.speakers.named`)."""
     if query_names(query, any_script=True):
         return []
     words = [speakers.without_possessives(word.lower()) for word in _WORD.findall(query)]
-    return list(dict.fromkeys(word for word in words if word not in _NOT_NAMES))
+    return list(dict.fromkeys(word for word in words if len(word) > 1 and word not in _NOT_NAMES))
 
 
 def vector_query(query: str, speakers_named: Sequence[str], *, any_case: bool = False) -> str:
