@@ -624,11 +624,9 @@ def query_names(query: str, *, any_script: bool = False) -> list[str]:
 
 
 def lower_case_names(query: str) -> list[str]:
-    """The words of a question typed in lower case ("what did caroline say?") that may name someone: when it
-    capitalises no name (:func:`query_names`), its words of two letters or more but common ones, possessive removed,
-    to be checked against the store's speakers (:func:`ccmemory.speakers.named`)."""
-    if query_names(query, any_script=True):
-        return []
+    """The words of a question typed in lower case ("what did caroline say?") that may name someone, for a
+    question that capitalises no name (:func:`query_names`): its words of two letters or more but common ones,
+    possessive removed, to be checked against the store's speakers (:func:`ccmemory.speakers.named`)."""
     words = [speakers.without_possessives(word.lower()) for word in _WORD.findall(query)]
     return list(dict.fromkeys(word for word in words if len(word) > 1 and word not in _NOT_NAMES))
 
@@ -739,10 +737,10 @@ def search_with_info(
         read = query
         if db.vectors_loaded:
             covered, covered_params = scopes.condition(scope, project_id, "m")
-            typed_lower = lower_case_names(query)
-            speaking = speakers.named(db, query_names(query, any_script=True) or typed_lower, covered=covered,
+            capitalised = query_names(query, any_script=True)
+            speaking = speakers.named(db, capitalised or lower_case_names(query), covered=covered,
                                       params=covered_params)
-            read = vector_query(query, speaking, any_case=bool(typed_lower))
+            read = vector_query(query, speaking, any_case=not capitalised)
             if read != query:
                 said.extend(speaking)
         return vector_ranking(db, "memory", read, project_id=project_id, embedder=embedder, warnings=warnings,
