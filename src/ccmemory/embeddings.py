@@ -619,7 +619,7 @@ class Embedder:
               spans: Sequence[tuple[int, int] | None] | None = None) -> list[bytes]:
         """Vectors for a batch of documents; ``contexts`` (one per text, or None) are read before their text.
 
-        A text with a context (a conversation turn, after the end of the turn before it) gets the vector
+        A text with a context (a conversation turn, after what of the turn before it fits beside it) gets the vector
         of its own words as the model reads them after it. A text with a span (``(start, end)`` in the
         text, or None) gets the vector of that part of it as read in the whole text; only a model that
         pools word pieces itself takes spans (:attr:`pools_spans`).
