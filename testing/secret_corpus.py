@@ -198,6 +198,61 @@ def redteam_cases() -> list[tuple[str, str, str]]:
     return cases
 
 
+def _mixed_letters() -> str:
+    """A password of letters alone, as some generators make them: small and capital letters mixed."""
+    return "".join(_RNG.choice(LOWER) + _RNG.choice(UPPER) + _RNG.choice(LOWER) for _ in range(4))
+
+
+def prose_cases() -> list[tuple[str, str, str]]:
+    """Secrets said in prose in other languages (and forms found beside them), several variants each."""
+    cases: list[tuple[str, str, str]] = []
+
+    def add(fmt: str, make_secret, contexts: list[str]) -> None:
+        for context in contexts:
+            secret = make_secret()
+            cases.append((fmt, context.format(s=secret), secret))
+
+    add("other-language-prose", _password, [
+        "пароль: {s}", "Пароль от базы — {s}", "API ключ: {s}", "токен для деплоя: {s}", "密码：{s}",
+        "数据库密码是 {s}，请保管好", "数据库的密码为{s}。", "パスワードは「{s}」です", "パスワード: {s}",
+        "비밀번호는 {s} 입니다", "la contraseña es {s}.", "le mot de passe est {s}", "mot de passe : « {s} »",
+        "la password è {s}", "a senha do banco é {s}", "Das Passwort für die Datenbank lautet {s}",
+        "passordet er {s}", "lösenordet är {s}", "hasło to {s}", "şifre: {s}", "κωδικός: {s}", "סיסמה: {s}",
+        "كلمة المرور: {s}", "पासवर्ड: {s}", "mật khẩu là {s}", "kata sandi: {s}"])
+    add("letters-only-prose", _mixed_letters, ["the admin password is {s}", "пароль: {s}", "API key: {s}"])
+    add("vendor-prefix", lambda: _j("oy2", _r(LOWER + DIGITS, 43)), ["nuget push pkg.nupkg -k {s}"])
+    add("webhook-url", lambda: _j(_r(HEX, 8), "-", _r(HEX, 4), "@", _r(HEX, 8), "/IncomingWebhook/", _r(HEX, 32)),
+        ["curl -X POST https://contoso.webhook.office.com/webhookb2/{s} -d @card.json"])
+    add("user-secrets", _password, ['dotnet user-secrets set "Stripe:SecretKey" "{s}"',
+                                    "dotnet user-secrets set ConnectionStrings:Db {s}"])
+    add("authorization-any-scheme", lambda: _j("00", _r(URLSAFE, 40)), ["okta: SSWS {s}"])
+    add("vendor-prefix", lambda: _j("AKC", "p", _r(ALNUM, 69)), ["ARTIFACTORY={s}"])
+    add("vendor-prefix", lambda: _j("cmVmdGtu", _r(ALNUM, 56)), ["jf config add --access-token {s}"])
+    add("vendor-prefix", lambda: _j("GR1348941", _r(URLSAFE, 20)), ["gitlab-runner register --registration-token {s}"])
+    add("vendor-prefix", lambda: _j("amzn.mws.", _r(HEX, 8), "-", _r(HEX, 4), "-", _r(HEX, 4), "-", _r(HEX, 4), "-",
+                                    _r(HEX, 12)), ["mws: {s}"])
+    add("vendor-prefix", lambda: _j("eyJrIjoi", _r(ALNUM, 60)), ["grafana key {s}"])
+    add("webhook-url", lambda: _j(_r(DIGITS, 7), "/", _r(LOWER + DIGITS, 6)), ["https://hooks.zapier.com/hooks/catch/{s}/"])
+    add("webhook-url", lambda: _j(_r(HEX, 8), "@", _r(HEX, 8), "/IncomingWebhook/", _r(HEX, 32)),
+        ["https://outlook.office.com/webhook/{s}"])
+    add("vault-init", lambda: _j(_r(ALNUM + "+/", 43), "="), ["Unseal Key 1: {s}", "Recovery Key 3: {s}"])
+    return cases
+
+
+#: Prose in other languages that names a secret but holds none: none of it may be redacted.
+OTHER_LANGUAGE_LOOKALIKES = [
+    "пароль: неверный", "Пароль должен содержать 8 символов", "Das Passwort ist falsch",
+    "Das Passwort ist mindestens 12 Zeichen lang", "密码是多少？", "请输入密码：", "パスワードを忘れた",
+    "パスワードは8文字以上です", "la contraseña es incorrecta", "mot de passe oublié : cliquez ici",
+    "la password è scaduta", "a senha é obrigatória", "비밀번호를 잊으셨나요?", "пароль от сервера лежит в 1Password",
+    "la clave es única", "токен истёк — обновите его", "ключ: значение", "ключ: config.api_key",
+    "ключ API хранится в переменной окружения", "пароль: $DB_PASSWORD", "密码：${DB_PASSWORD}", "contraseña: ****",
+    "Passwort: <dein-passwort>", "la clave es 42", "密码长度为8位", "パスワードは英数字8文字以上",
+    "токен: ./secrets/token.txt", "the password is incorrect", "the password is PostgreSQL",
+    "the token is XMLHttpRequest", "The password for the db is stored in Vault",
+]
+
+
 def _lookalikes() -> list[str]:
     words = [
         "max_tokens=4096", "token_count = len(tokens)", "--token-file ~/.config/gh/token", "secret_name: db-creds",
@@ -229,7 +284,9 @@ _EARLIER = _cases()
 ISSUE19 = issue19_cases()
 #: The families of the red-team pass (issue 25's re-measure), part of SECRETS.
 REDTEAM = redteam_cases()
-SECRETS = _EARLIER + ISSUE19 + REDTEAM
+#: Secrets said in prose in other languages, and the forms found beside them, part of SECRETS.
+PROSE = prose_cases()
+SECRETS = _EARLIER + ISSUE19 + REDTEAM + PROSE
 LOOKALIKES = _lookalikes()
 FORMATS = sorted({fmt for fmt, _, _ in SECRETS})
 

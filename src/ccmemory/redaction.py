@@ -18,7 +18,9 @@ secret is never cut in half first.
   subscript, call argument, XML element or YAML block whose *name* ends in a secret word
   (``PGPASSWORD=…``, ``"apiKey": …``, ``--token …``, ``define('DB_PASSWORD', …)``,
   ``client-key-data: …``, ``password:\\n  value``; not ``token_count``, ``--token-file``,
-  ``password_hash``). What counts as a secret name is the ``names`` table of the rule file.
+  ``password_hash``). What counts as a secret name is the ``names`` table of the rule file. Prose
+  names them too, in other languages as well (``пароль от базы — …``, ``Das Passwort ist …``,
+  ``密码是 …``): the value must then not be a plain word (:func:`_prose_value`).
 * Escapes are decoded before scanning (JSON/C backslash escapes, ``\\uXXXX``, percent-encoding,
   HTML entities, shell line continuations; up to :data:`MAX_DECODE_ROUNDS` nested layers): the decoded text is scanned too
   and each hit is mapped back to the span of the original text it came from, so
@@ -285,6 +287,20 @@ def _opaque(value: str) -> bool:
     return plausible_value(value) and not value.isalpha()
 
 
+def _mixed_letters(value: str) -> bool:
+    """Letters alone, at least 8, with a capital after a small letter twice or more (``zqpGHoPZgPDc``,
+    ``myDogRex``): a generated or made-up password, not a word (``Incorrect``) or one name (``PostgreSQL``)."""
+    if len(value) < 8 or not value.isalpha():
+        return False
+    return sum(a.islower() and b.isupper() for a, b in zip(value, value[1:])) >= 2
+
+
+def _prose_value(value: str, *, expressions: bool = False) -> bool:
+    """A credential after a secret word in prose: not a plain word ("the token is invalid"); with ``expressions``
+    not code or a path either (``config.api_key``)."""
+    return plausible_value(value, expressions=expressions) and (not value.isalpha() or _mixed_letters(value))
+
+
 def _machine_made(value: str) -> bool:
     """Letters and digits mixed, at least 8 characters: a credential, not a word of prose (``password field``)."""
     return len(value) >= 8 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
@@ -348,6 +364,8 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         return plausible_value(value)
     if check == "opaque":
         return _opaque(value)
+    if check == "prose-value":
+        return _prose_value(value, expressions=True) if group == "bare" else plausible_value(value)
     if check == "machine-made":
         return _machine_made(value) and plausible_value(value)
     if check == "base64-private-key":
@@ -361,7 +379,7 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
     if not is_secret_name(text[match.start("name"):match.end("name")]):
         return False
     if check == "name-prose" and group == "bare" and match.group("sep").strip(" \t:="):
-        return _opaque(value)  # after "is": a plain word is prose ("the token is invalid"), not a credential
+        return _prose_value(value)  # after "is": a plain word is prose ("the token is invalid"), not a credential
     if check == "name-machine" and group == "bare":  # "PASSWORD X" with no sign between: X must look machine-made
         return _machine_made(value) and plausible_value(value, expressions=True)
     return plausible_value(value, expressions=group == "bare")
@@ -480,6 +498,18 @@ def _name_starts(text: str, lower: str, words: list[str]) -> list[tuple[int, int
     return starts
 
 
+def _keyword_starts(lower: str, keywords: list[str]) -> list[tuple[int, int]]:
+    """(start, end) of every occurrence of ``keywords`` in ``lower``, in order, one per start (the shortest)."""
+    found: dict[int, int] = {}
+    for keyword in keywords:
+        position = lower.find(keyword)
+        while position >= 0:
+            end = position + len(keyword)
+            found[position] = min(found.get(position, end), end)
+            position = lower.find(keyword, position + 1)
+    return sorted(found.items())
+
+
 def _rule_spans(rule: dict[str, Any], text: str, lower: str,
                 names: list[tuple[int, int]] | None) -> list[tuple[int, int, str]]:
     """Where one rule finds secrets in ``text``: (start, end, replacement).
@@ -565,6 +595,8 @@ def _scan(text: str) -> list[tuple[int, int, str]]:
             candidates = starts.get("names")
             if candidates is None:
                 candidates = starts["names"] = _name_starts(text, lower, table.anchors)
+        elif rule.get("anchors") == "keywords":
+            candidates = _keyword_starts(lower, [keyword for keyword in gate if keyword in present])
         elif "anchor" in rule:
             anchor = rule["anchor"]
             key = (anchor["regex"], bool(rule.get("lower")))

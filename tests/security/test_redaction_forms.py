@@ -33,7 +33,7 @@ from ccmemory import redaction
 from testing.hooks import (
     assert_quiet_success, common, HOOK_PYTHON, memories_of, run_hook, tool_call, write_config, write_transcript,
 )
-from testing.secret_corpus import chunks, ISSUE19, REDTEAM
+from testing.secret_corpus import chunks, ISSUE19, OTHER_LANGUAGE_LOOKALIKES, PROSE, REDTEAM
 
 _RNG = random.Random(1919)
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -120,7 +120,7 @@ def _more_forms() -> list[tuple[str, str, str]]:
     return cases
 
 
-FORMS = ISSUE19 + _more_forms() + _issue25_forms() + REDTEAM
+FORMS = ISSUE19 + _more_forms() + _issue25_forms() + REDTEAM + PROSE
 
 
 def _payloads(channel: str, session: str, project: Path, chunk: str, number: int) -> list[dict]:
@@ -242,6 +242,7 @@ def test_every_secret_name_is_redacted_on_its_own(name: str) -> None:
     "the user identified by the token", "https://host.example.com:8443/path/@scope/pkg", "setenv LANG en_US.UTF-8",
     "password: &default_password\n  type: string", "oauth_client = OAuth2Session(client_id)", "file_pat = '*.py'",
     "net use Z: \\\\fs01\\share /persistent:yes",
+    *OTHER_LANGUAGE_LOOKALIKES,
 ])
 def test_non_secrets_survive(text: str) -> None:
     assert redaction.redact(text) == text
