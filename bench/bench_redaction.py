@@ -5,12 +5,12 @@ Run: python bench/bench_redaction.py [--repeat 5] [--no-write]
 Three earlier scanners are read from git history at run time and timed in the same process on the
 same inputs as :func:`ccmemory.redaction.redact`: the quadratic one of issue 11
 (``src/ccmemory/hooks/privacy.py`` at ``ca45a88``), the one before issue 19's redaction work
-(``redaction.py`` and its rules at ``e121600``) and the one before secrets said in prose in other
-languages were read (``01ae99a``). Inputs: a typical 10,000-character capture of coding text, the
-same serialized as JSON (escapes, which are now decoded and scanned too), text dense with secrets
-(the corpus of testing/secret_corpus.py), coding text and prose in other languages that name
-passwords, tokens and keys on every line without holding one (the worst case of the rule for other
-languages: it is tried at each such word), and growing sizes of the adversarial input from issue 11
+(``redaction.py`` and its rules at ``e121600``) and the one before the second red-team pass (``01ae99a``:
+secrets said in prose in other languages, in tables, more vendor forms). Inputs: a typical 10,000-character
+capture of coding text, the same serialized as JSON (escapes, which are now decoded and scanned too), text
+dense with secrets (the corpus of testing/secret_corpus.py), coding text and prose in other languages that
+name passwords, tokens and keys on every line without holding one (the worst case of the rules for other
+languages and for tables: they are tried at each such word), and growing sizes of the adversarial input from issue 11
 (``"a." * n + "://x@"``), whose cost grew with the square of its size.
 Ratios are the figure to read: the machine is shared.
 """
@@ -40,7 +40,7 @@ from ccmemory import redaction  # noqa: E402
 OLD_COMMIT = "ca45a88"
 #: The last commit before issue 19's redaction changes.
 PREVIOUS_COMMIT = "e121600"
-#: The last commit before secrets said in prose in other languages were read.
+#: The last commit before the second red-team pass (prose in other languages, tables, more vendor forms).
 LAST_COMMIT = "01ae99a"
 
 
@@ -137,14 +137,15 @@ def main() -> None:
         f"{os.getloadavg()[0]:.1f}. Command: `python bench/bench_redaction.py --repeat {options.repeat}`. "
         "Best of the runs; read the ratios.",
         "",
-        f"| input | quadratic scanner ({OLD_COMMIT}) | before issue 19 ({PREVIOUS_COMMIT}) | before other languages "
-        f"({LAST_COMMIT}) | `redaction.redact` | now / {PREVIOUS_COMMIT} | now / {LAST_COMMIT} |",
+        f"| input | quadratic scanner ({OLD_COMMIT}) | before issue 19 ({PREVIOUS_COMMIT}) | before the second red-team "
+        f"pass ({LAST_COMMIT}) | `redaction.redact` | now / {PREVIOUS_COMMIT} | now / {LAST_COMMIT} |",
         "|---|---|---|---|---|---|---|",
         *rows,
         "",
         f"The quadratic cost quadruples when the adversarial input doubles; the others double (linear). "
         f"Corpus of testing/secret_corpus.py: {len(SECRETS)} secrets; the quadratic scanner left {left[0]} "
-        f"in place, the one before issue 19 {left[1]}, the one before other languages {left[2]}, `redact` {left[3]}.",
+        f"in place, the one before issue 19 {left[1]}, the one before the second red-team pass {left[2]}, "
+        f"`redact` {left[3]}.",
     ])
     print(body)
     if not options.no_write:

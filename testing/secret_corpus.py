@@ -226,6 +226,15 @@ def prose_cases() -> list[tuple[str, str, str]]:
     add("user-secrets", _password, ['dotnet user-secrets set "Stripe:SecretKey" "{s}"',
                                     "dotnet user-secrets set ConnectionStrings:Db {s}"])
     add("authorization-any-scheme", lambda: _j("00", _r(URLSAFE, 40)), ["okta: SSWS {s}"])
+    add("system-property", _password, ["java -Djavax.net.ssl.keyStorePassword={s} -jar app.jar",
+                                       "mvn deploy -Dgpg.passphrase='{s}'"])
+    add("other-language-name", _password, ["Enter PEM pass phrase: {s}"])
+    add("cli-argument", _password, ["net user bob {s} /add", "schtasks /create /tn nightly /ru svc /rp {s} /tr run.cmd",
+                                    "useradd -m -p $(openssl passwd -6 {s}) bob",
+                                    "security add-generic-password -a bob -s api -w {s}",
+                                    "rabbitmqctl add_user app {s}"])
+    add("stdin-secret", _password, ["echo -n {s} | gh secret set DB_PASSWORD", "docker secret create db_pw - <<< {s}",
+                                    "printf %s '{s}' | wrangler secret put API_KEY"])
     add("vendor-prefix", lambda: _j("AKC", "p", _r(ALNUM, 69)), ["ARTIFACTORY={s}"])
     add("vendor-prefix", lambda: _j("cmVmdGtu", _r(ALNUM, 56)), ["jf config add --access-token {s}"])
     add("vendor-prefix", lambda: _j("GR1348941", _r(URLSAFE, 20)), ["gitlab-runner register --registration-token {s}"])
@@ -236,6 +245,25 @@ def prose_cases() -> list[tuple[str, str, str]]:
     add("webhook-url", lambda: _j(_r(HEX, 8), "@", _r(HEX, 8), "/IncomingWebhook/", _r(HEX, 32)),
         ["https://outlook.office.com/webhook/{s}"])
     add("vault-init", lambda: _j(_r(ALNUM + "+/", 43), "="), ["Unseal Key 1: {s}", "Recovery Key 3: {s}"])
+    return cases
+
+
+def table_cases() -> list[tuple[str, str, str]]:
+    """Secrets in a table whose header names their column: CSV, TSV, Markdown, psql output, SQL INSERT."""
+    cases: list[tuple[str, str, str]] = []
+
+    def add(fmt: str, context: str) -> None:
+        secret = _password()
+        cases.append((fmt, context.format(s=secret), secret))
+
+    add("csv-column", "username,password,role\nbob,{s},admin\n")
+    add("csv-column", "id;email;api_key\n7;ops@example.com;\"{s}\"\n")
+    add("csv-column", "service\tclient id\tclient secret\nstripe\tca_12345\t{s}\n")
+    add("markdown-table", "| user | password |\n|------|----------|\n| bob | `{s}` |\n")
+    add("psql-output", " id | username | password\n----+----------+----------\n  1 | bob      | {s}\n(1 row)\n")
+    add("sql-insert", "INSERT INTO users (name, password) VALUES ('bob', '{s}');")
+    add("sql-insert", "insert into `api_keys` (`id`, `token`) values (1, 'placeholder'), (2, '{s}');")
+    add("name-value-table", "| Setting | Value |\n|---|---|\n| DB password | {s} |\n| host | db.internal |\n")
     return cases
 
 
@@ -250,6 +278,15 @@ OTHER_LANGUAGE_LOOKALIKES = [
     "Passwort: <dein-passwort>", "la clave es 42", "密码长度为8位", "パスワードは英数字8文字以上",
     "токен: ./secrets/token.txt", "the password is incorrect", "the password is PostgreSQL",
     "the token is XMLHttpRequest", "The password for the db is stored in Vault",
+]
+
+#: Tables and lists that name a secret column but hold no secret, or are no table: none may be redacted.
+TABLE_LOOKALIKES = [
+    "We store the email, password\nThen, we hash it\n", "id,password_hash\n1,abc\n", "token_count,latency\n12,3.4\n",
+    "fields: user, password\nsee docs, later\n", "| Option | Description |\n|---|---|\n| --password | the password |\n",
+    "user,password\nbob,NULL\namy,$DB_PASSWORD\n", "INSERT INTO users (name, password_hash) VALUES ('bob', 'x1y2z3w4');",
+    "INSERT INTO users (name, password) VALUES ('bob', NULL), ('amy', '********');",
+    "| --password | string |", "| api key | see vault |", "| API_KEY | settings.API_KEY |",
 ]
 
 
@@ -286,7 +323,9 @@ ISSUE19 = issue19_cases()
 REDTEAM = redteam_cases()
 #: Secrets said in prose in other languages, and the forms found beside them, part of SECRETS.
 PROSE = prose_cases()
-SECRETS = _EARLIER + ISSUE19 + REDTEAM + PROSE
+#: Secrets in tables whose header names their column, part of SECRETS.
+TABLES = table_cases()
+SECRETS = _EARLIER + ISSUE19 + REDTEAM + PROSE + TABLES
 LOOKALIKES = _lookalikes()
 FORMATS = sorted({fmt for fmt, _, _ in SECRETS})
 

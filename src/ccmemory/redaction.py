@@ -21,6 +21,8 @@ secret is never cut in half first.
   ``password_hash``). What counts as a secret name is the ``names`` table of the rule file. Prose
   names them too, in other languages as well (``пароль от базы — …``, ``Das Passwort ist …``,
   ``密码是 …``): the value must then not be a plain word (:func:`_prose_value`).
+* A table's cell is a secret when the table's header names its column (a CSV or Markdown table, ``psql``
+  output, an SQL ``INSERT``): :mod:`ccmemory.secret_tables`.
 * Escapes are decoded before scanning (JSON/C backslash escapes, ``\\uXXXX``, percent-encoding,
   HTML entities, shell line continuations; up to :data:`MAX_DECODE_ROUNDS` nested layers): the decoded text is scanned too
   and each hit is mapped back to the span of the original text it came from, so
@@ -378,6 +380,8 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         return False
     if not is_secret_name(text[match.start("name"):match.end("name")]):
         return False
+    if check == "name-table":
+        return _prose_value(value, expressions=True)
     if check == "name-prose" and group == "bare" and match.group("sep").strip(" \t:="):
         return _prose_value(value)  # after "is": a plain word is prose ("the token is invalid"), not a credential
     if check == "name-machine" and group == "bare":  # "PASSWORD X" with no sign between: X must look machine-made
@@ -588,7 +592,8 @@ def _scan(text: str) -> list[tuple[int, int, str]]:
             spans.extend(_block_spans(block, text))
     starts: dict[Any, list[tuple[int, int]]] = {}
     for rule, gate in zip(table.rules, table.gates):
-        if gate and present.isdisjoint(gate):
+        if gate and present.isdisjoint(gate) or "requires" in rule and not any(
+                needed in lower for needed in rule["requires"]):
             continue
         candidates = None
         if rule.get("anchors") == "names":
@@ -606,6 +611,12 @@ def _scan(text: str) -> list[tuple[int, int, str]]:
         spans.extend(_rule_spans(rule, text, lower, candidates))
     if "secret" in lower and "kind" in lower and "data" in lower:
         spans.extend(_kubernetes_spans(text))
+    words = [word for word in table.anchors if word in present]
+    if words and ("," in text or ";" in text or "\t" in text or "|" in text or "insert" in lower):
+        from .secret_tables import table_spans
+
+        spans.extend((start, end, REDACTED) for start, end in table_spans(text, lower, words, is_secret_name,
+                                                                          _prose_value))
     spans.extend(_base64_spans(text))
     if "-" in text or "_" in text:
         spans.extend(_url_safe_base64_spans(text))

@@ -33,7 +33,7 @@ from ccmemory import redaction
 from testing.hooks import (
     assert_quiet_success, common, HOOK_PYTHON, memories_of, run_hook, tool_call, write_config, write_transcript,
 )
-from testing.secret_corpus import chunks, ISSUE19, OTHER_LANGUAGE_LOOKALIKES, PROSE, REDTEAM
+from testing.secret_corpus import chunks, ISSUE19, OTHER_LANGUAGE_LOOKALIKES, PROSE, REDTEAM, TABLE_LOOKALIKES, TABLES
 
 _RNG = random.Random(1919)
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -120,7 +120,7 @@ def _more_forms() -> list[tuple[str, str, str]]:
     return cases
 
 
-FORMS = ISSUE19 + _more_forms() + _issue25_forms() + REDTEAM + PROSE
+FORMS = ISSUE19 + _more_forms() + _issue25_forms() + REDTEAM + PROSE + TABLES
 
 
 def _payloads(channel: str, session: str, project: Path, chunk: str, number: int) -> list[dict]:
@@ -243,6 +243,7 @@ def test_every_secret_name_is_redacted_on_its_own(name: str) -> None:
     "password: &default_password\n  type: string", "oauth_client = OAuth2Session(client_id)", "file_pat = '*.py'",
     "net use Z: \\\\fs01\\share /persistent:yes",
     *OTHER_LANGUAGE_LOOKALIKES,
+    *TABLE_LOOKALIKES,
 ])
 def test_non_secrets_survive(text: str) -> None:
     assert redaction.redact(text) == text
@@ -252,6 +253,15 @@ def test_non_secrets_survive(text: str) -> None:
     ('{\\"db_password\\": \\"Qv7mZ2xRt9Lw\\", \\"user\\": \\"bob\\"}',
      '{\\"db_password\\": \\"[REDACTED]\\", \\"user\\": \\"bob\\"}'),
     ("db%5Fpassword=Qv7mZ2xRt9Lw&user=bob", "db%5Fpassword=[REDACTED]&user=bob"),
+    # a table whose header names the column: only the cell goes, its quotes and the other columns stay
+    ("user,password,role\nbob,Qv7mZ2xRt9Lw,admin\namy,\"Zx8#kq2Lw\",dev\n",
+     "user,password,role\nbob,[REDACTED],admin\namy,\"[REDACTED]\",dev\n"),
+    ("| user | token |\n|---|---|\n| ci | Qv7mZ2xRt9Lw |\n\nNext paragraph, with a comma",
+     "| user | token |\n|---|---|\n| ci | [REDACTED] |\n\nNext paragraph, with a comma"),
+    ("| Setting | Value |\n|---|---|\n| DB password | Qv7mZ2xRt9Lw |\n| host | db.internal |\n",
+     "| Setting | Value |\n|---|---|\n| DB password | [REDACTED] |\n| host | db.internal |\n"),
+    ("INSERT INTO users (name, password) VALUES ('bob', 'Qv7mZ2xRt9Lw'), ('it''s', 'a''b9Zx8#kq');",
+     "INSERT INTO users (name, password) VALUES ('bob', '[REDACTED]'), ('it''s', '[REDACTED]');"),
     ("password:\n  Qv7mZ2xRt9Lw\nuser: bob", "password:\n  [REDACTED]\nuser: bob"),
     ("token: |\n  Qv7mZ2xRt9Lw\n  second line\n\nnext: 1", "token: |\n  [REDACTED]\n\nnext: 1"),
     ("Cookie: theme=dark; sid=Qv7mZ2xRt9Lw; lang=en", "Cookie: [REDACTED]"),
