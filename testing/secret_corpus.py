@@ -235,6 +235,8 @@ def prose_cases() -> list[tuple[str, str, str]]:
                                     "rabbitmqctl add_user app {s}"])
     add("stdin-secret", _password, ["echo -n {s} | gh secret set DB_PASSWORD", "docker secret create db_pw - <<< {s}",
                                     "printf %s '{s}' | wrangler secret put API_KEY"])
+    add("expect-script", _password, ['expect "Password:"\nsend "{s}\\r"\nexpect eof',
+                                     'child.expect("passphrase")\nchild.sendline("{s}")'])
     add("vendor-prefix", lambda: _j("AKC", "p", _r(ALNUM, 69)), ["ARTIFACTORY={s}"])
     add("vendor-prefix", lambda: _j("cmVmdGtu", _r(ALNUM, 56)), ["jf config add --access-token {s}"])
     add("vendor-prefix", lambda: _j("GR1348941", _r(URLSAFE, 20)), ["gitlab-runner register --registration-token {s}"])

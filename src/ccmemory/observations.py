@@ -6,7 +6,9 @@ call with :func:`from_payload` and stores it as a memory with sector ``episodic`
 re-delivered payload is stored once.
 
 Its ``content`` is a few readable lines (what the tool did, on which files, with a capped
-excerpt of its input and result; an edit as a diff whose context lines are stored once). Its
+excerpt of its input and result; an edit as a diff whose context lines are stored once; what was written to,
+edited in or printed from a file whose name says its content is a secret, such as ``config/master.key``, only
+as how many characters were withheld: :mod:`ccmemory.secret_files`). Its
 first line, the *head*, says what was called (``Ran: pytest -x (Run the tests)``), and ends in
 :data:`FAILED_MARK` when the call failed. That text is for people and search: every module that
 needs a fact about the call reads it from the memory's ``metadata`` column instead, a JSON object
@@ -69,6 +71,7 @@ from .config import Config
 from .excerpts import cut
 from .vocabulary import FILE_CHANGING_TOOLS, LOOKUP_TOOLS
 from .redaction import redact, redact_value, strip_private
+from .secret_files import is_secret_file, printed_secret_file, withheld
 
 MAX_OBSERVATION_CHARS = 8000
 #: Characters read beyond a field's cut on each side, so no secret is cut in half before the scan.
@@ -263,7 +266,7 @@ class _Builder:
         content = self.arg("content")
         self.lines.append(f"Wrote {shown} ({content.count(chr(10)) + 1 if content else 0} lines)")
         if content:
-            self.lines.append(self.field(content))
+            self.lines.append(withheld(len(content)) if is_secret_file(self.arg("file_path")) else self.field(content))
 
     def _tool_Edit(self) -> None:
         shown = self.add_file(self.arg("file_path"))
@@ -272,7 +275,10 @@ class _Builder:
         if scope:
             self.facts["scope"] = scope
         self.lines.append(f"Edited {shown}{everywhere}" + (f" in {scope}" if scope else ""))
-        self._edit_lines(self.input, self.limit // 2)
+        if is_secret_file(self.arg("file_path")):
+            self.lines.append(withheld(len(self.arg("new_string"))))
+        else:
+            self._edit_lines(self.input, self.limit // 2)
 
     def _edit_lines(self, edit: dict[str, Any], limit: int) -> None:
         """The edit as a diff: the lines it keeps at either end once (two spaces), then ``-`` and ``+`` lines.
@@ -298,6 +304,9 @@ class _Builder:
         shown = self.add_file(self.arg("file_path"))
         edits = [e for e in self.input.get("edits") or [] if isinstance(e, dict)]
         self.lines.append(f"Edited {shown} ({len(edits)} edits)")
+        if is_secret_file(self.arg("file_path")):
+            self.lines.append(withheld(sum(len(e.get("new_string") or "") for e in edits)))
+            return
         limit = max(self.limit // (2 * max(len(edits[:5]), 1)), 150)
         for edit in edits[:5]:
             self._edit_lines(edit, limit)
@@ -324,7 +333,9 @@ class _Builder:
         response = self.response_dict()
         stdout = response.get("stdout") if response else self.response
         stderr = response.get("stderr")
-        if isinstance(stdout, str) and stdout.strip():
+        if isinstance(stdout, str) and stdout.strip() and printed_secret_file(self.arg("command")):
+            self.lines.append("Output:\n" + withheld(len(stdout)))
+        elif isinstance(stdout, str) and stdout.strip():
             self.lines.append("Output:\n" + self.field(stdout))
         if isinstance(stderr, str) and stderr.strip():
             self.lines.append("Stderr:\n" + self.field(stderr, self.limit // 2))
@@ -400,7 +411,10 @@ class _Builder:
         if self.input:
             self.lines.append("Input: " + self.field(self.input, self.limit // 2))
         text = response_text(self.response)
-        if text.strip():
+        named = (self.input.get(key) for key in ("path", "file_path", "filepath", "filename", "file"))
+        if text.strip() and any(isinstance(path, str) and is_secret_file(path) for path in named):
+            self.lines.append("Result:\n" + withheld(len(text)))
+        elif text.strip():
             self.lines.append("Result:\n" + self.field(text))
 
     def _response_files(self) -> None:

@@ -379,3 +379,36 @@ def test_disguised_secrets_are_redacted_by_the_capture_hook_and_nothing_else_cha
     expected = ("Résumé ｆｕｌｌ ﬁle — naïve\u200b\nｐａｓｓｗｏｒｄ＝[REDACTED] ok\n[REDACTED]\nGET /geo?key=[REDACTED]&page=2 200\n"
                 "ENV=[REDACTED]\nkind: Secret\ndata:\n  user: [REDACTED]")
     assert expected in memory["content"], memory["content"]
+
+
+def test_a_secret_files_content_never_reaches_the_store(home: Path, project_dir: Path) -> None:
+    """A master key, a bare token or a private key is a secret by its file's name alone: what the capture hook
+    gets from writing, editing or printing such a file (or reading it through an MCP tool) is stored as a line
+    saying how much was withheld, every byte of the data directory searched afterwards."""
+    key, token = "8af457e24e260166b07139523942d17f", "s.Qv7mZ2xRt9Lw3kP0aB8cD"
+    private = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAAB"
+    payloads = [
+        tool_call("s-f", project_dir, "Write", {"file_path": str(project_dir / "config" / "master.key"),
+                                                "content": key + "\n"}, {"type": "create"}, "f1"),
+        tool_call("s-f", project_dir, "Bash", {"command": "cat ~/.vault-token"},
+                  {"stdout": token, "stderr": "", "interrupted": False}, "f2"),
+        tool_call("s-f", project_dir, "Edit", {"file_path": str(project_dir / "deploy" / "id_ed25519"),
+                                               "old_string": "x", "new_string": private}, {}, "f3"),
+        tool_call("s-f", project_dir, "mcp__files__read_file", {"path": "config/master.key"},
+                  {"content": [{"type": "text", "text": key}]}, "f4"),
+        tool_call("s-f", project_dir, "Bash", {"command": "head -n 1 secrets.txt"},
+                  {"stdout": token[::-1], "stderr": "", "interrupted": False}, "f5"),
+    ]
+    for payload in payloads:
+        assert_quiet_success(run_hook("post_tool_use", payload, home))
+    stored = memories_of(home, "s-f")
+    assert len(stored) == len(payloads)
+    assert all("content of a secret file withheld" in memory["content"] for memory in stored), stored
+    files = b"".join(path.read_bytes() for path in home.rglob("*") if path.is_file())
+    for secret in (key, token, token[::-1], private.splitlines()[1]):
+        assert secret.encode() not in files
+    # The public half and ordinary files are stored as before.
+    public = tool_call("s-g", project_dir, "Write", {"file_path": str(project_dir / "id_ed25519.pub"),
+                                                     "content": "ssh-ed25519 AAAAC3Nza bob@host"}, {}, "g1")
+    assert_quiet_success(run_hook("post_tool_use", public, home))
+    assert "ssh-ed25519 AAAAC3Nza bob@host" in memories_of(home, "s-g")[0]["content"]
