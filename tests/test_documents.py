@@ -96,6 +96,15 @@ def test_binary_files_and_directories_are_refused(db, project, tmp_path):
     assert "`ccmemory docs ingest " in str(refused.value)
 
 
+def test_a_secret_file_is_refused_before_it_is_read(db, project, tmp_path):
+    key = tmp_path / "config" / "master.key"
+    key.parent.mkdir()
+    key.write_text("8af457e24e260166b07139523942d17f\n")
+    with pytest.raises(ValidationError, match="whole content is a secret"):
+        documents.ingest(db, project_id=project, path=str(key))
+    assert db.scalar("SELECT COUNT(*) FROM documents") == 0
+
+
 def serve_once(body: bytes, content_type: str, path: str) -> str:
     """Serve one GET on loopback in a thread; returns the URL."""
 

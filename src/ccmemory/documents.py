@@ -26,6 +26,7 @@ from .errors import NotFoundError, ValidationError
 from .redaction import redact, redact_fields
 from .search import (CANDIDATES, DEFAULT_LIMIT, DEFAULT_MODE, SearchResult, fts_query, keyword_ranking, query_terms,
                      rank, validate_query, vector_ranking)
+from .secret_files import is_secret_file
 
 MAX_DOCUMENT_BYTES = 5 * 1024 * 1024
 TEXT_TYPES = ("application/json", "application/xml", "application/xhtml+xml")
@@ -79,6 +80,9 @@ def _read_path(path: str, root: str | None) -> tuple[str, str]:
     if os.path.isdir(file):
         raise ValidationError(f"{file} is a directory; ingest its files one at a time "
                               f"(`ccmemory docs ingest {file}/FILE.md`, or docs_ingest with path=FILE)")
+    if is_secret_file(file):
+        raise ValidationError(f"{file} is named like a file whose whole content is a secret (a key or a token), "
+                              "so it is not ingested; put what the documents should say in a text or Markdown file")
     data = safe_files.read_regular(file, MAX_DOCUMENT_BYTES, root=root)
     if b"\0" in data[:8192]:
         raise ValidationError(f"{file} looks binary; only text documents (txt, md, ...) can be ingested")
