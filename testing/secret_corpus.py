@@ -220,6 +220,7 @@ def prose_cases() -> list[tuple[str, str, str]]:
         "passordet er {s}", "lösenordet är {s}", "hasło to {s}", "şifre: {s}", "κωδικός: {s}", "סיסמה: {s}",
         "كلمة المرور: {s}", "पासवर्ड: {s}", "mật khẩu là {s}", "kata sandi: {s}"])
     add("letters-only-prose", _mixed_letters, ["the admin password is {s}", "пароль: {s}", "API key: {s}"])
+    add("prose", _password, ["the password for the staging db is {s}", "the token for the CI runner was {s}"])
     add("vendor-prefix", lambda: _j("oy2", _r(LOWER + DIGITS, 43)), ["nuget push pkg.nupkg -k {s}"])
     add("webhook-url", lambda: _j(_r(HEX, 8), "-", _r(HEX, 4), "@", _r(HEX, 8), "/IncomingWebhook/", _r(HEX, 32)),
         ["curl -X POST https://contoso.webhook.office.com/webhookb2/{s} -d @card.json"])
@@ -280,6 +281,7 @@ OTHER_LANGUAGE_LOOKALIKES = [
     "Passwort: <dein-passwort>", "la clave es 42", "密码长度为8位", "パスワードは英数字8文字以上",
     "токен: ./secrets/token.txt", "the password is incorrect", "the password is PostgreSQL",
     "the token is XMLHttpRequest", "The password for the db is stored in Vault",
+    "Changed the password policy on 2024-05-01", "Moved password storage to vault2", "password hashing to bcrypt2",
 ]
 
 #: Tables and lists that name a secret column but hold no secret, or are no table: none may be redacted.
