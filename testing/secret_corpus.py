@@ -282,6 +282,9 @@ OTHER_LANGUAGE_LOOKALIKES = [
     "токен: ./secrets/token.txt", "the password is incorrect", "the password is PostgreSQL",
     "the token is XMLHttpRequest", "The password for the db is stored in Vault",
     "Changed the password policy on 2024-05-01", "Moved password storage to vault2", "password hashing to bcrypt2",
+    # found by running the rules over the shared bench data: a command named in prose, Italian "parola" (word)
+    "you can use the net user command. The basic syntax is:\n\nnet user [username] [password] /add",
+    "net user <username> <password> /add", 'Ottimo, la parola è "domenica".',
 ]
 
 #: Tables and lists that name a secret column but hold no secret, or are no table: none may be redacted.
