@@ -305,7 +305,7 @@ class _Builder:
         edits = [e for e in self.input.get("edits") or [] if isinstance(e, dict)]
         self.lines.append(f"Edited {shown} ({len(edits)} edits)")
         if is_secret_file(self.arg("file_path")):
-            self.lines.append(withheld(sum(len(e.get("new_string") or "") for e in edits)))
+            self.lines.append(withheld(sum(len(e["new_string"]) for e in edits if isinstance(e.get("new_string"), str))))
             return
         limit = max(self.limit // (2 * max(len(edits[:5]), 1)), 150)
         for edit in edits[:5]:

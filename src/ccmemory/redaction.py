@@ -592,8 +592,8 @@ def _scan(text: str) -> list[tuple[int, int, str]]:
             spans.extend(_block_spans(block, text))
     starts: dict[Any, list[tuple[int, int]]] = {}
     for rule, gate in zip(table.rules, table.gates):
-        if gate and present.isdisjoint(gate) or "requires" in rule and not any(
-                needed in lower for needed in rule["requires"]):
+        if (gate and present.isdisjoint(gate)) or ("requires" in rule and not any(
+                needed in lower for needed in rule["requires"])):
             continue
         candidates = None
         if rule.get("anchors") == "names":

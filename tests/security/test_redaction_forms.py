@@ -398,6 +398,8 @@ def test_a_secret_files_content_never_reaches_the_store(home: Path, project_dir:
                   {"content": [{"type": "text", "text": key}]}, "f4"),
         tool_call("s-f", project_dir, "Bash", {"command": "head -n 1 secrets.txt"},
                   {"stdout": token[::-1], "stderr": "", "interrupted": False}, "f5"),
+        tool_call("s-f", project_dir, "MultiEdit", {"file_path": str(project_dir / ".vault-token"), "edits": [
+            {"old_string": "old", "new_string": token.upper()}, {"old_string": 1, "new_string": None}]}, {}, "f6"),
     ]
     for payload in payloads:
         assert_quiet_success(run_hook("post_tool_use", payload, home))
@@ -405,7 +407,7 @@ def test_a_secret_files_content_never_reaches_the_store(home: Path, project_dir:
     assert len(stored) == len(payloads)
     assert all("content of a secret file withheld" in memory["content"] for memory in stored), stored
     files = b"".join(path.read_bytes() for path in home.rglob("*") if path.is_file())
-    for secret in (key, token, token[::-1], private.splitlines()[1]):
+    for secret in (key, token, token[::-1], token.upper(), private.splitlines()[1]):
         assert secret.encode() not in files
     # The public half and ordinary files are stored as before.
     public = tool_call("s-g", project_dir, "Write", {"file_path": str(project_dir / "id_ed25519.pub"),
