@@ -8,11 +8,10 @@ returned.
 
 A header is a line of two to :data:`MAX_CELLS` cells split by one delimiter (``,``, ``;``, a tab or ``|``),
 each a short name (at most three words, no sign but ``_ . -``; the first may follow other text on its line),
-one of them a secret name; the rows are the
-lines right after it (past a ``---``/``-+-`` rule line) with as many cells. A row's cell is returned when it is
-one token (quoted, or without spaces) that the caller's check accepts (not a plain word): prose that happens
-to have commas is no table. Linear: every line is
-read as a header or a row at most once. Standard library only (the capture hook redacts through here).
+one of them a secret name; the rows are the lines right after it (past a ``---``/``-+-`` rule line) with as
+many cells. A row's cell is returned when it is one token (quoted, or without spaces) that the caller's check
+accepts (not a plain word): prose that happens to have commas is no table. Linear: every line is read as a
+header or a row at most once. Standard library only (the capture hook redacts through here).
 """
 
 from __future__ import annotations
