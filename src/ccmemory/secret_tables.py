@@ -22,8 +22,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable
 
-#: Rows read under one header.
-MAX_ROWS = 1000
 #: Cells a header may have.
 MAX_CELLS = 50
 #: Longest line read as a header or a row.
@@ -140,11 +138,13 @@ def _delimited_spans(text: str, lower: str, words: list[str], is_secret_name: Ca
 def _rows(text: str, position: int, delimiter: str, width: int, columns: list[int],
           plausible: Callable[[str], bool], spans: Spans) -> int:
     """Add the secret cells of the rows from ``position`` (past a rule line) to ``spans``; where the rows end."""
-    for rows in range(MAX_ROWS + 1):
+    rows = 0
+    while position <= len(text):
         end = text.find("\n", position)
         end = len(text) if end < 0 else end
         row = text[position:end].rstrip("\r")
-        if rows == 0 and _RULE_LINE.fullmatch(row):
+        rows += 1
+        if rows == 1 and _RULE_LINE.fullmatch(row):
             position = end + 1
             continue
         cells = _cells(row, position, delimiter) if len(row) <= MAX_LINE and delimiter in row else []
@@ -155,8 +155,6 @@ def _rows(text: str, position: int, delimiter: str, width: int, columns: list[in
             if value is not None and plausible(text[value[0]:value[1]]):
                 spans.append(value)
         position = end + 1
-        if position > len(text):
-            break
     return position
 
 
@@ -171,7 +169,7 @@ def _insert_spans(text: str, is_secret_name: Callable[[str], bool], plausible: C
         columns = [index for index, name in enumerate(insert.group(1).split(","))
                    if is_secret_name(name.strip().strip(_QUOTES + "[]"))]
         position = insert.end()
-        for _ in range(MAX_ROWS if columns else 0):
+        while columns:
             values, position = _row(text, position)
             for column in columns:
                 if column < len(values):

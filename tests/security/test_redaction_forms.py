@@ -341,6 +341,13 @@ ADVERSARIAL = {
     "kubernetes": "kind: Secret\ndata:\n" + "  k: YWRtaW4=\n" * (_MEGABYTE // 14),
     "kubernetes-data-keys": "kind: Secret\n" + "data:\n" * (_MEGABYTE // 6),
     "kubernetes-json": '"kind": "Secret" ' + '"data": {"k": "v", ' * (_MEGABYTE // 20),
+    # the second red-team pass: tables, SQL inserts, words of other languages
+    "table-headers": "user,password\n" * (_MEGABYTE // 14),
+    "table-rows": "user,password\n" + "a,Xy7kLm2pQ9\n" * (_MEGABYTE // 13),
+    "markdown-cells": "| password | x |\n" * (_MEGABYTE // 17),
+    "sql-unterminated": "insert into t(password) values ('" * (_MEGABYTE // 34),
+    "other-language-words": "пароль от базы данных — " * (_MEGABYTE // 24),
+    "glued-copulas": "密码是" * (_MEGABYTE // 3),
 }
 
 
