@@ -697,3 +697,35 @@ def test_a_query_of_the_longest_length_is_searched_where_a_statement_binds_at_mo
     assert frequency[words[400]] == 1 and frequency[words[3]] == 1 and frequency[asked[-1]] == 0
     hits = search.search(db, query, project_id=project, mode="keyword", limit=5, track=False)
     assert memory.id in [hit.memory.id for hit in hits]
+
+
+def test_neighbours_are_found_among_many_sessions_that_share_one_time(db, project, monkeypatch):
+    """A chat imported with one date for many sessions ties all their turns: each turn's neighbours are still the
+    turns next to it in its own session (by ``seq`` among the ties, then by time), the first and last have none
+    on their open side, and only :data:`ccmemory.sessions.NEIGHBOUR_TIES` of the other sessions' ties are read."""
+    from ccmemory import sessions
+
+    when = "2025-03-01T00:00:00.000Z"
+    added: dict[str, list[int]] = {"a": [], "b": [], "c": []}
+    for turn in range(4):
+        for name in added:  # the sessions' turns interleave in storage order
+            memory = memories.add(db, project_id=project, content=f"{name} turn {turn}", session_id=name,
+                                  created_at=when)
+            added[name].append(memory.seq)
+    later = memories.add(db, project_id=project, content="a turn 4, a minute later", session_id="a",
+                         created_at="2025-03-01T00:01:00.000Z")
+
+    def neighbours(seq: int) -> tuple[int | None, int | None]:
+        before, before_params = sessions.neighbour_sql("seq", before=True)
+        after, after_params = sessions.neighbour_sql("seq", before=False)
+        row = db.one(f"SELECT {before} AS before, {after} AS after FROM memories m WHERE m.seq = ?",
+                     (*before_params, *after_params, seq))
+        return row["before"], row["after"]
+
+    for name, seqs in added.items():
+        for index, seq in enumerate(seqs):
+            expected_after = seqs[index + 1] if index + 1 < len(seqs) else (later.seq if name == "a" else None)
+            assert neighbours(seq) == (seqs[index - 1] if index else None, expected_after), (name, index)
+    assert neighbours(later.seq) == (added["a"][-1], None)
+    monkeypatch.setattr(sessions, "NEIGHBOUR_TIES", 1)  # the next turn of b is two ties away: none is found
+    assert neighbours(added["b"][0]) == (None, None)

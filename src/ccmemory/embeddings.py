@@ -789,11 +789,12 @@ def previous_turns(db: Database, seqs: Sequence[int]) -> dict[int, str]:
     from .sessions import neighbour_sql
 
     kinds = ",".join("?" * len(SELF_CONTAINED))
+    previous, params = neighbour_sql("content", before=True, filters=f" AND n.source NOT IN ({kinds})",
+                                     params=SELF_CONTAINED)
     rows = db.rows(
-        f"SELECT m.seq, {neighbour_sql('content', before=True, filters=f' AND n.source NOT IN ({kinds})')} "
-        f"AS previous FROM memories m WHERE m.seq IN ({','.join('?' * len(seqs))}) AND m.session_id IS NOT NULL "
-        f"AND m.source NOT IN ({kinds})",
-        (*SELF_CONTAINED, *seqs, *SELF_CONTAINED),
+        f"SELECT m.seq, {previous} AS previous FROM memories m WHERE m.seq IN ({','.join('?' * len(seqs))}) "
+        f"AND m.session_id IS NOT NULL AND m.source NOT IN ({kinds})",
+        (*params, *seqs, *SELF_CONTAINED),
     )
     return {row["seq"]: row["previous"] for row in rows if row["previous"]}
 

@@ -561,13 +561,13 @@ def with_neighbours(db: Database, ranked: list[tuple[int, float]], *, include_su
         filters += " AND n.sector = ?"
         params.append(sector)
     marks = ",".join("?" * len(pool))
+    before, before_params = sessions.neighbour_sql("seq", before=True, filters=filters, params=params)
+    after, after_params = sessions.neighbour_sql("seq", before=False, filters=filters, params=params)
     rows = db.rows(
         f"SELECT m.seq, m.source, instr(m.content, '?') > 0 AS asks, "
-        f"substr(m.content, 1, {speakers.HEAD_CHARS}) AS head, "
-        f"{sessions.neighbour_sql('seq', before=True, filters=filters)} AS before, "
-        f"{sessions.neighbour_sql('seq', before=False, filters=filters)} AS after "
+        f"substr(m.content, 1, {speakers.HEAD_CHARS}) AS head, {before} AS before, {after} AS after "
         f"FROM memories m WHERE m.seq IN ({marks}) AND m.session_id IS NOT NULL",
-        (*params, *params, *[seq for seq, _ in pool]),
+        (*before_params, *after_params, *[seq for seq, _ in pool]),
     )
     score = dict(pool)
     replied = replies(db, rows)

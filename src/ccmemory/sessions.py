@@ -13,20 +13,34 @@ from .vocabulary import SUMMARY_SOURCE
 #: Two memories of one session at most this far apart (in days) are neighbours: search lends a strong hit's
 #: neighbours part of its score, and a conversation turn is embedded with the memory before it.
 NEIGHBOUR_WINDOW_DAYS = 1 / 24
+#: Memories of the project with the same time as a memory (in ``seq`` order from it) among which its neighbour in
+#: its session is looked for: one further away (more of other sessions' memories of that time between) is none.
+NEIGHBOUR_TIES = 256
 
 
-def neighbour_sql(column: str, *, before: bool, filters: str = "") -> str:
-    """A correlated subquery giving ``n.<column>`` of the memory right before (or after) memory ``m`` in its
-    session, within :data:`NEIGHBOUR_WINDOW_DAYS`; deleted memories never count, ``filters`` (``" AND n.…"``,
-    with its own parameters) narrows which others do.
+def neighbour_sql(column: str, *, before: bool, filters: str = "",
+                  params: Sequence[object] = ()) -> tuple[str, tuple[object, ...]]:
+    """A correlated subquery giving ``<column>`` of the memory right before (or after) memory ``m`` in its
+    session, within :data:`NEIGHBOUR_WINDOW_DAYS`, and its parameters; deleted memories never count,
+    ``filters`` (``" AND n.…"``, with its ``params``) narrows which others do.
 
-    Row values and a time bound keep each lookup a short seek in ``memories_project_created``.
+    Each lookup is a short seek in ``memories_project_created`` (whose rows end in ``seq``): first among the
+    memories of ``m``'s very time, by ``seq`` (at most :data:`NEIGHBOUR_TIES` of them: a chat imported with
+    one date for many sessions ties them all, and no index orders a session's memories by time), then among
+    the later (or earlier) times.
     """
-    order, bound, shift, desc = ("<", ">=", "-", " DESC") if before else (">", "<=", "+", "")
-    return (f"(SELECT n.{column} FROM memories n WHERE n.project_id = m.project_id AND n.session_id = m.session_id "
-            f"AND n.is_deleted = 0{filters} AND (n.created_at, n.seq) {order} (m.created_at, m.seq) "
-            f"AND n.created_at {bound} strftime('%Y-%m-%dT%H:%M:%fZ', julianday(m.created_at) {shift} "
-            f"{NEIGHBOUR_WINDOW_DAYS!r}) ORDER BY n.created_at{desc}, n.seq{desc} LIMIT 1)")
+    order, bound, shift, desc, pick = ("<", ">=", "-", " DESC", "max") if before else (">", "<=", "+", "", "min")
+    tied = (f"(SELECT {pick}(t.seq) FROM (SELECT n.seq, n.session_id FROM memories n "
+            f"WHERE n.project_id = m.project_id AND n.created_at = m.created_at AND n.seq {order} m.seq "
+            f"AND n.is_deleted = 0{filters} ORDER BY n.seq{desc} LIMIT {NEIGHBOUR_TIES}) t "
+            f"WHERE t.session_id = m.session_id)")
+    other = (f"(SELECT n.seq FROM memories n WHERE n.project_id = m.project_id AND n.session_id = m.session_id "
+             f"AND n.is_deleted = 0{filters} AND n.created_at {order} m.created_at "
+             f"AND n.created_at {bound} strftime('%Y-%m-%dT%H:%M:%fZ', julianday(m.created_at) {shift} "
+             f"{NEIGHBOUR_WINDOW_DAYS!r}) ORDER BY n.created_at{desc}, n.seq{desc} LIMIT 1)")
+    seq = f"COALESCE({tied}, {other})"
+    sql = seq if column == "seq" else f"(SELECT x.{column} FROM memories x WHERE x.seq = {seq})"
+    return sql, (*params, *params)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

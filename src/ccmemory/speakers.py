@@ -79,6 +79,7 @@ def named(db: Database, names: Sequence[str], *, covered: str, params: Sequence[
     from .sessions import neighbour_sql
 
     kinds = ",".join("?" * len(SELF_CONTAINED))
+    next_turn, _ = neighbour_sql("seq", before=False)
     found: list[str] = []
     for name in names[:_NAMES_LOOKED_UP]:
         rows = db.rows(
@@ -86,7 +87,7 @@ def named(db: Database, names: Sequence[str], *, covered: str, params: Sequence[
             f"WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT {_MATCHES_SEARCHED}) AND {covered} "
             f"AND m.is_deleted = 0 AND m.session_id IS NOT NULL AND m.source NOT IN ({kinds}) "
             f"ORDER BY m.seq DESC LIMIT {_TURNS_READ}) "
-            f"SELECT substr(m.content, 1, {HEAD_CHARS}) AS head, {neighbour_sql('seq', before=False)} AS next "
+            f"SELECT substr(m.content, 1, {HEAD_CHARS}) AS head, {next_turn} AS next "
             f"FROM memories m WHERE m.seq IN turns",
             ('"' + name.replace('"', '""') + '"', *params, *SELF_CONTAINED))
         followed = [row for row in rows
