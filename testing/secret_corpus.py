@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import random
 import string
+from typing import Callable
 
 _RNG = random.Random(1107)
 UPPER, LOWER, DIGITS = string.ascii_uppercase, string.ascii_lowercase, string.digits
@@ -26,86 +27,89 @@ def _j(*parts: str) -> str:
     return "".join(parts)
 
 
+def _each(fmt: str, make_secret: Callable[[], str], contexts: list[str]) -> list[tuple[str, str, str]]:
+    """(format, text, secret) for each context, with a new secret in each."""
+    return [(fmt, context.format(s=secret), secret) for context in contexts for secret in [make_secret()]]
+
+
 def _cases() -> list[tuple[str, str, str]]:
     cases: list[tuple[str, str, str]] = []
 
-    def add(fmt: str, make_secret, contexts: list[str]) -> None:
-        for context in contexts:
-            secret = make_secret()
-            cases.append((fmt, context.format(s=secret), secret))
-
-    add("aws-access-key-id", lambda: _j("AK", "IA", _r(UPPER + "234567", 16)),
+    cases += _each("aws-access-key-id", lambda: _j("AK", "IA", _r(UPPER + "234567", 16)),
         ["aws configure set aws_access_key_id {s}", "Found key {s} in ~/.aws/credentials"])
-    add("aws-secret-access-key", lambda: _r(ALNUM + "/+", 40),
+    cases += _each("aws-secret-access-key", lambda: _r(ALNUM + "/+", 40),
         ["aws_secret_access_key = {s}", 'export AWS_SECRET_ACCESS_KEY="{s}"'])
-    add("github-pat", lambda: _j("gh", "p_", _r(ALNUM, 36)),
+    cases += _each("github-pat", lambda: _j("gh", "p_", _r(ALNUM, 36)),
         ["git remote set-url origin https://x-access-token:{s}@github.com/acme/api.git", "GH_TOKEN={s} gh pr list"])
-    add("github-fine-grained", lambda: _j("github", "_pat_", _r(ALNUM, 22), "_", _r(ALNUM, 59)),
+    cases += _each("github-fine-grained", lambda: _j("github", "_pat_", _r(ALNUM, 22), "_", _r(ALNUM, 59)),
         ["token: {s}", "using {s} for the release workflow"])
-    add("gitlab-pat", lambda: _j("gl", "pat-", _r(URLSAFE, 20)), ["CI_JOB_TOKEN={s}", "curl --header 'PRIVATE-TOKEN: {s}'"])
-    add("slack-bot-token", lambda: _j("xo", "xb-", _r(DIGITS, 12), "-", _r(DIGITS, 13), "-", _r(ALNUM, 24)),
+    cases += _each("gitlab-pat", lambda: _j("gl", "pat-", _r(URLSAFE, 20)), ["CI_JOB_TOKEN={s}", "curl --header 'PRIVATE-TOKEN: {s}'"])
+    cases += _each("slack-bot-token", lambda: _j("xo", "xb-", _r(DIGITS, 12), "-", _r(DIGITS, 13), "-", _r(ALNUM, 24)),
         ["SLACK_BOT_TOKEN={s}", "client = WebClient(token='{s}')"])
-    add("slack-webhook", lambda: _j("T", _r(UPPER + DIGITS, 10), "/B", _r(UPPER + DIGITS, 10), "/", _r(ALNUM, 24)),
+    cases += _each("slack-webhook", lambda: _j("T", _r(UPPER + DIGITS, 10), "/B", _r(UPPER + DIGITS, 10), "/", _r(ALNUM, 24)),
         ["curl -X POST https://hooks.slack.com/services/{s} -d @msg.json",
-         "webhook_url: https://hooks.slack.com/services/{s}"])
-    add("stripe-secret", lambda: _j("sk", "_live_", _r(ALNUM, 24)),
+                    "webhook_url: https://hooks.slack.com/services/{s}"])
+    cases += _each("stripe-secret", lambda: _j("sk", "_live_", _r(ALNUM, 24)),
         ["stripe.api_key = '{s}'", "Stripe key {s} was rotated"])
-    add("stripe-webhook", lambda: _j("wh", "sec_", _r(ALNUM, 32)), ["STRIPE_WEBHOOK_SECRET={s}", "signing secret {s}"])
-    add("openai-key", lambda: _j("sk", "-proj-", _r(URLSAFE, 48)), ["OPENAI_API_KEY={s}", "client = OpenAI(api_key=\"{s}\")"])
-    add("anthropic-key", lambda: _j("sk", "-ant-api03-", _r(URLSAFE, 93), "AA"),
+    cases += _each("stripe-webhook", lambda: _j("wh", "sec_", _r(ALNUM, 32)), ["STRIPE_WEBHOOK_SECRET={s}", "signing secret {s}"])
+    cases += _each("openai-key", lambda: _j("sk", "-proj-", _r(URLSAFE, 48)),
+                   ["OPENAI_API_KEY={s}", "client = OpenAI(api_key=\"{s}\")"])
+    cases += _each("anthropic-key", lambda: _j("sk", "-ant-api03-", _r(URLSAFE, 93), "AA"),
         ["export ANTHROPIC_API_KEY={s}", "x-api-key: {s}"])
-    add("google-api-key", lambda: _j("AI", "za", "Sy", _r(URLSAFE, 33)),
+    cases += _each("google-api-key", lambda: _j("AI", "za", "Sy", _r(URLSAFE, 33)),
         ["https://maps.googleapis.com/maps/api/geocode/json?key={s}", "GOOGLE_API_KEY: {s}"])
-    add("npm-token", lambda: _j("np", "m_", _r(ALNUM, 36)),
+    cases += _each("npm-token", lambda: _j("np", "m_", _r(ALNUM, 36)),
         ["//registry.npmjs.org/:_authToken={s}", "NPM_TOKEN={s} npm publish"])
-    add("pypi-token", lambda: _j("py", "pi-", "AgEIcHlwaS5vcmc", _r(URLSAFE, 70)),
+    cases += _each("pypi-token", lambda: _j("py", "pi-", "AgEIcHlwaS5vcmc", _r(URLSAFE, 70)),
         ["twine upload -u __token__ -p {s} dist/*", "password = {s}"])
-    add("huggingface-token", lambda: _j("h", "f_", _r(ALNUM, 34)), ["HF_TOKEN={s}", "huggingface-cli login --token {s}"])
-    add("twilio-api-key", lambda: _j("S", "K", _r(HEX, 32)), ["TWILIO_API_KEY={s}", "client = Client('{s}', secret)"])
-    add("sendgrid-key", lambda: _j("S", "G.", _r(URLSAFE, 22), ".", _r(URLSAFE, 43)),
+    cases += _each("huggingface-token", lambda: _j("h", "f_", _r(ALNUM, 34)), ["HF_TOKEN={s}", "huggingface-cli login --token {s}"])
+    cases += _each("twilio-api-key", lambda: _j("S", "K", _r(HEX, 32)), ["TWILIO_API_KEY={s}", "client = Client('{s}', secret)"])
+    cases += _each("sendgrid-key", lambda: _j("S", "G.", _r(URLSAFE, 22), ".", _r(URLSAFE, 43)),
         ["SENDGRID_API_KEY={s}", "sg = SendGridAPIClient('{s}')"])
-    add("mailgun-key", lambda: _j("ke", "y-", _r(HEX, 32)), ["MAILGUN_API_KEY={s}", "auth=('api', '{s}')"])
-    add("digitalocean-token", lambda: _j("do", "p_v1_", _r(HEX, 64)), ["doctl auth init -t {s}", "DO_TOKEN={s}"])
-    add("azure-account-key", lambda: base64.b64encode(_RNG.randbytes(64)).decode(),
+    cases += _each("mailgun-key", lambda: _j("ke", "y-", _r(HEX, 32)), ["MAILGUN_API_KEY={s}", "auth=('api', '{s}')"])
+    cases += _each("digitalocean-token", lambda: _j("do", "p_v1_", _r(HEX, 64)), ["doctl auth init -t {s}", "DO_TOKEN={s}"])
+    cases += _each("azure-account-key", lambda: base64.b64encode(_RNG.randbytes(64)).decode(),
         ["DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={s};EndpointSuffix=core.windows.net",
-         "az storage blob list --account-key {s}"])
-    add("discord-bot-token", lambda: _j("M", _r(ALNUM, 23), ".", _r(URLSAFE, 6), ".", _r(URLSAFE, 27)),
+                    "az storage blob list --account-key {s}"])
+    cases += _each("discord-bot-token", lambda: _j("M", _r(ALNUM, 23), ".", _r(URLSAFE, 6), ".", _r(URLSAFE, 27)),
         ["DISCORD_TOKEN={s}", "bot.run('{s}')"])
-    add("discord-webhook", lambda: _j(_r(DIGITS, 18), "/", _r(URLSAFE, 68)),
+    cases += _each("discord-webhook", lambda: _j(_r(DIGITS, 18), "/", _r(URLSAFE, 68)),
         ["curl -d '{{}}' https://discord.com/api/webhooks/{s}", "hook https://discordapp.com/api/webhooks/{s}"])
-    add("telegram-bot-token", lambda: _j(_r(DIGITS, 10), ":AA", _r(URLSAFE, 33)),
+    cases += _each("telegram-bot-token", lambda: _j(_r(DIGITS, 10), ":AA", _r(URLSAFE, 33)),
         ["curl https://api.telegram.org/bot{s}/getMe", "TELEGRAM_TOKEN={s}"])
-    add("jwt", lambda: ".".join([base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode().rstrip("="),
-                                 base64.urlsafe_b64encode(_j('{"sub":"', _r(DIGITS, 8), '","admin":true}').encode())
-                                 .decode().rstrip("="), _r(URLSAFE, 43)]),
+    cases += _each("jwt", lambda: ".".join([base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode().rstrip("="),
+                                            base64.urlsafe_b64encode(_j('{"sub":"', _r(DIGITS, 8), '","admin":true}').encode())
+                                            .decode().rstrip("="), _r(URLSAFE, 43)]),
         ["Cookie: session={s}", "the id_token was {s}"])
-    add("private-key", lambda: _r(ALNUM + "+/", 64),
+    cases += _each("private-key", lambda: _r(ALNUM + "+/", 64),
         ["-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA{s}\n-----END RSA PRIVATE KEY-----",
-         '{{"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQ{s}\\n-----END PRIVATE KEY-----\\n"}}'])
-    add("url-password", lambda: _r(ALNUM, 14),
+                    '{{"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQ{s}\\n-----END PRIVATE KEY-----\\n"}}'])
+    cases += _each("url-password", lambda: _r(ALNUM, 14),
         ["DATABASE_URL=postgres://app:{s}@db.internal:5432/prod", "git clone https://deploy:{s}@git.example.com/r.git"])
-    add("authorization-basic", lambda: base64.b64encode(_j("admin:", _r(ALNUM, 12)).encode()).decode(),
+    cases += _each("authorization-basic", lambda: base64.b64encode(_j("admin:", _r(ALNUM, 12)).encode()).decode(),
         ["curl -H 'Authorization: Basic {s}' https://api.example.com", "authorization: Basic {s}"])
-    add("bearer-token", lambda: _r(ALNUM, 40),
+    cases += _each("bearer-token", lambda: _r(ALNUM, 40),
         ["Authorization: Bearer {s}", "requests.get(url, headers={{'Authorization': 'Bearer {s}'}})"])
-    add("docker-login", lambda: _r(ALNUM, 20), ["docker login -u ci -p {s} registry.example.com",
-                                                "podman login --password {s} quay.io"])
-    add("curl-user", lambda: _r(ALNUM, 16), ["curl -u admin:{s} https://jenkins.local/api/json",
-                                             "curl --user deploy:{s} -X POST https://ci.example.com"])
-    add("mysql-inline", lambda: _r(ALNUM, 12), ["mysql -u root -p{s} -h 127.0.0.1 app", "mysqldump -uroot -p{s} app > dump.sql"])
-    add("sshpass", lambda: _r(ALNUM, 12), ["sshpass -p {s} ssh root@10.0.0.5", "sshpass -p '{s}' scp f host:"])
-    add("env-password", lambda: _r(LOWER, 8) + _r(DIGITS, 4),
+    cases += _each("docker-login", lambda: _r(ALNUM, 20), ["docker login -u ci -p {s} registry.example.com",
+                                                           "podman login --password {s} quay.io"])
+    cases += _each("curl-user", lambda: _r(ALNUM, 16), ["curl -u admin:{s} https://jenkins.local/api/json",
+                                                        "curl --user deploy:{s} -X POST https://ci.example.com"])
+    cases += _each("mysql-inline", lambda: _r(ALNUM, 12),
+                   ["mysql -u root -p{s} -h 127.0.0.1 app", "mysqldump -uroot -p{s} app > dump.sql"])
+    cases += _each("sshpass", lambda: _r(ALNUM, 12), ["sshpass -p {s} ssh root@10.0.0.5", "sshpass -p '{s}' scp f host:"])
+    cases += _each("env-password", lambda: _r(LOWER, 8) + _r(DIGITS, 4),
         ["DB_PASSWORD={s}", "DEBUG: DB_PASSWORD={s}", "MYSQL_ROOT_PASSWORD: {s}"])
-    add("json-secret", lambda: _r(ALNUM, 24), ['{{"client_secret": "{s}", "client_id": "web"}}',
-                                               '"apiKey": "{s}",'])
-    add("vault-token", lambda: _j("hv", "s.", _r(URLSAFE, 90)), ["VAULT_TOKEN={s}", "vault login {s}"])
-    add("shopify-token", lambda: _j("shp", "at_", _r(HEX, 32)), ["X-Shopify-Access-Token: {s}", "SHOPIFY_TOKEN={s}"])
-    add("databricks-token", lambda: _j("da", "pi", _r(HEX, 32)), ["DATABRICKS_TOKEN={s}", "databricks configure --token {s}"])
-    add("age-secret-key", lambda: _j("AGE-SEC", "RET-KEY-1", _r("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58)),
+    cases += _each("json-secret", lambda: _r(ALNUM, 24), ['{{"client_secret": "{s}", "client_id": "web"}}',
+                                                          '"apiKey": "{s}",'])
+    cases += _each("vault-token", lambda: _j("hv", "s.", _r(URLSAFE, 90)), ["VAULT_TOKEN={s}", "vault login {s}"])
+    cases += _each("shopify-token", lambda: _j("shp", "at_", _r(HEX, 32)), ["X-Shopify-Access-Token: {s}", "SHOPIFY_TOKEN={s}"])
+    cases += _each("databricks-token", lambda: _j("da", "pi", _r(HEX, 32)),
+                   ["DATABRICKS_TOKEN={s}", "databricks configure --token {s}"])
+    cases += _each("age-secret-key", lambda: _j("AGE-SEC", "RET-KEY-1", _r("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58)),
         ["# created: 2024\n{s}", "age key {s}"])
-    add("grafana-token", lambda: _j("gl", "sa_", _r(ALNUM, 32), "_", _r(HEX, 8)), ["GRAFANA_TOKEN={s}", "token {s}"])
-    add("redis-cli", lambda: _r(ALNUM, 16), ["redis-cli -h cache -a {s} ping"])
-    add("netrc", lambda: _r(ALNUM, 16), ["machine api.heroku.com\n  login me@example.com\n  password {s}"])
+    cases += _each("grafana-token", lambda: _j("gl", "sa_", _r(ALNUM, 32), "_", _r(HEX, 8)), ["GRAFANA_TOKEN={s}", "token {s}"])
+    cases += _each("redis-cli", lambda: _r(ALNUM, 16), ["redis-cli -h cache -a {s} ping"])
+    cases += _each("netrc", lambda: _r(ALNUM, 16), ["machine api.heroku.com\n  login me@example.com\n  password {s}"])
     return cases
 
 
@@ -127,41 +131,36 @@ def issue19_cases() -> list[tuple[str, str, str]]:
     """The forms issue 19 found reaching the database, several variants each (format, text, secret)."""
     cases: list[tuple[str, str, str]] = []
 
-    def add(fmt: str, make_secret, contexts: list[str]) -> None:
-        for context in contexts:
-            secret = make_secret()
-            cases.append((fmt, context.format(s=secret), secret))
-
-    add("env-glued-name", _password, ["PGPASSWORD={s} psql -h db.internal app", "export SSHPASS='{s}'",
-                                      "SSHPASS={s} sshpass -e ssh deploy@10.0.0.7", "MYSQL_PWD={s} mysql -u root",
-                                      "set ADMINPASS={s}", "$env:DBPASSWORD = \"{s}\""])
-    add("env-key-name", _password, ["FERNET_KEY={s}", "export DJANGO_SECRET_KEY=\"{s}\"", "SIGNING_KEY: {s}",
-                                    "ENCRYPTION_KEY={s} ./run.sh", "docker run -e MASTER_KEY={s} app"])
-    add("gate-word", _password, ["cookie={s}", "salt: {s}", "SENTRY_DSN={s}", "otp = '{s}'", "signature={s}",
-                                 "x-hub-signature: {s}", "session_cookie={s}", "pin: {s}"])
-    add("cookie-header", _password, ["Cookie: theme=dark; session={s}; lang=en",
-                                     "curl -H 'Cookie: csrftoken=abc; sessionid={s}' https://app.local",
-                                     "Set-Cookie: sid={s}; Path=/; HttpOnly; Secure", "curl -b 'session={s}' https://x"])
-    add("pgpass-line", _password, ["db.internal:5432:app:appuser:{s}", "*:*:*:postgres:{s}",
-                                   "echo 'localhost:5432:*:me:{s}' >> ~/.pgpass"])
-    add("netrc-line", _password, ["machine api.github.com login octo password {s}",
-                                  "default login anonymous password {s}"])
-    add("dollar-password", lambda: _symbolic("$"), ["DB_PASSWORD={s}", "password: {s}", '{{"password": "{s}"}}'])
-    add("percent-password", lambda: _symbolic("%"), ["DB_PASSWORD={s}", "password: {s}", "--password {s}"])
-    add("dotted-passphrase", _passphrase, ["passphrase: {s}", "GPG_PASSPHRASE={s}", "password = {s}"])
-    add("yaml-next-line", _password, ["password:\n  {s}\nuser: app", "db:\n  password: |\n    {s}\n  host: x",
-                                      "token: >-\n  {s}\nnext: 1"])
-    add("escaped-json", _password, ['{{\\"db_password\\": \\"{s}\\"}}', '"{{\\"apiKey\\":\\"{s}\\"}}"',
-                                    'echo "{{\\"token\\": \\"{s}\\", \\"user\\": 1}}"'])
-    add("url-encoded-name", _password, ["db%5Fpassword={s}", "pass%77ord={s}&user=bob", "%70assword={s}",
-                                        "api%5Fkey={s}"])
-    add("kubeconfig", lambda: _j("LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo", _r(ALNUM + "+/", 60)),
+    cases += _each("env-glued-name", _password, ["PGPASSWORD={s} psql -h db.internal app", "export SSHPASS='{s}'",
+                                                 "SSHPASS={s} sshpass -e ssh deploy@10.0.0.7", "MYSQL_PWD={s} mysql -u root",
+                                                 "set ADMINPASS={s}", "$env:DBPASSWORD = \"{s}\""])
+    cases += _each("env-key-name", _password, ["FERNET_KEY={s}", "export DJANGO_SECRET_KEY=\"{s}\"", "SIGNING_KEY: {s}",
+                                               "ENCRYPTION_KEY={s} ./run.sh", "docker run -e MASTER_KEY={s} app"])
+    cases += _each("gate-word", _password, ["cookie={s}", "salt: {s}", "SENTRY_DSN={s}", "otp = '{s}'", "signature={s}",
+                                            "x-hub-signature: {s}", "session_cookie={s}", "pin: {s}"])
+    cases += _each("cookie-header", _password, ["Cookie: theme=dark; session={s}; lang=en",
+                                                "curl -H 'Cookie: csrftoken=abc; sessionid={s}' https://app.local",
+                                                "Set-Cookie: sid={s}; Path=/; HttpOnly; Secure", "curl -b 'session={s}' https://x"])
+    cases += _each("pgpass-line", _password, ["db.internal:5432:app:appuser:{s}", "*:*:*:postgres:{s}",
+                                              "echo 'localhost:5432:*:me:{s}' >> ~/.pgpass"])
+    cases += _each("netrc-line", _password, ["machine api.github.com login octo password {s}",
+                                             "default login anonymous password {s}"])
+    cases += _each("dollar-password", lambda: _symbolic("$"), ["DB_PASSWORD={s}", "password: {s}", '{{"password": "{s}"}}'])
+    cases += _each("percent-password", lambda: _symbolic("%"), ["DB_PASSWORD={s}", "password: {s}", "--password {s}"])
+    cases += _each("dotted-passphrase", _passphrase, ["passphrase: {s}", "GPG_PASSPHRASE={s}", "password = {s}"])
+    cases += _each("yaml-next-line", _password, ["password:\n  {s}\nuser: app", "db:\n  password: |\n    {s}\n  host: x",
+                                                 "token: >-\n  {s}\nnext: 1"])
+    cases += _each("escaped-json", _password, ['{{\\"db_password\\": \\"{s}\\"}}', '"{{\\"apiKey\\":\\"{s}\\"}}"',
+                                               'echo "{{\\"token\\": \\"{s}\\", \\"user\\": 1}}"'])
+    cases += _each("url-encoded-name", _password, ["db%5Fpassword={s}", "pass%77ord={s}&user=bob", "%70assword={s}",
+                                                   "api%5Fkey={s}"])
+    cases += _each("kubeconfig", lambda: _j("LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo", _r(ALNUM + "+/", 60)),
         ["    client-key-data: {s}", "client-key-data: {s}"])
-    add("kubeconfig-token", _password, ["    token: {s}"])
-    add("php-define", _password, ["define('DB_PASSWORD', '{s}');", 'define("AUTH_KEY", "{s}");',
-                                  "'password' => '{s}',", "$cfg['db_password'] = '{s}';"])
-    add("call-argument", _password, ['psycopg2.connect(user="app", password="{s}")',
-                                     "os.environ['API_TOKEN'] = '{s}'", "getenv('SECRET_KEY', '{s}')"])
+    cases += _each("kubeconfig-token", _password, ["    token: {s}"])
+    cases += _each("php-define", _password, ["define('DB_PASSWORD', '{s}');", 'define("AUTH_KEY", "{s}");',
+                                             "'password' => '{s}',", "$cfg['db_password'] = '{s}';"])
+    cases += _each("call-argument", _password, ['psycopg2.connect(user="app", password="{s}")',
+                                                "os.environ['API_TOKEN'] = '{s}'", "getenv('SECRET_KEY', '{s}')"])
     return cases
 
 
@@ -169,31 +168,27 @@ def redteam_cases() -> list[tuple[str, str, str]]:
     """Families a red-team pass found reaching the database, one or two representatives each (format, text, secret)."""
     cases: list[tuple[str, str, str]] = []
 
-    def add(fmt: str, make_secret, contexts: list[str]) -> None:
-        for context in contexts:
-            secret = make_secret()
-            cases.append((fmt, context.format(s=secret), secret))
-
-    add("authorization-any-scheme", lambda: _j("00", _r(URLSAFE, 40)),
+    cases += _each("authorization-any-scheme", lambda: _j("00", _r(URLSAFE, 40)),
         ["Authorization: SSWS {s}", 'curl -H "Authorization: GenieKey {s}" https://api.example.com'])
-    add("basic-credential", lambda: base64.b64encode(_j("admin:", _password()).encode()).decode(),
+    cases += _each("basic-credential", lambda: base64.b64encode(_j("admin:", _password()).encode()).decode(),
         ['proxy_set_header Authorization "Basic {s}";', "AUTH_HEADER='Basic {s}'"])
-    add("line-continuation", _password, ["export DB_PASSWORD=\\\n{s}", "aws configure set aws_secret_access_key \\\n    {s}"])
-    add("yaml-anchor-tag", _password, ["db:\n  password: &dbpw {s}\n  replica: *dbpw", "smtp:\n  password: !!str {s}"])
-    add("setter-call", _password, ['DataSourceBuilder.create().username("sa").password("{s}").build();',
-                                   "client.setApiKey('{s}');"])
-    add("sql-identified-by", _password, ["ALTER USER app IDENTIFIED BY '{s}';",
-                                         "CREATE USER 'app'@'%' IDENTIFIED WITH mysql_native_password BY '{s}';"])
-    add("oracle-connect", _password, ["jdbc:oracle:thin:scott/{s}@//db.example.com:1521/ORCL", "sqlplus system/{s}@XEPDB1"])
-    add("net-use", _password, ["net use Z: \\\\fs\\share /user:corp\\bob {s}"])
-    add("url-password-slash", lambda: _r(ALNUM + "/+", 40), ["celery -b 'sqs://AKIDEXAMPLE:{s}@'"])
-    add("php-var-dump", _password, ['  ["password"]=>\n  string(14) "{s}"'])
-    add("other-language-name", _password, ["passwort = {s}", "DB_KENNWORT={s}", "senha: {s}", "setenv DB_PASSWORD {s}"])
-    add("glued-auth", _password, ["masterauth {s}"])
-    add("prefixed-random-token", lambda: _j(_r(LOWER, 3), "_", _r(ALNUM, 40)), ["found {s} in config.js"])
-    add("vendor-prefix", lambda: _j("dckr", "_pat_", _r(URLSAFE, 27)), ["DOCKERHUB used {s}"])
-    add("vendor-prefix", lambda: _j("fi", "gd_", _r(URLSAFE, 40)), ["echo {s}"])
-    add("vendor-prefix", lambda: _j("access_token", "$production$", _r(LOWER + DIGITS, 16), "$", _r(HEX, 32)),
+    cases += _each("line-continuation", _password,
+                   ["export DB_PASSWORD=\\\n{s}", "aws configure set aws_secret_access_key \\\n    {s}"])
+    cases += _each("yaml-anchor-tag", _password, ["db:\n  password: &dbpw {s}\n  replica: *dbpw", "smtp:\n  password: !!str {s}"])
+    cases += _each("setter-call", _password, ['DataSourceBuilder.create().username("sa").password("{s}").build();',
+                                              "client.setApiKey('{s}');"])
+    cases += _each("sql-identified-by", _password, ["ALTER USER app IDENTIFIED BY '{s}';",
+                                                    "CREATE USER 'app'@'%' IDENTIFIED WITH mysql_native_password BY '{s}';"])
+    cases += _each("oracle-connect", _password, ["jdbc:oracle:thin:scott/{s}@//db.example.com:1521/ORCL", "sqlplus system/{s}@XEPDB1"])
+    cases += _each("net-use", _password, ["net use Z: \\\\fs\\share /user:corp\\bob {s}"])
+    cases += _each("url-password-slash", lambda: _r(ALNUM + "/+", 40), ["celery -b 'sqs://AKIDEXAMPLE:{s}@'"])
+    cases += _each("php-var-dump", _password, ['  ["password"]=>\n  string(14) "{s}"'])
+    cases += _each("other-language-name", _password, ["passwort = {s}", "DB_KENNWORT={s}", "senha: {s}", "setenv DB_PASSWORD {s}"])
+    cases += _each("glued-auth", _password, ["masterauth {s}"])
+    cases += _each("prefixed-random-token", lambda: _j(_r(LOWER, 3), "_", _r(ALNUM, 40)), ["found {s} in config.js"])
+    cases += _each("vendor-prefix", lambda: _j("dckr", "_pat_", _r(URLSAFE, 27)), ["DOCKERHUB used {s}"])
+    cases += _each("vendor-prefix", lambda: _j("fi", "gd_", _r(URLSAFE, 40)), ["echo {s}"])
+    cases += _each("vendor-prefix", lambda: _j("access_token", "$production$", _r(LOWER + DIGITS, 16), "$", _r(HEX, 32)),
         ["gateway token {s}"])
     return cases
 
@@ -207,67 +202,58 @@ def prose_cases() -> list[tuple[str, str, str]]:
     """Secrets said in prose in other languages (and forms found beside them), several variants each."""
     cases: list[tuple[str, str, str]] = []
 
-    def add(fmt: str, make_secret, contexts: list[str]) -> None:
-        for context in contexts:
-            secret = make_secret()
-            cases.append((fmt, context.format(s=secret), secret))
-
-    add("other-language-prose", _password, [
+    cases += _each("other-language-prose", _password, [
         "пароль: {s}", "Пароль от базы — {s}", "API ключ: {s}", "токен для деплоя: {s}", "密码：{s}",
         "数据库密码是 {s}，请保管好", "数据库的密码为{s}。", "パスワードは「{s}」です", "パスワード: {s}",
         "비밀번호는 {s} 입니다", "la contraseña es {s}.", "le mot de passe est {s}", "mot de passe : « {s} »",
         "la password è {s}", "a senha do banco é {s}", "Das Passwort für die Datenbank lautet {s}",
         "passordet er {s}", "lösenordet är {s}", "hasło to {s}", "şifre: {s}", "κωδικός: {s}", "סיסמה: {s}",
         "كلمة المرور: {s}", "पासवर्ड: {s}", "mật khẩu là {s}", "kata sandi: {s}"])
-    add("letters-only-prose", _mixed_letters, ["the admin password is {s}", "пароль: {s}", "API key: {s}"])
-    add("prose", _password, ["the password for the staging db is {s}", "the token for the CI runner was {s}"])
-    add("vendor-prefix", lambda: _j("oy2", _r(LOWER + DIGITS, 43)), ["nuget push pkg.nupkg -k {s}"])
-    add("webhook-url", lambda: _j(_r(HEX, 8), "-", _r(HEX, 4), "@", _r(HEX, 8), "/IncomingWebhook/", _r(HEX, 32)),
+    cases += _each("letters-only-prose", _mixed_letters, ["the admin password is {s}", "пароль: {s}", "API key: {s}"])
+    cases += _each("prose", _password, ["the password for the staging db is {s}", "the token for the CI runner was {s}"])
+    cases += _each("vendor-prefix", lambda: _j("oy2", _r(LOWER + DIGITS, 43)), ["nuget push pkg.nupkg -k {s}"])
+    cases += _each("webhook-url", lambda: _j(_r(HEX, 8), "-", _r(HEX, 4), "@", _r(HEX, 8), "/IncomingWebhook/", _r(HEX, 32)),
         ["curl -X POST https://contoso.webhook.office.com/webhookb2/{s} -d @card.json"])
-    add("user-secrets", _password, ['dotnet user-secrets set "Stripe:SecretKey" "{s}"',
-                                    "dotnet user-secrets set ConnectionStrings:Db {s}"])
-    add("authorization-any-scheme", lambda: _j("00", _r(URLSAFE, 40)), ["okta: SSWS {s}"])
-    add("system-property", _password, ["java -Djavax.net.ssl.keyStorePassword={s} -jar app.jar",
-                                       "mvn deploy -Dgpg.passphrase='{s}'"])
-    add("other-language-name", _password, ["Enter PEM pass phrase: {s}"])
-    add("cli-argument", _password, ["net user bob {s} /add", "schtasks /create /tn nightly /ru svc /rp {s} /tr run.cmd",
-                                    "useradd -m -p $(openssl passwd -6 {s}) bob",
-                                    "security add-generic-password -a bob -s api -w {s}",
-                                    "rabbitmqctl add_user app {s}"])
-    add("stdin-secret", _password, ["echo -n {s} | gh secret set DB_PASSWORD", "docker secret create db_pw - <<< {s}",
-                                    "printf %s '{s}' | wrangler secret put API_KEY"])
-    add("expect-script", _password, ['expect "Password:"\nsend "{s}\\r"\nexpect eof',
-                                     'child.expect("passphrase")\nchild.sendline("{s}")'])
-    add("vendor-prefix", lambda: _j("AKC", "p", _r(ALNUM, 69)), ["ARTIFACTORY={s}"])
-    add("vendor-prefix", lambda: _j("cmVmdGtu", _r(ALNUM, 56)), ["jf config add --access-token {s}"])
-    add("vendor-prefix", lambda: _j("GR1348941", _r(URLSAFE, 20)), ["gitlab-runner register --registration-token {s}"])
-    add("vendor-prefix", lambda: _j("amzn.mws.", _r(HEX, 8), "-", _r(HEX, 4), "-", _r(HEX, 4), "-", _r(HEX, 4), "-",
-                                    _r(HEX, 12)), ["mws: {s}"])
-    add("vendor-prefix", lambda: _j("eyJrIjoi", _r(ALNUM, 60)), ["grafana key {s}"])
-    add("webhook-url", lambda: _j(_r(DIGITS, 7), "/", _r(LOWER + DIGITS, 6)), ["https://hooks.zapier.com/hooks/catch/{s}/"])
-    add("webhook-url", lambda: _j(_r(HEX, 8), "@", _r(HEX, 8), "/IncomingWebhook/", _r(HEX, 32)),
+    cases += _each("user-secrets", _password, ['dotnet user-secrets set "Stripe:SecretKey" "{s}"',
+                                               "dotnet user-secrets set ConnectionStrings:Db {s}"])
+    cases += _each("authorization-any-scheme", lambda: _j("00", _r(URLSAFE, 40)), ["okta: SSWS {s}"])
+    cases += _each("system-property", _password, ["java -Djavax.net.ssl.keyStorePassword={s} -jar app.jar",
+                                                  "mvn deploy -Dgpg.passphrase='{s}'"])
+    cases += _each("other-language-name", _password, ["Enter PEM pass phrase: {s}"])
+    cases += _each("cli-argument", _password, ["net user bob {s} /add", "schtasks /create /tn nightly /ru svc /rp {s} /tr run.cmd",
+                                               "useradd -m -p $(openssl passwd -6 {s}) bob",
+                                               "security add-generic-password -a bob -s api -w {s}",
+                                               "rabbitmqctl add_user app {s}"])
+    cases += _each("stdin-secret", _password, ["echo -n {s} | gh secret set DB_PASSWORD", "docker secret create db_pw - <<< {s}",
+                                               "printf %s '{s}' | wrangler secret put API_KEY"])
+    cases += _each("expect-script", _password, ['expect "Password:"\nsend "{s}\\r"\nexpect eof',
+                                                'child.expect("passphrase")\nchild.sendline("{s}")'])
+    cases += _each("vendor-prefix", lambda: _j("AKC", "p", _r(ALNUM, 69)), ["ARTIFACTORY={s}"])
+    cases += _each("vendor-prefix", lambda: _j("cmVmdGtu", _r(ALNUM, 56)), ["jf config add --access-token {s}"])
+    cases += _each("vendor-prefix", lambda: _j("GR1348941", _r(URLSAFE, 20)), ["gitlab-runner register --registration-token {s}"])
+    cases += _each("vendor-prefix", lambda: _j("amzn.mws.", _r(HEX, 8), "-", _r(HEX, 4), "-", _r(HEX, 4), "-", _r(HEX, 4), "-",
+                                               _r(HEX, 12)), ["mws: {s}"])
+    cases += _each("vendor-prefix", lambda: _j("eyJrIjoi", _r(ALNUM, 60)), ["grafana key {s}"])
+    cases += _each("webhook-url", lambda: _j(_r(DIGITS, 7), "/", _r(LOWER + DIGITS, 6)), ["https://hooks.zapier.com/hooks/catch/{s}/"])
+    cases += _each("webhook-url", lambda: _j(_r(HEX, 8), "@", _r(HEX, 8), "/IncomingWebhook/", _r(HEX, 32)),
         ["https://outlook.office.com/webhook/{s}"])
-    add("vault-init", lambda: _j(_r(ALNUM + "+/", 43), "="), ["Unseal Key 1: {s}", "Recovery Key 3: {s}"])
+    cases += _each("vault-init", lambda: _j(_r(ALNUM + "+/", 43), "="), ["Unseal Key 1: {s}", "Recovery Key 3: {s}"])
     return cases
 
 
 def table_cases() -> list[tuple[str, str, str]]:
     """Secrets in a table whose header names their column: CSV, TSV, Markdown, psql output, SQL INSERT."""
-    cases: list[tuple[str, str, str]] = []
-
-    def add(fmt: str, context: str) -> None:
-        secret = _password()
-        cases.append((fmt, context.format(s=secret), secret))
-
-    add("csv-column", "username,password,role\nbob,{s},admin\n")
-    add("csv-column", "id;email;api_key\n7;ops@example.com;\"{s}\"\n")
-    add("csv-column", "service\tclient id\tclient secret\nstripe\tca_12345\t{s}\n")
-    add("markdown-table", "| user | password |\n|------|----------|\n| bob | `{s}` |\n")
-    add("psql-output", " id | username | password\n----+----------+----------\n  1 | bob      | {s}\n(1 row)\n")
-    add("sql-insert", "INSERT INTO users (name, password) VALUES ('bob', '{s}');")
-    add("sql-insert", "insert into `api_keys` (`id`, `token`) values (1, 'placeholder'), (2, '{s}');")
-    add("name-value-table", "| Setting | Value |\n|---|---|\n| DB password | {s} |\n| host | db.internal |\n")
-    return cases
+    tables = [
+        ("csv-column", "username,password,role\nbob,{s},admin\n"),
+        ("csv-column", "id;email;api_key\n7;ops@example.com;\"{s}\"\n"),
+        ("csv-column", "service\tclient id\tclient secret\nstripe\tca_12345\t{s}\n"),
+        ("markdown-table", "| user | password |\n|------|----------|\n| bob | `{s}` |\n"),
+        ("psql-output", " id | username | password\n----+----------+----------\n  1 | bob      | {s}\n(1 row)\n"),
+        ("sql-insert", "INSERT INTO users (name, password) VALUES ('bob', '{s}');"),
+        ("sql-insert", "insert into `api_keys` (`id`, `token`) values (1, 'placeholder'), (2, '{s}');"),
+        ("name-value-table", "| Setting | Value |\n|---|---|\n| DB password | {s} |\n| host | db.internal |\n"),
+    ]
+    return [case for fmt, context in tables for case in _each(fmt, _password, [context])]
 
 
 #: Prose in other languages that names a secret but holds none: none of it may be redacted.
