@@ -226,6 +226,10 @@ def prose_cases() -> list[tuple[str, str, str]]:
                                                "rabbitmqctl add_user app {s}"])
     cases += _each("stdin-secret", _password, ["echo -n {s} | gh secret set DB_PASSWORD", "docker secret create db_pw - <<< {s}",
                                                "printf %s '{s}' | wrangler secret put API_KEY"])
+    cases += _each("code-argument", _password, ['smtp.login("ops@example.com", "{s}")', 'requests.get(url, auth=("bob", "{s}"))',
+                                                 'HTTPBasicAuth("bob", "{s}")', 'conn.simple_bind_s("cn=admin,dc=x", "{s}")',
+                                                 'jwt.encode(payload, "{s}", algorithm="HS256")',
+                                                 'hmac.new(b"{s}", body, hashlib.sha256)', 'Fernet(b"{s}")'])
     cases += _each("expect-script", _password, ['expect "Password:"\nsend "{s}\\r"\nexpect eof',
                                                 'child.expect("passphrase")\nchild.sendline("{s}")'])
     cases += _each("vendor-prefix", lambda: _j("AKC", "p", _r(ALNUM, 69)), ["ARTIFACTORY={s}"])
@@ -270,6 +274,8 @@ OTHER_LANGUAGE_LOOKALIKES = [
     "Changed the password policy on 2024-05-01", "Moved password storage to vault2", "password hashing to bcrypt2",
     # found by running the rules over the shared bench data: a command named in prose, Italian "parola" (word)
     "you can use the net user command. The basic syntax is:\n\nnet user [username] [password] /add",
+    'page.login("Sign in", "Submit")', "server.login(user, password)", "jwt.decode(token, key, algorithms=['HS256'])",
+    "hmac.new(key, body, hashlib.sha256)", "Fernet(key)",
     "net user <username> <password> /add", 'Ottimo, la parola è "domenica".',
 ]
 
