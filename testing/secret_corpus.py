@@ -230,6 +230,7 @@ def prose_cases() -> list[tuple[str, str, str]]:
                                                  'HTTPBasicAuth("bob", "{s}")', 'conn.simple_bind_s("cn=admin,dc=x", "{s}")',
                                                  'jwt.encode(payload, "{s}", algorithm="HS256")',
                                                  'hmac.new(b"{s}", body, hashlib.sha256)', 'Fernet(b"{s}")'])
+    cases += _each("redis-auth", _password, ["127.0.0.1:6379> AUTH {s}\nOK", "AUTH default {s}"])
     cases += _each("expect-script", _password, ['expect "Password:"\nsend "{s}\\r"\nexpect eof',
                                                 'child.expect("passphrase")\nchild.sendline("{s}")'])
     cases += _each("vendor-prefix", lambda: _j("AKC", "p", _r(ALNUM, 69)), ["ARTIFACTORY={s}"])
@@ -275,7 +276,7 @@ OTHER_LANGUAGE_LOOKALIKES = [
     # found by running the rules over the shared bench data: a command named in prose, Italian "parola" (word)
     "you can use the net user command. The basic syntax is:\n\nnet user [username] [password] /add",
     'page.login("Sign in", "Submit")', "server.login(user, password)", "jwt.decode(token, key, algorithms=['HS256'])",
-    "hmac.new(key, body, hashlib.sha256)", "Fernet(key)",
+    "hmac.new(key, body, hashlib.sha256)", "Fernet(key)", "AUTH required", "AUTH is handled by the gateway",
     "net user <username> <password> /add", 'Ottimo, la parola è "domenica".',
 ]
 
