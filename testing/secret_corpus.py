@@ -209,6 +209,10 @@ def prose_cases() -> list[tuple[str, str, str]]:
         "la password è {s}", "a senha do banco é {s}", "Das Passwort für die Datenbank lautet {s}",
         "passordet er {s}", "lösenordet är {s}", "hasło to {s}", "şifre: {s}", "κωδικός: {s}", "סיסמה: {s}",
         "كلمة المرور: {s}", "पासवर्ड: {s}", "mật khẩu là {s}", "kata sandi: {s}"])
+    cases += _each("other-language-key", _password, ["API-Schlüssel: {s}", "Der API-Schlüssel lautet {s}", "clé API : {s}",
+                                                       "le jeton d'accès est {s}", "chave da API: {s}", "chiave segreta: {s}",
+                                                       "klucz API: {s}", "API-nyckel: {s}", "APIキー: {s}", "API 키: {s}",
+                                                       "contraseña de la base de datos: {s}"])
     cases += _each("letters-only-prose", _mixed_letters, ["the admin password is {s}", "пароль: {s}", "API key: {s}"])
     cases += _each("prose", _password, ["the password for the staging db is {s}", "the token for the CI runner was {s}"])
     cases += _each("vendor-prefix", lambda: _j("oy2", _r(LOWER + DIGITS, 43)), ["nuget push pkg.nupkg -k {s}"])
@@ -272,6 +276,8 @@ OTHER_LANGUAGE_LOOKALIKES = [
     "Passwort: <dein-passwort>", "la clave es 42", "密码长度为8位", "パスワードは英数字8文字以上",
     "токен: ./secrets/token.txt", "the password is incorrect", "the password is PostgreSQL",
     "the token is XMLHttpRequest", "The password for the db is stored in Vault",
+    "clé primaire: id", "Schlüssel: Wert", "Schlüssel: user_id", "la chiave è sbagliata", "clé API : <votre-clé>",
+    "jeton: null", "le jeton est invalide", "APIキーを設定してください", "API 키를 입력하세요",
     "Changed the password policy on 2024-05-01", "Moved password storage to vault2", "password hashing to bcrypt2",
     # found by running the rules over the shared bench data: a command named in prose, Italian "parola" (word)
     "you can use the net user command. The basic syntax is:\n\nnet user [username] [password] /add",
