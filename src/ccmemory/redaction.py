@@ -473,35 +473,6 @@ def _block_end(text: str, match: re.Match[str]) -> int | None:
     return value_start + len(text[value_start:end].rstrip("\r"))
 
 
-def _name_starts(text: str, lower: str, words: list[str]) -> list[tuple[int, int]]:
-    """(start of the name, end of the secret word) around every occurrence of a secret word, in order.
-
-    The name starts after the last character before the word that cannot be part of a name,
-    looking back at most :data:`_MAX_NAME_BACK` characters; an occurrence inside a longer run of
-    name characters cannot be a name the rules read, and one whose name starts where an earlier
-    one's does is the same candidate. ``str.find`` and ``str.rstrip`` do the work, so a text made
-    of secret words costs a bounded amount per occurrence.
-    """
-    found = []
-    for word in words:
-        position = lower.find(word)
-        while position >= 0:
-            found.append((position, position + len(word)))
-            position = lower.find(word, position + 1)
-    found.sort()
-    starts: list[tuple[int, int]] = []
-    last = -1
-    for anchor_start, anchor_end in found:
-        floor = max(anchor_start - _MAX_NAME_BACK, 0)
-        window = text[floor:anchor_start]
-        start = anchor_start - (len(window) - len(window.rstrip(_NAME_CHARS)))
-        if start == floor and floor > 0 and text[floor - 1] in _NAME_CHARS or start == last:
-            continue
-        starts.append((start, anchor_end))
-        last = start
-    return starts
-
-
 def _keyword_starts(lower: str, keywords: list[str]) -> list[tuple[int, int]]:
     """(start, end) of every occurrence of ``keywords`` in ``lower``, in order, one per start (the shortest)."""
     found: dict[int, int] = {}
@@ -512,6 +483,28 @@ def _keyword_starts(lower: str, keywords: list[str]) -> list[tuple[int, int]]:
             found[position] = min(found.get(position, end), end)
             position = lower.find(keyword, position + 1)
     return sorted(found.items())
+
+
+def _name_starts(text: str, words: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(start of the name, end of the secret word) around every occurrence of a secret word, in order.
+
+    ``words`` are where the secret words occur (:func:`_keyword_starts`). The name starts after the last
+    character before the word that cannot be part of a name, looking back at most :data:`_MAX_NAME_BACK`
+    characters; an occurrence inside a longer run of name characters cannot be a name the rules read, and
+    one whose name starts where an earlier one's does is the same candidate. ``str.find`` and
+    ``str.rstrip`` do the work, so a text made of secret words costs a bounded amount per occurrence.
+    """
+    starts: list[tuple[int, int]] = []
+    last = -1
+    for anchor_start, anchor_end in words:
+        floor = max(anchor_start - _MAX_NAME_BACK, 0)
+        window = text[floor:anchor_start]
+        start = anchor_start - (len(window) - len(window.rstrip(_NAME_CHARS)))
+        if start == floor and floor > 0 and text[floor - 1] in _NAME_CHARS or start == last:
+            continue
+        starts.append((start, anchor_end))
+        last = start
+    return starts
 
 
 def _rule_spans(rule: dict[str, Any], text: str, lower: str,
@@ -590,6 +583,8 @@ def _scan(text: str) -> list[tuple[int, int, str]]:
     for block in table.blocks:
         if any(k in lower for k in block["keywords"]):
             spans.extend(_block_spans(block, text))
+    # Where the secret words of the names table occur: the named rules and tables start from there.
+    words = _keyword_starts(lower, [word for word in table.anchors if word in present])
     starts: dict[Any, list[tuple[int, int]]] = {}
     for rule, gate in zip(table.rules, table.gates):
         if (gate and present.isdisjoint(gate)) or ("requires" in rule and not any(
@@ -599,7 +594,7 @@ def _scan(text: str) -> list[tuple[int, int, str]]:
         if rule.get("anchors") == "names":
             candidates = starts.get("names")
             if candidates is None:
-                candidates = starts["names"] = _name_starts(text, lower, table.anchors)
+                candidates = starts["names"] = _name_starts(text, words)
         elif rule.get("anchors") == "keywords":
             candidates = _keyword_starts(lower, [keyword for keyword in gate if keyword in present])
         elif "anchor" in rule:
@@ -611,12 +606,11 @@ def _scan(text: str) -> list[tuple[int, int, str]]:
         spans.extend(_rule_spans(rule, text, lower, candidates))
     if "secret" in lower and "kind" in lower and "data" in lower:
         spans.extend(_kubernetes_spans(text))
-    words = [word for word in table.anchors if word in present]
     if words and ("," in text or ";" in text or "\t" in text or "|" in text or "insert" in lower):
         from .secret_tables import table_spans
 
-        spans.extend((start, end, REDACTED) for start, end in table_spans(text, lower, words, is_secret_name,
-                                                                          _prose_value))
+        spans.extend((start, end, REDACTED) for start, end in table_spans(
+            text, lower, [start for start, _ in words], is_secret_name, _prose_value))
     spans.extend(_base64_spans(text))
     if "-" in text or "_" in text:
         spans.extend(_url_safe_base64_spans(text))

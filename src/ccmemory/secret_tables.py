@@ -36,14 +36,14 @@ _QUOTES = "\"'`"
 Spans = list[tuple[int, int]]
 
 
-def table_spans(text: str, lower: str, words: list[str], is_secret_name: Callable[[str], bool],
+def table_spans(text: str, lower: str, words: list[int], is_secret_name: Callable[[str], bool],
                 plausible: Callable[[str], bool]) -> Spans:
     """(start, end) of every value in a secret column of a delimited table or an SQL ``INSERT`` in ``text``.
 
-    Only lines holding one of ``words`` (the secret words found in ``lower``, ``text`` lower-cased position for
-    position) are read as headers.
+    Only lines holding a secret word (``words``: where they start, in order) are read as headers; ``lower`` is
+    ``text`` lower-cased position for position.
     """
-    spans = _delimited_spans(text, lower, words, is_secret_name, plausible)
+    spans = _delimited_spans(text, words, is_secret_name, plausible)
     if "insert" in lower and "values" in lower:
         spans += _insert_spans(text, is_secret_name, plausible)
     return spans
@@ -102,18 +102,12 @@ def _value(text: str, start: int, end: int) -> tuple[int, int] | None:
     return start, end
 
 
-def _delimited_spans(text: str, lower: str, words: list[str], is_secret_name: Callable[[str], bool],
+def _delimited_spans(text: str, words: list[int], is_secret_name: Callable[[str], bool],
                      plausible: Callable[[str], bool]) -> Spans:
-    """The secret cells of every delimited table whose header line holds one of ``words``."""
-    found = []
-    for word in words:
-        position = lower.find(word)
-        while position >= 0:
-            found.append(position)
-            position = lower.find(word, position + 1)
+    """The secret cells of every delimited table whose header line holds a secret word (``words``: where)."""
     spans: Spans = []
     resume = 0
-    for at in sorted(found):
+    for at in words:
         if at < resume:
             continue
         start = text.rfind("\n", resume, at) + 1 or resume
