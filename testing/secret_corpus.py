@@ -215,6 +215,8 @@ def prose_cases() -> list[tuple[str, str, str]]:
                                                        "contraseña de la base de datos: {s}"])
     cases += _each("letters-only-prose", _mixed_letters, ["the admin password is {s}", "пароль: {s}", "API key: {s}"])
     cases += _each("prose", _password, ["the password for the staging db is {s}", "the token for the CI runner was {s}"])
+    cases += _each("qualified-key-space", lambda: _r(HEX, 40), ["datadog app key {s}", "Rotated the deploy token {s} today"])
+    cases += _each("qualified-key-space", lambda: _r(ALNUM, 14), ["sumologic access key {s}", "use the API key  {s} for staging"])
     cases += _each("vendor-prefix", lambda: _j("oy2", _r(LOWER + DIGITS, 43)), ["nuget push pkg.nupkg -k {s}"])
     cases += _each("webhook-url", lambda: _j(_r(HEX, 8), "-", _r(HEX, 4), "@", _r(HEX, 8), "/IncomingWebhook/", _r(HEX, 32)),
         ["curl -X POST https://contoso.webhook.office.com/webhookb2/{s} -d @card.json"])
@@ -293,6 +295,15 @@ TABLE_LOOKALIKES = [
     "user,password\nbob,NULL\namy,$DB_PASSWORD\n", "INSERT INTO users (name, password_hash) VALUES ('bob', 'x1y2z3w4');",
     "INSERT INTO users (name, password) VALUES ('bob', NULL), ('amy', '********');",
     "| --password | string |", "| api key | see vault |", "| API_KEY | settings.API_KEY |",
+]
+
+#: A key word, a space and an identifier that is no secret (a public key's id or fingerprint, a database key):
+#: none may be redacted.
+SPACE_VALUE_LOOKALIKES = [
+    "gpg key 3AA5C34371567BD2", "imported GPG key 4AEE18F83AFDEB23 from keyserver",
+    "ssh key SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8", "host key ECDSA SHA256:p2QAMXNIC1TJYWeIOttrVc98",
+    "primary key user_id_2024", "the cache key v2-deps-3f2a9c1d", "foreign key fk_orders_users1",
+    "the api key settings.DATADOG_KEY", "access token ${{ secrets.TOKEN }}", "the API key ~/.config/dd/key2024",
 ]
 
 
