@@ -170,6 +170,25 @@ def test_a_location_whose_repository_is_replaced_is_a_new_project(db, tmp_path):
     assert projects.get(db, first)["path"] != str(place)  # gave up the path, kept its rows
 
 
+
+def test_a_repository_replacing_another_in_the_same_git_folder_is_a_new_project(db, tmp_path):
+    """The file system may give a new ``.git`` the inode of the one just deleted (ext4 does at once after
+    ``rm -rf`` and ``git clone``); here the ``.git`` folder itself is kept and refilled, so its inode is surely
+    the same, and the other repository is still told apart."""
+    place = new_repo(tmp_path / "place")
+    first = projects.project_id(db, place)
+    inode = (place / ".git").stat().st_ino
+    other = new_repo(tmp_path / "other", commits=1)
+    for entry in (place / ".git").iterdir():
+        shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    shutil.copytree(other / ".git", place / ".git", dirs_exist_ok=True)
+    assert (place / ".git").stat().st_ino == inode
+    second = projects.project_id(db, place)
+    assert second != first
+    assert projects.get(db, second)["identity"] == f"git:{root_commit(other)}"
+    git(place, "config", "user.name", "Someone")  # its config changes: read again, the same project
+    assert projects.project_id(db, place) == second
+
 # -- the three entry points agree --------------------------------------------------------------------------------
 
 @pytest.fixture

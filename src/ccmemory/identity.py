@@ -34,9 +34,11 @@ from .safe_files import under
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Sequence
 
 GIT_TIMEOUT_SECONDS = 10
+#: Largest commit object read to check that its content hashes to its id (a real commit is a few KB).
+MAX_COMMIT_BYTES = 1024 * 1024
 #: Largest ``.git`` file, ``HEAD``, ``commondir``, ``config`` (and the other small files of a git dir) read.
 MAX_GIT_FILE_BYTES = 256 * 1024
 #: Largest ``packed-refs`` read (a repository with many tags has a large one).
@@ -170,16 +172,25 @@ def _is_shallow(common_dir: str) -> bool:
 
 
 def marker(root: str) -> str:
-    """What says the checkout at ``root`` is still the one its alias was made for: its ``.git``'s device and inode.
+    """What says the checkout at ``root`` is still the one its alias was made for: its ``.git``'s device and
+    inode, and the inode and change time of the file git writes when a repository is made (``.git/config``;
+    a worktree's or submodule's ``.git`` file itself).
 
-    Another repository cloned where a deleted one was, or ``git init`` in a plain directory,
-    changes it; commits, branches and pulls do not.
+    Another repository cloned where a deleted one was, or ``git init`` in a plain directory, changes
+    it, even when the file system gives the new ``.git`` the inode the old one had (ext4 does, at
+    once): a change time cannot be set back. Commits, branches and pulls do not change it; ``git
+    config`` and ``git remote`` do, and cost one more reading of the repository.
     """
+    dot_git = os.path.join(root, ".git")
     try:
-        found = os.stat(os.path.join(root, ".git"))
+        found = os.stat(dot_git)
     except OSError:
         return "none"
-    return f"{found.st_dev}:{found.st_ino}"
+    try:
+        made = os.stat(os.path.join(dot_git, "config")) if stat.S_ISDIR(found.st_mode) else found
+    except OSError:
+        return f"{found.st_dev}:{found.st_ino}"
+    return f"{found.st_dev}:{found.st_ino}:{made.st_ino}:{made.st_ctime_ns}"
 
 
 def normalise_remote(url: str) -> str | None:
@@ -244,20 +255,78 @@ def identify(top: str) -> dict[str, Any]:
     remote = _origin_url(found[1])
     path_identity["remote"] = remote
     if _is_shallow(found[1]):
-        return {"kind": "remote", "key": f"remote:{remote}", "roots": [], "remote": remote} if remote else path_identity
+        if not remote:
+            return path_identity
+        head = _git(top, "rev-parse", "--verify", "HEAD^{commit}")
+        if not head or not genuine_commits(top, head):  # a history cut off, and HEAD not even its own
+            return {**path_identity, "unread": True}
+        return {"kind": "remote", "key": f"remote:{remote}", "roots": [], "remote": remote, "head": head[0]}
     if not _has_commit(*found):
         return path_identity
     first = _git(top, "rev-list", "--first-parent", "--max-parents=0", "HEAD")
-    if not first:  # git refused the repository (another user's, damaged) or ran out of time
-        return {**path_identity, "unread": True}
-    every = _git(top, "rev-list", "--max-parents=0", "HEAD")
-    canonical = first[-1]
-    roots = sorted(set(every or []) | {canonical})
-    return {"kind": "git", "key": f"git:{canonical}", "roots": roots, "remote": remote}
+    canonical = first[-1] if first else None
+    every = _git(top, "rev-list", "--max-parents=0", "HEAD") if canonical else None
+    genuine = genuine_commits(top, sorted(set(every or []) | {canonical})) if canonical else set()
+    if canonical not in genuine:  # git refused the repository (another user's, damaged), ran out of time, or
+        return {**path_identity, "unread": True}  # its root is not the commit it names
+    return {"kind": "git", "key": f"git:{canonical}", "roots": sorted(genuine), "remote": remote}
+
+
+def genuine_commits(top: str, ids: Sequence[str]) -> set[str]:
+    """The ids among ``ids`` whose object in the checkout at ``top`` is a commit whose content hashes to its id.
+
+    Git does not check an object's name against its content when it reads it: a loose object file or a
+    pack written by hand may hold any commit under the name of another repository's root, and ``rev-list``
+    would print that name. Hashing the content (:data:`MAX_COMMIT_BYTES` at most) is what makes an identity
+    need the commit itself, not only its id.
+    """
+    import hashlib
+
+    wanted = "".join(f"{commit}\n" for commit in ids).encode()
+    sizes = _run(top, "cat-file", "--batch-check", feed=wanted)
+    if not sizes:
+        return set()
+    small = [line.split(" ")[0] for line in sizes.decode("ascii", "replace").splitlines()
+             if line.count(" ") == 2 and line.split(" ")[1] == "commit" and line.split(" ")[2].isdigit()
+             and int(line.split(" ")[2]) <= MAX_COMMIT_BYTES and line.split(" ")[0] in ids]
+    found = _run(top, "cat-file", "--batch", feed="".join(f"{commit}\n" for commit in small).encode()) if small else None
+    genuine: set[str] = set()
+    position = 0
+    while found and position < len(found):
+        end = found.find(b"\n", position)
+        header = found[position:end if end >= 0 else len(found)].decode("ascii", "replace").split(" ")
+        if end < 0 or len(header) != 3 or header[1] != "commit" or not header[2].isdigit():
+            break
+        size = int(header[2])
+        content = found[end + 1:end + 1 + size]
+        algorithm = hashlib.sha256 if len(header[0]) == 64 else hashlib.sha1
+        if len(content) == size and algorithm(b"commit %d\0" % size + content).hexdigest() == header[0]:
+            genuine.add(header[0])
+        position = end + 1 + size + 1
+    return genuine
+
+
+def holds_commit(top: str, commit: str) -> bool:
+    """Whether the checkout at ``top`` holds the commit ``commit`` itself (its content hashing to its id)."""
+    return git_dirs(top) is not None and commit in genuine_commits(top, [commit])
 
 
 def _git(top: str, *args: str) -> list[str] | None:
-    """The output lines of one read-only git command in ``top``, or None when git is missing or fails."""
+    """The object ids a read-only git command in ``top`` prints, or None when git is missing or fails."""
+    out = _run(top, *args)
+    if out is None:
+        return None
+    lines = [line.strip() for line in out.decode("ascii", "replace").splitlines() if line.strip()]
+    return [line for line in lines if len(line) in (40, 64) and all(c in "0123456789abcdef" for c in line)]
+
+
+def _run(top: str, *args: str, feed: bytes = b"") -> bytes | None:
+    """The output of one read-only git command in ``top`` (``feed`` on its input), or None when git is missing
+    or fails.
+
+    Replace refs and grafts are off (``--no-replace-objects``, ``GIT_GRAFT_FILE``): with them a repository
+    could show one commit under another's id.
+    """
     import subprocess
 
     from . import isolation
@@ -267,17 +336,13 @@ def _git(top: str, *args: str) -> list[str] | None:
         return None
     env = {name: value for name, value in isolation.child_env().items() if not name.startswith("GIT_")}
     env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", GIT_NO_LAZY_FETCH="1",
-               GIT_CEILING_DIRECTORIES=os.path.dirname(top))
-    command = [git, *SAFE_CONFIG, *NO_HOOKS, "--no-pager", "-C", top, *args]
+               GIT_CEILING_DIRECTORIES=os.path.dirname(top), GIT_GRAFT_FILE=os.devnull)
+    command = [git, *SAFE_CONFIG, *NO_HOOKS, "--no-pager", "--no-replace-objects", "-C", top, *args]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS, env=env,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(command, input=feed, capture_output=True, timeout=GIT_TIMEOUT_SECONDS, env=env)
     except (OSError, subprocess.SubprocessError):
         return None
-    if done.returncode != 0:
-        return None
-    lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
-    return [line for line in lines if len(line) in (40, 64) and all(c in "0123456789abcdef" for c in line)]
+    return done.stdout if done.returncode == 0 else None
 
 
 def _read_small(path: str, limit: int = MAX_GIT_FILE_BYTES) -> str | None:

@@ -66,7 +66,7 @@ def project_id(db: Database, cwd: str | os.PathLike[str], *, create: bool = True
             return found
     seen = identity.identify(root)
     if not create:
-        return _match(db, seen) if alias is None else int(alias["project_id"])
+        return _match(db, seen, root) if alias is None else int(alias["project_id"])
     with db.transaction():
         return _settle(db, root, seen, alias)
 
@@ -86,8 +86,9 @@ def _may_have_changed(root: str, alias: dict[str, Any]) -> bool:
     return False
 
 
-def _match(db: Database, seen: dict[str, Any]) -> int | None:
-    """The known project with this identity: one owning a root commit (the canonical first), else by key."""
+def _match(db: Database, seen: dict[str, Any], root: str) -> int | None:
+    """The known project with this identity: one owning a root commit (the canonical first), else by key; for a
+    shallow clone at ``root``, one that shows it shares its history (:func:`_shallow_match`)."""
     if seen["roots"]:
         marks = ",".join("?" * len(seen["roots"]))
         found = db.scalar(
@@ -95,16 +96,36 @@ def _match(db: Database, seen: dict[str, Any]) -> int | None:
             "ORDER BY root = ? DESC, project_id LIMIT 1", (*seen["roots"], seen["key"].split(":", 1)[1]))
         if found is not None:
             return int(found)
+    if seen["kind"] == "remote":
+        return _shallow_match(db, seen, root)
     found = db.scalar("SELECT id FROM projects WHERE identity = ?", (seen["key"],))
-    if found is None and seen["kind"] == "remote":
-        found = db.scalar("SELECT id FROM projects WHERE remote = ? ORDER BY id LIMIT 1", (seen["remote"],))
     return None if found is None else int(found)
+
+
+def _shallow_match(db: Database, seen: dict[str, Any], root: str) -> int | None:
+    """The known project of this remote that a shallow clone at ``root`` has shown it belongs to.
+
+    A shallow clone has no root commit to show, and its remote's URL is whatever its own config
+    says, so the URL only names candidates: one counts when another of its checkouts on this machine
+    holds the clone's ``HEAD`` commit itself (:func:`ccmemory.identity.holds_commit`).
+    """
+    candidates = db.rows("SELECT id FROM projects WHERE identity = ? OR remote = ? ORDER BY identity = ? DESC, id",
+                         (seen["key"], seen["remote"], seen["key"]))
+    for candidate in candidates:
+        for alias in aliases(db, int(candidate["id"])):
+            if alias["path"] != root and alias["kind"] != "path" and os.path.isdir(alias["path"]) and \
+                    identity.holds_commit(alias["path"], seen["head"]):
+                return int(candidate["id"])
+    return None
 
 
 def _settle(db: Database, root: str, seen: dict[str, Any], alias: dict[str, Any] | None) -> int:
     """Record ``root`` as an alias of the project its identity names, upgrading or creating that project."""
-    project = _match(db, seen)
+    project = _match(db, seen, root)
     previous = None if alias is None else int(alias["project_id"])
+    if project is None and previous is not None and seen["kind"] == "remote" and \
+            db.scalar("SELECT identity FROM projects WHERE id = ?", (previous,)) == seen["key"]:
+        project = previous  # the shallow clone of this location, still of the same remote (its config changed)
     if previous is not None and project != previous:
         old = db.scalar("SELECT identity FROM projects WHERE id = ?", (previous,))
         if identity.portability(old) < identity.PORTABILITY[seen["kind"]]:
@@ -131,7 +152,12 @@ def _settle(db: Database, root: str, seen: dict[str, Any], alias: dict[str, Any]
 
 
 def _create(db: Database, root: str, seen: dict[str, Any]) -> int:
-    """A new project at ``root``; a project that held the path before (another repository, since deleted) gives it up."""
+    """A new project at ``root``; a project that held the path before (another repository, since deleted) gives it up,
+    with the local context logged there."""
+    if db.scalar("SELECT 1 FROM projects WHERE path = ?", (root,)):
+        from . import local_context
+
+        local_context.forget_below(db, root)
     db.execute("UPDATE projects SET path = path || '#' || id WHERE path = ?", (root,))
     db.execute("INSERT INTO projects(path, name, created_at) VALUES (?, ?, ?)",
                (root, os.path.basename(root) or root, clock.now()))

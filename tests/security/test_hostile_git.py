@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from pathlib import Path
 from typing import Callable
 
@@ -217,6 +218,80 @@ def test_a_directory_cannot_take_another_repositorys_identity_through_its_dot_gi
     seen = trap.hook(home, folder)
     assert seen["project_id"] != owned["project_id"]
     assert seen["identity"] == f"path:{folder}"
+
+
+def _commit_naming(repo: Path, parent: str) -> str:
+    """A commit object of ``repo``'s own tree whose parent is ``parent`` (an id ``repo`` does not hold)."""
+    tree = git(repo, "rev-parse", "HEAD^{tree}")
+    body = f"tree {tree}\nparent {parent}\nauthor a <a@a> 1700000000 +0000\ncommitter a <a@a> 1700000000 +0000\n\nx\n"
+    done = subprocess.run([GIT or "git", "hash-object", "-t", "commit", "-w", "--stdin", "--literally"], cwd=repo,
+                          input=body, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def _replace_ref(folder: Path, victim_root: str) -> None:
+    """Only the victim's root id is known: a commit whose parent it is, and a replace ref giving that id an object."""
+    own = git(folder, "rev-parse", "HEAD")
+    (folder / ".git" / "refs" / "heads" / "main").write_text(_commit_naming(folder, victim_root) + "\n")
+    (folder / ".git" / "refs" / "replace").mkdir()
+    (folder / ".git" / "refs" / "replace" / victim_root).write_text(own + "\n")
+
+
+def _forged_object(folder: Path, victim_root: str) -> None:
+    """Only the victim's root id is known: the repository's own root commit copied under that id as a loose object,
+    and the branch pointing at it (git does not check an object's content against its name when it reads it)."""
+    own = git(folder, "rev-parse", "HEAD")
+    loose = folder / ".git" / "objects" / victim_root[:2] / victim_root[2:]
+    loose.parent.mkdir(exist_ok=True)
+    loose.write_bytes((folder / ".git" / "objects" / own[:2] / own[2:]).read_bytes())
+    (folder / ".git" / "refs" / "heads" / "main").write_text(victim_root + "\n")
+
+
+def _graft(folder: Path, victim_root: str) -> None:
+    """Only the victim's root id is known: a graft making it the parent of the repository's commit, and a forged
+    object under that id."""
+    own = git(folder, "rev-parse", "HEAD")
+    _forged_object(folder, victim_root)
+    (folder / ".git" / "refs" / "heads" / "main").write_text(own + "\n")
+    (folder / ".git" / "info").mkdir(exist_ok=True)
+    (folder / ".git" / "info" / "grafts").write_text(f"{own} {victim_root}\n")
+
+
+NAMING_A_ROOT = {"replace ref": _replace_ref, "forged loose object": _forged_object, "graft": _graft}
+
+
+@pytest.mark.parametrize("name", sorted(NAMING_A_ROOT))
+def test_a_repository_knowing_only_another_ones_root_id_does_not_become_its_project(home, trap, tmp_path, name):
+    victim = new_repo(tmp_path / "private-app")
+    owned = trap.hook(home, victim)
+    folder = new_repo(tmp_path / "innocent-tool", commits=1)
+    own_root = root_commit(folder)
+    NAMING_A_ROOT[name](folder, root_commit(victim))
+    assert root_commit(victim) in git(folder, "rev-list", "--max-parents=0", "HEAD").split()  # git is fooled
+    seen = trap.hook(home, folder)
+    assert seen["project_id"] != owned["project_id"]
+    assert seen["identity"] in (f"path:{folder}", f"git:{own_root}")  # its own root when it still reaches one
+    assert trap.ran() == []
+
+
+def test_a_hand_made_shallow_clone_naming_a_remote_does_not_join_its_project(home, trap, tmp_path):
+    victim = new_repo(tmp_path / "internal-app")
+    git(victim, "remote", "add", "origin", "git@github.com:acme/internal-app.git")
+    owned = trap.hook(home, victim)
+    forged = plain_dir(tmp_path)  # a tarball: no history at all, a few files that look like a shallow clone
+    for folder in ("refs/heads", "objects"):
+        (forged / ".git" / folder).mkdir(parents=True)
+    (forged / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (forged / ".git" / "refs" / "heads" / "main").write_text(git(victim, "rev-parse", "HEAD") + "\n")
+    (forged / ".git" / "shallow").write_text(git(victim, "rev-parse", "HEAD") + "\n")
+    (forged / ".git" / "config").write_text('[remote "origin"]\n\turl = https://github.com/acme/internal-app\n')
+    assert trap.hook(home, forged)["project_id"] != owned["project_id"]
+    own = new_repo(tmp_path / "bug-repro", commits=1)  # a real shallow-looking repository with its own commit
+    (own / ".git" / "shallow").write_text(git(own, "rev-parse", "HEAD") + "\n")
+    git(own, "remote", "add", "origin", "https://github.com/acme/internal-app")
+    seen = trap.hook(home, own)
+    assert seen["project_id"] != owned["project_id"]
+    assert seen["identity"] == "remote:github.com/acme/internal-app"  # its own project, known by the remote
 
 
 def test_real_worktrees_and_submodules_keep_their_identity(home, trap, tmp_path):
