@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 from .config import Config
 
 
-def end_turn(db: Any, config: Config, *, project_id: int, session_id: str, cwd: str, root: str,
+def end_turn(db: Any, config: Config, *, project_id: int, session_id: str, cwd: str | None, root: str,
              prompts: Sequence[str], last_message: str | None, times: dict[str, str] | None = None,
              turn_end: str | None = None) -> str | None:
     """Stop's work: the summary rewritten, the turn's local context entry added; the summary memory id or None.
@@ -42,7 +42,8 @@ def end_turn(db: Any, config: Config, *, project_id: int, session_id: str, cwd: 
     transcript time (:func:`ccmemory.observations.retime`), so the summary and the entry list them in the
     order they happened, not the order their hooks ran. ``turn_end``, when the reply that ended the turn
     was written, bounds the turn's entry: a call that finished later (a subagent still at work) goes to
-    the next entry, as a backfill of the same transcript files it.
+    the next entry, as a backfill of the same transcript files it. ``cwd`` None (the turn ended in another
+    project's directory) adds no entry: that directory's log is not this session's.
     """
     from . import activity
     from .observations import retime
@@ -53,13 +54,14 @@ def end_turn(db: Any, config: Config, *, project_id: int, session_id: str, cwd: 
     observations = session_observations(db, session_id)
     memory_id = summarize_from(db, project_id=project_id, session_id=session_id, root=root,
                                observations=observations, prompts=prompts, last_message=last_message)
-    activity.record_turn(db, directory=cwd, session_id=session_id, observations=observations,
-                         prompt=prompts[-1] if prompts else None, last_message=last_message, root=root,
-                         enabled_by_default=config.get("local_context", "enabled"), until=turn_end)
+    if cwd is not None:
+        activity.record_turn(db, directory=cwd, session_id=session_id, observations=observations,
+                             prompt=prompts[-1] if prompts else None, last_message=last_message, root=root,
+                             enabled_by_default=config.get("local_context", "enabled"), until=turn_end)
     return memory_id
 
 
-def end_session(db: Any, config: Config, *, project_id: int, session_id: str, cwd: str, root: str,
+def end_session(db: Any, config: Config, *, project_id: int, session_id: str, cwd: str | None, root: str,
                 prompts: Sequence[str], times: dict[str, str] | None = None, last_reply: str | None = None,
                 turn_end: str | None = None) -> tuple[str | None, int]:
     """SessionEnd's work (see the module docstring); returns the id of a summary written now (else None) and
@@ -69,6 +71,7 @@ def end_session(db: Any, config: Config, *, project_id: int, session_id: str, cw
     context entry of that turn (:func:`ccmemory.activity.add_late_calls`) and, with ``last_reply`` and
     ``turn_end`` (the session's last reply and when it was written, as its transcript shows them), in the
     extractive summary, which Stop wrote without it: both end as a backfill of the transcript writes them.
+    ``cwd`` None: as for :func:`end_turn`.
     """
     from . import activity, failures, memories, scopes, sessions
     from .observations import retime
@@ -94,10 +97,11 @@ def end_session(db: Any, config: Config, *, project_id: int, session_id: str, cw
     failures.settle(db, observations)
     last_prompt = prompts[-1] if prompts else None
     enabled = config.get("local_context", "enabled")
-    activity.add_late_calls(db, directory=cwd, session_id=session_id, observations=observations, root=root,
-                            enabled_by_default=enabled)
-    activity.record_turn(db, directory=cwd, session_id=session_id, observations=observations,
-                         prompt=last_prompt, last_message=None, root=root, enabled_by_default=enabled)
+    if cwd is not None:
+        activity.add_late_calls(db, directory=cwd, session_id=session_id, observations=observations, root=root,
+                                enabled_by_default=enabled)
+        activity.record_turn(db, directory=cwd, session_id=session_id, observations=observations,
+                             prompt=last_prompt, last_message=None, root=root, enabled_by_default=enabled)
     promoted = memories.promote(db, session_id, float(config.get("promotion", "min_salience")))
     scopes.propose(db, session_id)
     return new_summary, promoted

@@ -89,6 +89,16 @@ def clear(db: Database, directory: str) -> int:
     return gone
 
 
+def forget_below(db: Database, root: str) -> None:
+    """Drop the logs of ``root`` and every directory below it: another repository now stands there
+    (:func:`ccmemory.projects.project_id` made it a new project), and what was done in the old one is not its
+    recent activity. The observations stay with the old project."""
+    key = directory_key(root).rstrip(os.sep)
+    below = (key, key + os.sep, key + chr(ord(os.sep) + 1))
+    for table in ("local_context_entries", "local_context_themes"):
+        db.execute(f"DELETE FROM {table} WHERE directory = ? OR (directory >= ? AND directory < ?)", below)
+
+
 # -- recording ---------------------------------------------------------------------------------------
 def watermark(db: Database, directory: str, session_id: str) -> tuple[int, str | None]:
     """How far the log for this session here goes: the newest observation seq already in it (or cleared away),

@@ -39,8 +39,8 @@ from . import launch, log, payload as payloads
 
 
 def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
-    from .. import db as database, lifecycle, projects
-    from .summary import read_transcript, start_model_summary
+    from .. import db as database, lifecycle
+    from .summary import read_transcript, session_project, start_model_summary
 
     session_id = payloads.text(data, "session_id")
     if session_id is None:
@@ -49,13 +49,13 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     new_summary = None
     db = database.connect(vectors=False)
     try:
-        known = db.scalar("SELECT project_id FROM sessions WHERE id = ?", (session_id,))
-        if known is None:
+        if db.scalar("SELECT project_id FROM sessions WHERE id = ?", (session_id,)) is None:
             log.debug("session_end", f"session {session_id} recorded nothing; nothing to end")
             return
+        known, here, root = session_project(db, session_id, cwd)
         reading = read_transcript(payloads.text(data, "transcript_path"), session_id)
         new_summary, promoted = lifecycle.end_session(
-            db, config, project_id=known, session_id=session_id, cwd=cwd, root=str(projects.project_root(cwd)),
+            db, config, project_id=known, session_id=session_id, cwd=cwd if here else None, root=root,
             prompts=reading.prompts, times=reading.call_times(), last_reply=reading.last_reply,
             turn_end=reading.turn_end)
         launch.embed_if_pending(db, "session_end")

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 from ..config import Config
 from . import launch, log, payload as payloads
-from .summary import read_transcript, start_model_summary
+from .summary import read_transcript, session_project, start_model_summary
 
 #: How long Stop waits, at most, for the captures of the turn's calls whose hooks Claude Code has not started yet.
 LATE_CAPTURE_SECONDS = 5.0
@@ -26,7 +26,7 @@ LATE_CAPTURE_SECONDS = 5.0
 
 def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     """Write the extractive summary now; start the model-written one detached when configured."""
-    from .. import clock, db as database, lifecycle, projects, sessions
+    from .. import clock, db as database, lifecycle, sessions
 
     session_id = payloads.capturing_session(data, config, "stop", "no summary written")
     if session_id is None:
@@ -36,14 +36,14 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     reading = read_transcript(transcript, session_id, last_message)
     db = database.connect(vectors=False)
     try:
-        project = projects.project_id(db, cwd)
+        project, here, root = session_project(db, session_id, cwd)
         sessions.ensure(db, session_id, project, transcript_path=transcript)
         _wait_for_late_captures(db, config, reading, session_id, transcript or "", cwd)
         # What the turn writes (a new summary, the turn's entry) is stamped when its reply was written, as a
         # backfill of the transcript stamps it, not when this hook happened to run.
         with clock.replaying(reading.turn_end or clock.now()):
-            memory_id = lifecycle.end_turn(db, config, project_id=project, session_id=session_id, cwd=cwd,
-                                           root=str(projects.project_root(cwd)), prompts=reading.prompts,
+            memory_id = lifecycle.end_turn(db, config, project_id=project, session_id=session_id,
+                                           cwd=cwd if here else None, root=root, prompts=reading.prompts,
                                            last_message=last_message, times=reading.call_times(),
                                            turn_end=reading.turn_end)
         launch.embed_if_pending(db, "stop")

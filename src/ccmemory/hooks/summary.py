@@ -9,11 +9,29 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..db import Database
     from ..transcript import Session
 
 from ..config import Config
 from ..session_summary import MAX_PROMPTS
 from . import log
+
+
+def session_project(db: Database, session_id: str, cwd: str) -> tuple[int, bool, str]:
+    """The session's project (the one it was recorded in; else the one of ``cwd``), whether ``cwd`` is in it, and the
+    root its summary names files from.
+
+    Claude may end a turn in another repository's directory (``cd ../other``): the session's summary still
+    belongs to the session's project, and the other directory's local context gets nothing of it.
+    """
+    from .. import projects
+
+    known = db.scalar("SELECT project_id FROM sessions WHERE id = ?", (session_id,))
+    here = projects.project_id(db, cwd, create=known is None)
+    if known is None or here == int(known):
+        assert here is not None  # created when the session was not known
+        return here, True, str(projects.project_root(cwd))
+    return int(known), False, str(projects.get(db, int(known))["path"])
 
 
 def read_transcript(transcript_path: str | None, session_id: str | None,
