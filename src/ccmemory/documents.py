@@ -97,6 +97,8 @@ def _fetch_url(url: str) -> tuple[str, bool]:
     if not re.match(r"^https?://", url, re.IGNORECASE):
         raise ValidationError(f"Only http(s) URLs can be ingested, got {url!r}")
     page = fetch.get(url, MAX_DOCUMENT_BYTES, accept=lambda kind: kind.startswith("text/") or kind in TEXT_TYPES)
+    if b"\0" in page.body[:8192]:
+        raise ValidationError(f"{url} sent binary data, not text; save the page as text and ingest the file")
     try:
         text = page.body.decode(page.charset or "utf-8", errors="replace")
     except LookupError:  # a charset Python does not know

@@ -323,6 +323,10 @@ def get(url: str, max_bytes: int, *, accept: Callable[[str], bool] = lambda kind
                 content_type = response.headers.get_content_type()
                 if not accept(content_type):
                     raise FetchError(f"{url} is {content_type}, not text; save it as text and ingest the file")
+                encoding = (response.getheader("Content-Encoding") or "identity").strip().lower()
+                if encoding != "identity":  # asked for none: a compressed body would be stored as binary noise
+                    raise FetchError(f"{url} came compressed ({encoding}) although none was asked for; save the "
+                                     "page as text and ingest the file")
                 charset = response.headers.get_content_charset()
                 body = _read_body(response, max_bytes)
             finally:

@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 from testing.cli import MODULE, spawn as ccmemory
+from testing.hooks import rows
 from testing.mcp import running_server
 
 from ccmemory import config, documents, fetch, html_text, markdown_blocks, tokens
@@ -316,6 +317,29 @@ def test_a_page_over_the_size_limit_is_refused(home: Path, project_dir: Path, se
         for respond in (endless, claims):
             answer = server.call("docs_ingest", {"url": serve(respond).url("/big.txt")})
             assert answer.is_error and "larger than 5,242,880 bytes" in answer.text
+
+
+def test_a_compressed_or_binary_page_is_refused_not_stored_as_noise(home: Path, project_dir: Path,
+                                                                    serve: Callable[..., _Server]) -> None:
+    import gzip
+
+    _allow("127.0.0.1")
+
+    def compressed(handler: Any) -> None:  # compressed although the request asked for no encoding
+        body = gzip.compress(b"# Notes\n\nplain words " * 200)
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/plain")
+        handler.send_header("Content-Encoding", "gzip")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    with running_server(home, project_dir) as server:
+        answer = server.call("docs_ingest", {"url": serve(compressed).url("/notes.txt")})
+        assert answer.is_error and "came compressed (gzip)" in answer.text
+        answer = server.call("docs_ingest", {"url": serve(_page(b"\x00\x01binary\x00" * 50, "text/plain")).url("/b.txt")})
+        assert answer.is_error and "binary data" in answer.text
+    assert rows(home, "SELECT COUNT(*) AS n FROM documents")[0]["n"] == 0
 
 
 def test_a_slow_server_ends_at_the_deadline_and_other_tools_answer_meanwhile(home: Path, project_dir: Path) -> None:
