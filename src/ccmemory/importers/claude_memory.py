@@ -6,7 +6,8 @@ loads the first 200 lines every session), and topic files beside it, either note
 (``debugging.md``) or, in newer versions, one fact per file with front matter (``name``,
 ``description``, and ``type`` at the top or under ``metadata``). The folder is the same one the
 project's session transcripts sit in; its name (every character but a letter or digit turned into
-``-``) cannot be decoded, so the project is the ``cwd`` those transcripts name, or the one given.
+``-``) cannot be decoded, so the project is the ``cwd`` those transcripts name, or the one given; a folder
+from anywhere else (a copy someone sent) must be given its project: its transcripts are theirs.
 
 Mapping: a topic file is one memory (its description first, then its text; a file over the
 memory size limit becomes one memory per section); ``MEMORY.md`` gives one memory per section,
@@ -53,6 +54,10 @@ def import_claude_memory(db: Database, report: Report, *, folder: str | None = N
         if os.path.basename(memory_dir) != MEMORY_DIR and os.path.isdir(os.path.join(memory_dir, MEMORY_DIR)):
             memory_dir = os.path.join(memory_dir, MEMORY_DIR)
         parent = os.path.dirname(memory_dir)
+        if into is None and not safe_files.is_inside(parent, os.path.realpath(base)):
+            raise ValidationError(f"{folder} is not in Claude Code's projects folder ({base}), so the transcripts "
+                                  "beside it (which anyone who made the folder wrote) do not choose its project. "
+                                  "Say where it goes with --into-project DIR")
         project = into or project_of(parent, parent)
         if project is None:
             raise ValidationError(f"Cannot tell which project {folder} belongs to: no session transcript beside it "
