@@ -3,6 +3,7 @@ and the capture hook leaving the tool's own calls out of memory."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Iterator
 
@@ -39,9 +40,17 @@ def test_create_edit_view_through_the_server(servers) -> None:
     assert (answer.text, answer.is_error) == ("File created successfully at: /memories/progress.md", False)
     answer = one.call("memory", {"command": "str_replace", "path": "/memories/progress.md", "old_str": "[ ]",
                                  "new_str": "[x]"})
-    assert answer.text == "The memory file has been edited.\n     1\t- [x] a" and not answer.is_error
+    assert unquoted(answer.text) == "The memory file has been edited.\n     1\t- [x] a" and not answer.is_error
     answer = one.call("memory", {"command": "view", "path": "/memories/progress.md", "view_range": [1, -1]})
-    assert answer.text == "Here's the content of /memories/progress.md with line numbers:\n     1\t- [x] a"
+    assert unquoted(answer.text) == "Here's the content of /memories/progress.md with line numbers:\n     1\t- [x] a"
+
+
+def unquoted(text: str) -> str:
+    """An answer without the notice line and the fence lines around the file text it quotes."""
+    found = re.fullmatch(r"(.*\n)Text between <ccmemory-data-(\w{16})> and </ccmemory-data-\2> is [^\n]*\n"
+                         r"<ccmemory-data-\2>\n(.*)\n</ccmemory-data-\2>(.*)", text, re.S)
+    assert found, text
+    return found[1] + found[3] + found[4]
 
 
 def test_errors_are_tool_errors_with_anthropics_text(servers) -> None:

@@ -6,6 +6,13 @@ the paging note of a long ``view``) come after them. Each command runs in one
 ``BEGIN IMMEDIATE`` transaction that reads, checks and writes, so two writers of
 one file (two sessions, the CLI) are serialized and neither loses the other's
 edit. Every command, failed or not, leaves one row in the audit log.
+
+Answers to a model (``Call.quoted``: the MCP tool) quote the file text they show as data
+(:mod:`ccmemory.quoting`): the lines ``view`` numbers, the listing of a directory and the lines
+around an edit sit after the notice line, between fence lines, each line escaped. The line numbers
+and Anthropic's strings are kept, and a line of plain text is shown exactly as stored, so text
+copied from a view still matches in ``str_replace``; a line with ``&``, ``<``, ``>`` or a hidden
+character shows it escaped, and ``str_replace`` says so when an escaped form was sent.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable
     from ..db import Database
 
+from .. import quoting
 from ..excerpts import clip
 from ..vocabulary import MCP_SOURCE
 from . import paths, store
@@ -32,14 +40,19 @@ _REDACTED = "[REDACTED"
 
 
 class Call:
-    """Who is calling: the project whose ``/memories`` this is, the session, and the channel."""
+    """Who is calling: the project whose ``/memories`` this is, the session, and the channel.
 
-    __slots__ = ("project_id", "session_id", "source")
+    ``quoted``: the answers go to a model, so the file text in them is quoted as data.
+    """
 
-    def __init__(self, project_id: int, session_id: str | None = None, source: str = MCP_SOURCE) -> None:
+    __slots__ = ("project_id", "session_id", "source", "quoted")
+
+    def __init__(self, project_id: int, session_id: str | None = None, source: str = MCP_SOURCE, *,
+                 quoted: bool = False) -> None:
         self.project_id = project_id
         self.session_id = session_id
         self.source = source
+        self.quoted = quoted
 
 
 def execute(db: Database, arguments: dict[str, Any], call: Call) -> str:
@@ -108,8 +121,9 @@ def _whole(value: Any, name: str) -> int:
     return int(value)
 
 
-def _echo(text: str) -> str:
-    return clip(text, _ECHO_CHARS)
+def _echo(text: str, call: Call) -> str:
+    echoed = clip(text, _ECHO_CHARS)
+    return quoting.escape(echoed) if call.quoted else echoed
 
 
 # -- content helpers ---------------------------------------------------------------------------------
@@ -124,6 +138,21 @@ def split_lines(content: str) -> list[str]:
 def numbered(lines: list[str], first: int) -> str:
     """Lines as ``cat -n`` shows them: the number right-aligned in 6 columns, a tab, the line."""
     return "\n".join(f"{number:>6}\t{line}" for number, line in enumerate(lines, start=first))
+
+
+def _shown_lines(content: str, call: Call) -> list[str]:
+    """The file's lines as an answer shows them: escaped, one for one, when it goes to a model."""
+    return split_lines(quoting.escape(content, lines=True) if call.quoted else content)
+
+
+def _quoted(listing: str, what: str, call: Call) -> str:
+    """``listing`` (already escaped) after the notice and between fence lines, when the answer goes to a model."""
+    return quoting.quote_escaped(listing, what).rstrip("\n") if call.quoted else listing
+
+
+def _frame(what: str, call: Call) -> int:
+    """How many characters :func:`_quoted` adds to a listing."""
+    return len(_quoted("", what, call))
 
 
 def human_size(size: int) -> str:
@@ -208,24 +237,25 @@ def view(db: Database, arguments: dict[str, Any], call: Call) -> tuple[str, str]
         if row is None:
             raise MemoryFileError(f"The path {location.path} does not exist. Please provide a valid path.",
                                   failed=True)
-        return _view_file(location, row, arguments.get("view_range")), "file"
+        return _view_file(location, row, arguments.get("view_range"), call), "file"
     files = _files_at(db, location, call)
     if location.path == paths.ROOT:
         files = files + store.under(db, None, "")
     if not files and not location.is_scope_root:
         raise MemoryFileError(f"The path {location.path} does not exist. Please provide a valid path.",
                                   failed=True)
-    return _view_directory(location.path, files), f"directory, {len(files)} files"
+    return _view_directory(location.path, files, call), f"directory, {len(files)} files"
 
 
-def _view_file(location: Location, row: store.FileRow, view_range: Any) -> str:
-    lines = split_lines(row.content)
+def _view_file(location: Location, row: store.FileRow, view_range: Any, call: Call) -> str:
+    lines = _shown_lines(row.content, call)
     first, last = 1, len(lines)
     if view_range is not None:
         first, last = _range(view_range, len(lines))
     header = f"Here's the content of {location.path} with line numbers:\n"
+    what = f"the memory file {location.path}"
     shown: list[str] = []
-    used = len(header)
+    used = len(header) + _frame(what, call)
     number = first
     while number <= last:
         line = f"{number:>6}\t{lines[number - 1]}"
@@ -237,7 +267,7 @@ def _view_file(location: Location, row: store.FileRow, view_range: Any) -> str:
         shown.append(line)
         used += len(line) + 1
         number += 1
-    text = header + "\n".join(shown)
+    text = header + _quoted("\n".join(shown), what, call)
     if number <= last:
         text += (f"\n[… lines {number}-{last} not shown: a view returns at most {VIEW_MAX_CHARS:,} characters. "
                  f"Call view with view_range [{number}, {last}] to read on.]")
@@ -257,7 +287,7 @@ def _range(view_range: Any, total: int) -> tuple[int, int]:
     return first, last
 
 
-def _view_directory(path: str, files: list[store.FileRow]) -> str:
+def _view_directory(path: str, files: list[store.FileRow], call: Call) -> str:
     """``size<TAB>path`` for the directory and what lies up to 2 levels below it; sizes of directories add up."""
     sizes: dict[str, int] = {path: 0}
     depth = path.count("/") + 1
@@ -269,9 +299,11 @@ def _view_directory(path: str, files: list[store.FileRow]) -> str:
                 entry = "/".join(parts[: depth + below])
                 sizes[entry] = sizes.get(entry, 0) + row.size
     entries = sorted(sizes)
-    listing = [f"{human_size(sizes[entry])}\t{entry}" for entry in entries[: VIEW_MAX_ENTRIES + 1]]
+    listing = "\n".join(f"{human_size(sizes[entry])}\t{entry}" for entry in entries[: VIEW_MAX_ENTRIES + 1])
+    if call.quoted:  # names are letters, digits, '.', '_' and '-' (paths.parse), but they are still stored text
+        listing = quoting.escape(listing)
     text = (f"Here're the files and directories up to 2 levels deep in {path}, excluding hidden items and "
-            "node_modules:\n" + "\n".join(listing))
+            "node_modules:\n" + _quoted(listing, f"the list of memory files in {path}", call))
     if len(entries) > VIEW_MAX_ENTRIES + 1:
         text += (f"\n[… {len(entries) - VIEW_MAX_ENTRIES - 1} more entries not shown: view a subdirectory "
                  "to see them.]")
@@ -295,24 +327,32 @@ def str_replace(db: Database, arguments: dict[str, Any], call: Call) -> tuple[st
     row = _existing_file(db, location, call)
     occurrences = row.content.count(old) if old else 0
     if occurrences == 0:
-        raise MemoryFileError(f"No replacement was performed, old_str `{_echo(old)}` did not appear verbatim in "
-                              f"{location.path}.", failed=True)
+        raise MemoryFileError(f"No replacement was performed, old_str `{_echo(old, call)}` did not appear verbatim "
+                              f"in {location.path}.{_escaped_hint(old, row.content, call)}", failed=True)
     if occurrences > 1:
         starts, at = [], row.content.find(old)
         while at != -1:
             starts.append(str(row.content.count("\n", 0, at) + 1))
             at = row.content.find(old, at + len(old))
-        raise MemoryFileError(f"No replacement was performed. Multiple occurrences of old_str `{_echo(old)}` in "
-                              f"lines: {', '.join(starts)}. Please ensure it is unique", failed=True)
+        raise MemoryFileError(f"No replacement was performed. Multiple occurrences of old_str `{_echo(old, call)}` "
+                              f"in lines: {', '.join(starts)}. Please ensure it is unique", failed=True)
     at = row.content.find(old)
     content, note = _checked(location, row.content[:at] + new + row.content[at + len(old):])
     store.update(db, row, content)
-    lines = split_lines(content)
+    lines = _shown_lines(content, call)
     start = content.count("\n", 0, at)  # 0-based line of the change
     first = max(0, start - SNIPPET_CONTEXT_LINES)
     last = min(len(lines), start + new.count("\n") + SNIPPET_CONTEXT_LINES + 1)
-    return (f"The memory file has been edited.\n{numbered(lines[first:last], first + 1)}{note}",
-            f"{len(content.encode())} bytes")
+    snippet = _quoted(numbered(lines[first:last], first + 1), f"part of the memory file {location.path}", call)
+    return f"The memory file has been edited.\n{snippet}{note}", f"{len(content.encode())} bytes"
+
+
+def _escaped_hint(old: str, content: str, call: Call) -> str:
+    """Why ``old`` was not found when it was copied from an escaped view: what to send instead."""
+    if not call.quoted or ("&" not in old and "\\" not in old) or old not in quoting.escape(content, lines=True):
+        return ""
+    return (" It matches the file as view shows it, escaped: send &, < and > as themselves (not &amp;, &lt;, "
+            "&gt;) and each escape such as \\x1b or \\u202e as the character it stands for.")
 
 
 def insert(db: Database, arguments: dict[str, Any], call: Call) -> tuple[str, str]:

@@ -5,8 +5,9 @@ errors. The server keeps the active ``docmem_view`` list in
 ``ToolContext.state`` and calls :func:`on_server_start` once, which removes a
 section left in CLAUDE.md by an earlier server. While views are active, every
 change to a tree rewrites the section, so the file never shows stale text.
-The expansion ``docmem_view add`` returns is quoted as data like the section
-(:mod:`ccmemory.quoting`): a node's text is often a fetched page or tool output.
+Every answer that shows node text (the read tools, the expansion ``docmem_view add``
+returns) quotes it as data like the section (:mod:`ccmemory.quoting`): a node's text is
+often a fetched page or tool output. The ``result>`` line stays outside the quote.
 """
 
 import json
@@ -22,6 +23,8 @@ from ..parameters import Param
 from .registry import Annotations, ToolContext, reads, tool
 
 _STATE_KEY = "docmem_views"
+#: What the quoted part of a read tool's answer is, for the line that says it is data.
+STORED = "the text of docmem nodes ccmemory stored (documents, web pages, tool output, notes)"
 
 
 def _store(ctx: ToolContext) -> Docmem:
@@ -182,7 +185,7 @@ def docmem_add_summary(ctx: ToolContext, start_node_id: NodeId, end_node_id: Nod
 @tool(reads("Read a docmem subtree"),
       "The plain content of a node's descendants in reading order, without metadata.")
 def docmem_serialize(ctx: ToolContext, node_id: NodeId) -> str:
-    return "result> docmem_serialize:\n" + expand.serialize(_store(ctx), node_id)
+    return "result> docmem_serialize:\n" + quoting.quote(expand.serialize(_store(ctx), node_id), STORED)
 
 
 @tool(reads("Expand a docmem subtree"),
@@ -192,13 +195,13 @@ def docmem_serialize(ctx: ToolContext, node_id: NodeId) -> str:
 def docmem_expand_to_length(ctx: ToolContext, node_id: NodeId,
                             max_tokens: Annotated[int, Param(wire=("string", "integer"), check=_max_tokens)]) -> str:
     text = expand.expand_to_length(_store(ctx), node_id, max_tokens)
-    return "result> docmem_expand_to_length:\n" + text
+    return "result> docmem_expand_to_length:\n" + quoting.quote(text, STORED)
 
 
 @tool(reads("Path to a docmem node"),
       "The path from a node's root down to the node, one metadata line per level.")
 def docmem_get_root(ctx: ToolContext, node_id: NodeId) -> str:
-    return "result> docmem_get_root:\n" + expand.ancestor_path(_store(ctx), node_id)
+    return "result> docmem_get_root:\n" + quoting.quote(expand.ancestor_path(_store(ctx), node_id), STORED)
 
 
 @tool(reads("Query docmem nodes"),
@@ -209,10 +212,12 @@ def docmem_get_root(ctx: ToolContext, node_id: NodeId) -> str:
 def docmem_query_nodes(ctx: ToolContext, sql: Annotated[str, Param(as_sent=True)],
                        limit: Annotated[int, Param(low=1, high=query.MAX_LIMIT)] = query.DEFAULT_LIMIT) -> str:
     rows, more = query.run(ctx.db, ctx.project_id, sql, limit)
-    text = json.dumps(rows, indent=2, ensure_ascii=False)
+    # Still JSON: hidden characters become \uXXXX escapes, &, < and > the references the notice names.
+    rows_json = quoting.escape(quoting.json_visible(json.dumps(rows, indent=2, ensure_ascii=False)))
+    text = "result> docmem_query_nodes:\n" + quoting.quote_escaped(rows_json, STORED)
     if more:
-        text += f"\n(first {limit} rows; narrow the WHERE clause or raise limit, at most {query.MAX_LIMIT})"
-    return "result> docmem_query_nodes:\n" + text
+        text += f"(first {limit} rows; narrow the WHERE clause or raise limit, at most {query.MAX_LIMIT})"
+    return text
 
 
 @tool(_writes("Show a docmem subtree in CLAUDE.md", destructive=True, idempotent=True),

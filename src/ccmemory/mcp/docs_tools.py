@@ -3,13 +3,16 @@
 from pathlib import Path
 from typing import Annotated
 
-from .. import background, documents, search
+from .. import background, documents, quoting, search
+from ..excerpts import one_line
 from ..parameters import Param
 from . import format
 from .registry import Annotations, ToolContext, reads, tool
 
 #: The most sections one docs_search answers with (the CLI's --limit goes to search.MAX_LIMIT).
 MAX_LIMIT = 20
+#: The most characters of a document's title docs_ingest echoes (on one line, escaped: the page or file chose it).
+TITLE_CHARS = 120
 
 
 @tool(reads("Search documents"),
@@ -35,11 +38,11 @@ def docs_ingest(ctx: ToolContext, path: str | None = None, url: str | None = Non
     with ctx.unlocked():  # the fetch (up to its deadline) and the cutting need no database: other tools go on
         prepared = documents.prepare(path=path, url=url, content=content, title=title, root=ctx.project_dir)
     document = documents.store(ctx.db, prepared, project_id=ctx.project_id)
+    shown = quoting.escape(one_line(document.title, TITLE_CHARS))
     if document.unchanged:
-        return f"Document already ingested and unchanged: {document.title} ({document.chunk_count} chunks)"
+        return f"Document already ingested and unchanged: {shown} ({document.chunk_count} chunks)"
     background.of(ctx).wake()
-    return (f"Document ingested: {document.title} ({document.chunk_count} chunks, id {document.id}). "
-            "Search it with docs_search.")
+    return f"Document ingested: {shown} ({document.chunk_count} chunks, id {document.id}). Search it with docs_search."
 
 
 TOOLS = [docs_search, docs_ingest]

@@ -4,7 +4,8 @@ Claude Code shows it to the model as ``mcp__plugin_ccmemory_memory__memory``. Th
 handler only hands the arguments to :func:`ccmemory.files.commands.execute`, which
 the ``ccmemory files`` commands call too: that function checks them, in the
 memory tool's own words, so they reach it as sent (with any it accepts beyond
-the schema, such as ``content`` for ``file_text``).
+the schema, such as ``content`` for ``file_text``). Its answers go to the model, so the file
+text in them is quoted as data (``Call.quoted``).
 """
 
 from typing import Annotated, Any
@@ -44,7 +45,7 @@ def memory(
     arguments = {**undeclared, "command": command, "path": path, "view_range": view_range, "file_text": file_text,
                  "old_str": old_str, "new_str": new_str, "insert_line": insert_line, "insert_text": insert_text,
                  "position": position, "old_path": old_path, "new_path": new_path}
-    return commands.execute(ctx.db, arguments, commands.Call(ctx.project_id, ctx.session_id, MCP_SOURCE))
+    return commands.execute(ctx.db, arguments, commands.Call(ctx.project_id, ctx.session_id, MCP_SOURCE, quoted=True))
 
 
 TOOLS = [memory]
