@@ -3,8 +3,9 @@
 Its top level holds packages named like ccmemory's own, its dependencies' and the standard
 library's (``ccmemory/``, ``mcp/``, ``json.py``, ``pip/``, ``venv.py``, ``__future__.py``,
 ``encodings/``...), a project analyzer, a ``.claude/settings.json`` giving a relative
-``PYTHONPATH``, and executables named ``git``, ``uv``, ``claude`` and ``bin/python``. Each of
-them, when it runs, appends a line to a file of its own in a folder outside the repository.
+``PYTHONPATH``, and executables named ``git``, ``uv``, ``claude``, ``python3``, ``python`` and
+``bin/python``. Each of them, when it runs, appends a line to a file of its own in a folder outside
+the repository.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ SHADOWS = ("ccmemory/__init__.py", "ccmemory/__main__.py", "mcp/__init__.py", "j
            "hashlib.py", "shutil.py", "tempfile.py", "fastembed/__init__.py", "numpy/__init__.py",
            "encodings/__init__.py")
 #: Programs of the repository that a lookup through a relative PATH entry would run.
-PROGRAMS = ("git", "uv", "claude", "bin/python")
+PROGRAMS = ("git", "uv", "claude", "python3", "python", "bin/python")
 
 
 @dataclass

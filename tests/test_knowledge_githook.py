@@ -231,6 +231,21 @@ def test_a_lock_whose_process_has_ended_is_taken_over_by_the_next_commit(tmp_pat
     assert not index_lock(repo).exists()
 
 
+@pytest.mark.parametrize("started", ["1e300", "NaN", '"1e300"', "1" + "0" * 400])
+def test_an_index_lock_the_repository_committed_is_taken_over_by_ccmemory_index(tmp_path, home, started):
+    """pid 1 is always alive: with a start that never ages (far future, NaN, text, too large) the lock would stop
+    every index of the project for good; such a record is stale, and `ccmemory index` indexes."""
+    repo = tmp_path / "repo"
+    make_repo(repo, {"gotchas.md": GOTCHAS})
+    index_lock(repo).parent.mkdir(parents=True)
+    index_lock(repo).write_text(f'{{"pid": 1, "started": "forever", "started_epoch": {started}, "command": "index"}}')
+    done = ccmemory(home, repo, "index", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["files_indexed"] == 1 and "Another index" not in done.stderr
+    assert "gotchas.md#cron-runs-in-server-time" in entry_refs(home)
+    assert not index_lock(repo).exists()
+
+
 # --- locks.held: stale locks, and a holder that was taken over ----------------------------------------------------
 
 def _write_lock(path: Path, **holder: object) -> None:
@@ -246,11 +261,20 @@ def test_stale_locks_are_taken_over_and_a_live_one_is_busy(tmp_path):
     stale = {
         "dead pid": {"pid": gone.pid, "started_epoch": time.time()},
         "too old": {"pid": live, "started_epoch": time.time() - locks.STALE_SECONDS - 1},
-        "unreadable": None,
+        "unreadable": "{not json",
+        # a record a repository committed: a live pid and a start that never ages
+        "far future": {"pid": live, "started_epoch": 1e300},
+        "future beyond the skew": {"pid": live, "started_epoch": time.time() + locks.MAX_CLOCK_SKEW_SECONDS + 60},
+        "NaN": f'{{"pid": {live}, "started_epoch": NaN}}',
+        "infinite": f'{{"pid": {live}, "started_epoch": Infinity}}',
+        "too large for a float": f'{{"pid": {live}, "started_epoch": 1{"0" * 400}}}',
+        "text": {"pid": live, "started_epoch": "1e300"},
+        "true": {"pid": live, "started_epoch": True},
+        "no start": {"pid": live},
     }
     for why, holder in stale.items():
-        if holder is None:
-            path.write_text("{not json")
+        if isinstance(holder, str):
+            path.write_text(holder)
         else:
             _write_lock(path, **holder)
         with locks.held(str(path), command="test"):
@@ -258,12 +282,13 @@ def test_stale_locks_are_taken_over_and_a_live_one_is_busy(tmp_path):
             assert mine.get("pid") == os.getpid() and mine.get("command") == "test", why
         assert not path.exists(), why
 
-    _write_lock(path, pid=live, started="2026-01-01T10:00:00", started_epoch=time.time() - locks.STALE_SECONDS + 60)
-    with pytest.raises(locks.Busy) as busy:
-        with locks.held(str(path)):
-            pass
-    assert busy.value.holder["pid"] == live and busy.value.holder["started"] == "2026-01-01T10:00:00"
-    assert path.exists()  # a live holder's lock is left alone
+    for started in (time.time() - locks.STALE_SECONDS + 60, time.time() + locks.MAX_CLOCK_SKEW_SECONDS - 60):
+        _write_lock(path, pid=live, started="2026-01-01T10:00:00", started_epoch=started)
+        with pytest.raises(locks.Busy) as busy:
+            with locks.held(str(path)):
+                pass
+        assert busy.value.holder["pid"] == live and busy.value.holder["started"] == "2026-01-01T10:00:00"
+        assert path.exists()  # a live holder's lock is left alone, a start a little ahead (a clock set back) too
 
 
 def test_a_holder_that_was_taken_over_leaves_its_successors_lock_alone(tmp_path):

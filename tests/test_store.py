@@ -125,6 +125,28 @@ def test_tags_files_and_metadata_are_redacted_at_any_depth(db, project):
     assert memories.get(db, added.id, project_id=project).metadata == {"steps": [{"api_key": "[REDACTED]"}]}
 
 
+def _nested(depth: int) -> dict:
+    """Metadata ``depth`` levels deep (the object is level 1): ``{"k": [[...]]}``."""
+    value: list = []
+    for _ in range(depth - 2):
+        value = [value]
+    return {"k": value}
+
+
+def test_metadata_nested_too_deep_is_refused_by_every_writer(db, project):
+    """Deeper than 32 levels breaks what prints metadata back (orjson stops at 255); checked without recursion, so
+    a value deeper than Python's recursion limit gets the same clear error."""
+    kept = memories.add(db, project_id=project, content="Nested as deep as allowed", metadata=_nested(32))
+    assert kept.metadata == _nested(32)
+    for depth in (33, 300, 5_000):
+        with pytest.raises(ValidationError, match="Metadata is nested more than 32 levels deep"):
+            memories.add(db, project_id=project, content="Nested too deep", metadata=_nested(depth))
+        with pytest.raises(ValidationError, match="Metadata is nested more than 32 levels deep"):
+            memories.rewrite(db, kept.id, "Rewritten", project_id=project, metadata=_nested(depth))
+    assert [memory.content for memory in memories.list_memories(db, project_id=project)] == [kept.content]
+    assert memories.get(db, kept.id, project_id=project).metadata == _nested(32)
+
+
 def test_clean_metadata_costs_one_scan_and_is_stored_as_given(db, project, monkeypatch):
     """The capture hook's small dict: its strings are scanned together once, not one by one."""
     from ccmemory import redaction

@@ -3,10 +3,11 @@
 A lock is a file created exclusively, content and all in one step (a reader never finds it half
 written), holding its owner's pid, start time and whatever status the owner reports, so whoever
 finds it busy can say who holds it and what it is doing. A lock whose process is gone, or older
-than its ``stale_after``, is taken over, so a crash never leaves anything locked for good; a holder
-removes the file only while it is still its own (a run that was taken over leaves its successor's
-lock alone). Callers pick how to meet a busy lock: give up at once (:class:`Busy`, what indexing,
-discovery and the runtime build do) or wait up to ``wait`` seconds (a schema upgrade).
+than its ``stale_after``, or whose record gives no believable start time, is taken over, so neither a
+crash nor a lock file a repository commits leaves anything locked for good; a holder removes the file
+only while it is still its own (a run that was taken over leaves its successor's lock alone). Callers
+pick how to meet a busy lock: give up at once (:class:`Busy`, what indexing, discovery and the runtime
+build do) or wait up to ``wait`` seconds (a schema upgrade).
 
 Lock files are read and written without following a symlink, and read at most
 :data:`MAX_LOCK_BYTES`: some live in a project's ``.claude/memory``.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import sys
 import time
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
 #: A holder older than this is taken for hung and its lock taken over (unless the caller says otherwise).
 STALE_SECONDS = 15 * 60
 MAX_LOCK_BYTES = 64 * 1024
+#: How far a holder's start may lie ahead of this machine's clock (a clock set back since) before the lock is stale.
+MAX_CLOCK_SKEW_SECONDS = 600
 _POLL_SECONDS = 0.02
 
 
@@ -155,11 +159,22 @@ def _create(path: str, data: dict[str, Any]) -> bool:
 
 
 def is_stale(holder: dict[str, Any], stale_after: float = STALE_SECONDS) -> bool:
-    """Whether a lock's holder is gone (dead pid, unreadable lock) or has held it ``stale_after`` seconds."""
-    started = holder.get("started_epoch", 0)
+    """Whether a lock's holder is gone (dead pid, unreadable lock), has held it ``stale_after`` seconds, or
+    wrote no believable start time.
+
+    Some locks live in a project's ``.claude/memory``, where a repository can commit one: with pid 1
+    (always alive) and a start time that never ages (``1e300``, NaN, text) it would hold the lock for
+    good. So a start that is not a finite number, or lies more than :data:`MAX_CLOCK_SKEW_SECONDS` ahead
+    of this machine's clock, counts as stale, as a missing one always did.
+    """
+    started = holder.get("started_epoch")
+    if isinstance(started, bool) or not isinstance(started, (int, float)):
+        return True
     try:
-        age = time.time() - float(started or 0)
-    except (TypeError, ValueError):
+        age = time.time() - float(started)
+    except OverflowError:  # a whole number too large for a float
+        return True
+    if not math.isfinite(age) or age < -MAX_CLOCK_SKEW_SECONDS:
         return True
     return not alive(holder.get("pid")) or age >= stale_after
 

@@ -41,6 +41,9 @@ MIN_ID_PREFIX = 4
 SHOWN_CANDIDATES = 5
 #: Longer "ids" are not looked up (a uuid has 36 characters).
 MAX_ID_CHARS = 64
+#: Deepest nesting of stored metadata (objects and lists inside each other; the object itself is level 1).
+#: What reads it back gives up far sooner than Python's json reads it: orjson (``--json``) at 255 levels.
+MAX_METADATA_DEPTH = 32
 
 class Memory:
     """One memory as stored; ``tags``, ``files`` and ``metadata`` are decoded.
@@ -157,12 +160,33 @@ def _redacted_content(content: Any) -> str:
     return content
 
 
+def nested_too_deep(value: Any, limit: int = MAX_METADATA_DEPTH) -> bool:
+    """Whether ``value`` nests objects and lists more than ``limit`` levels deep (``value`` itself is level 1).
+
+    Walked with a stack, not recursion: the value may come from a file or a server, nested deeper than
+    Python's recursion limit.
+    """
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, (dict, list, tuple)):
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def _redacted_metadata(metadata: Any) -> dict[str, Any] | None:
-    """Metadata as stored: an object whose strings (keys and values, at any depth) are redacted."""
+    """Metadata as stored: an object at most :data:`MAX_METADATA_DEPTH` levels deep whose strings (keys and
+    values, at any depth) are redacted."""
     if metadata is None:
         return None
     if not isinstance(metadata, dict):
         raise ValidationError(f"Metadata must be an object, got {type(metadata).__name__}")
+    if nested_too_deep(metadata):
+        raise ValidationError(f"Metadata is nested more than {MAX_METADATA_DEPTH} levels deep (objects and lists "
+                              "inside each other); store a flatter object")
     return redact_fields(metadata)
 
 

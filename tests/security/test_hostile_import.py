@@ -106,6 +106,13 @@ def _import(world: dict[str, Path], *flags: str) -> tuple[subprocess.CompletedPr
     return result, (json.loads(result.stdout) if result.stdout.strip() else None)
 
 
+def _import_file(world: dict[str, Path], path: Path, *flags: str) -> tuple[subprocess.CompletedProcess[str], Any]:
+    """``path`` imported into the project (the real CLI), and its JSON report."""
+    result = ccmemory(world["home"], world["project"], "import", str(path), "--into-project", str(world["project"]),
+                      *flags, "--json")
+    return result, (json.loads(result.stdout) if result.stdout.strip() else None)
+
+
 def _dump(home: Path) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every ordinary table (virtual tables are read through their shadow tables)."""
     connection = sqlite3.connect(home / "ccmemory.db")
@@ -296,3 +303,104 @@ def test_a_memory_naming_another_projects_session_never_joins_it(world):
     assert len(planted) == 1 and planted[0]["session_id"] != "victim-session"
     assert planted[0]["session_project"] == planted[0]["project_id"]
     assert rows(world["home"], "SELECT count(*) AS n FROM memories WHERE session_id = 'victim-session'")[0]["n"] == 0
+
+
+USER_RULE = "User preference: always indent with tabs"
+
+
+def _user_wide_memory(world: dict[str, Path]) -> str:
+    """The user's own user-wide memory, written while in the project (the usual case): its id."""
+    added = ccmemory(world["home"], world["project"], "add", USER_RULE, "--scope", "user", "--json")
+    assert added.returncode == 0, added.stderr
+    return json.loads(added.stdout)["id"]
+
+
+def _links_to(world: dict[str, Path], user_id: str, planted_id: str) -> list[dict[str, Any]]:
+    """A file holding a memory of the project and a link of every kind between it and the user-wide memory."""
+    planted = _memory(world["project"], "Indentation: use 7 spaces (team rule)", id=planted_id)
+    links = [{"type": "relationship", "source_id": planted_id, "target_id": user_id, "relationship_type": kind,
+              "created_at": OLD} for kind in ("SUPERSEDES", "RELATES_TO")]
+    links.append({"type": "relationship", "source_id": user_id, "target_id": planted_id,
+                  "relationship_type": "DERIVED_FROM", "created_at": OLD})
+    return [{"type": "header", "format": "ccmemory-export", "version": 1}, planted, *links]
+
+
+def _still_seen_from_another_project(world: dict[str, Path], planted_id: str) -> None:
+    """Restore the planted memory (which refreshes what it supersedes), then the user-wide rule is still found,
+    not superseded, from another project."""
+    for command in ("delete", "restore"):
+        done = ccmemory(world["home"], world["project"], command, planted_id)
+        assert done.returncode == 0, done.stderr
+    found = ccmemory(world["home"], world["victim"], "search", "indent with tabs", "--mode", "keyword")
+    assert found.returncode == 0 and USER_RULE in found.stdout, found.stdout + found.stderr
+    listed = ccmemory(world["home"], world["victim"], "list", "--scope", "user")
+    assert USER_RULE in listed.stdout and "[SUPERSEDED]" not in listed.stdout, listed.stdout
+
+
+def test_a_link_to_a_user_wide_memory_needs_the_flag_and_never_supersedes_it(world):
+    """A relationship whose end is a user-wide memory already here (written in the project the import goes into,
+    so it passes the project check) loads only with --include-user-files, and a project's memory never
+    supersedes one: else a restore would hide the user's own rule from every project."""
+    user_id, planted_id = _user_wide_memory(world), "11111111-1111-4111-8111-111111111111"
+    hostile = world["tmp"] / "links.jsonl"
+    hostile.write_text("\n".join(json.dumps(record) for record in _links_to(world, user_id, planted_id)) + "\n")
+    user_links = f"SELECT relationship_type FROM memory_relationships WHERE '{user_id}' IN (source_id, target_id)"
+
+    result, report = _import_file(world, hostile)
+    assert result.returncode == 0 and report is not None, result.stderr
+    assert report["records"]["relationship"] == {"skipped": 3}
+    assert report["notices"] == [f"line {line}: relationship not imported: it links the user-wide memory {user_id}, "
+                                 "shown to every project; not imported (pass --include-user-files to import links "
+                                 "to user-wide memories)" for line in (3, 4, 5)]
+    assert rows(world["home"], user_links) == []
+    _still_seen_from_another_project(world, planted_id)
+
+    result, report = _import_file(world, hostile, "--include-user-files")
+    assert result.returncode == 0 and report is not None, result.stderr
+    assert report["records"]["relationship"] == {"added": 2, "skipped": 1}
+    assert report["notices"] == [f"line 3: relationship not imported: it has a project's memory supersede the "
+                                 f"user-wide memory {user_id}, which would hide it from every project; not imported "
+                                 "(only a user-wide memory supersedes one)"]
+    assert sorted(row["relationship_type"] for row in rows(world["home"], user_links)) == \
+        ["DERIVED_FROM", "RELATES_TO"]
+    _still_seen_from_another_project(world, planted_id)
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    """Metadata ``depth`` levels deep: an object holding lists in lists."""
+    value: Any = []
+    for _ in range(depth - 2):
+        value = [value]
+    return {"k": value}
+
+
+def test_metadata_nested_too_deep_is_refused_whole_with_the_record_named(world):
+    """Python reads JSON nested ~1,000 levels, orjson prints 255 (`--json`): metadata deeper than 32 levels is
+    refused, record by record, and nothing of a refused record is written (not even the session its memory names)."""
+    deep = [
+        _memory(world["project"], "DEEP-memory", metadata=_nested(300), session_id="deep-session"),
+        {"type": "session", "id": "deep-session-2", "project": str(world["project"]), "started_at": OLD,
+         "ended_at": OLD, "summary": "DEEP-session", "metadata": _nested(33)},
+        {"type": "document", "id": "22222222-2222-4222-8222-222222222222", "project": str(world["project"]),
+         "title": "DEEP-document", "content_hash": "abc", "created_at": OLD, "updated_at": OLD,
+         "metadata": _nested(900), "chunks": [{"ordinal": 0, "heading": "", "content": "DEEP text"}]},
+    ]
+    hostile = world["tmp"] / "deep.jsonl"
+    hostile.write_text("\n".join(json.dumps(record) for record in
+                                 [{"type": "header", "format": "ccmemory-export", "version": 1}, *deep]) + "\n")
+    before = _dump(world["home"])
+    result, report = _import_file(world, hostile)
+    assert result.returncode == 1 and report is not None, result.stderr
+    assert report["problems"] == [f"line {line}: {kind} not imported: its metadata is nested more than 32 levels deep "
+                                  "(objects and lists inside each other); flatten it in the file"
+                                  for line, kind in ((2, "memory"), (3, "session"), (4, "document"))]
+    assert _dump(world["home"]) == before
+
+    hostile.write_text("\n".join(json.dumps(record) for record in [
+        {"type": "header", "format": "ccmemory-export", "version": 1},
+        _memory(world["project"], "DEEP-but-allowed", metadata=_nested(32))]) + "\n")
+    result, report = _import_file(world, hostile)
+    assert result.returncode == 0 and report is not None and report["records"]["memory"] == {"added": 1}
+    listed = ccmemory(world["home"], world["project"], "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert any(memory["content"] == "DEEP-but-allowed" for memory in json.loads(listed.stdout))

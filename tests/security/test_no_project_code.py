@@ -4,13 +4,15 @@ The hostile repository (``testing.hostile``) records any of its files that runs.
 ccmemory runs with it as the current directory, as Claude Code, the user's shell and git start them,
 with a relative ``PYTHONPATH`` (``.``) and an empty ``PATH`` entry (the current directory), as a
 project's ``.claude/settings.json`` ``env`` or a careless shell profile gives them. No marker may
-appear, and each entry point still does its job.
+appear, and each entry point still does its job. (The ``python3`` that Claude Code's PATH gives the hook
+commands is Claude Code's choice, not ours: :func:`hook_command`.)
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -22,7 +24,7 @@ from typing import Iterator
 import pytest
 from mcp.client.stdio import StdioServerParameters
 
-from testing.hooks import bash_call, common, rows, wait_for_background_captures, write_config
+from testing.hooks import HOOK_PYTHON, bash_call, common, rows, wait_for_background_captures, write_config
 from testing.env import isolated_env
 from testing.hostile import Hostile, make_hostile, marker_code
 from testing.cli import on_terminal
@@ -76,11 +78,24 @@ def launcher_command(*args: str) -> list[str]:
     return [sys.executable, *map(plugin_command, server["args"]), *args]
 
 
+def hook_command(event: str) -> str:
+    """The command ``hooks.json`` gives ``event``, with its ``python3`` (and ``python`` fallback) by absolute path.
+
+    Which ``python3`` a hook command starts is Claude Code's choice, made with its own PATH (docs/security.md,
+    "Not covered"): through a relative entry it is the repository's ``python3`` (``testing.hostile.PROGRAMS``), as
+    it would be for any bare command. What these tests show is everything after that choice: the hook, and what
+    it starts, in the repository's environment.
+    """
+    hooks = json.loads((REPO_ROOT / "hooks.json").read_text())["hooks"]
+    first, _, fallback = plugin_command(hooks[event][0]["hooks"][0]["command"]).partition(" || ")
+    assert first.startswith("python3 ") and fallback.startswith("python "), (first, fallback)
+    python = shlex.quote(HOOK_PYTHON)
+    return f"{python} {first.removeprefix('python3 ')} || {python} {fallback.removeprefix('python ')}"
+
+
 def run_plugin_hook(event: str, payload: dict, home: Path, cwd: Path, env: dict[str, str]) -> None:
     """A hook as Claude Code runs it: the command of ``hooks.json`` by the shell, the payload on stdin."""
-    hooks = json.loads((REPO_ROOT / "hooks.json").read_text())["hooks"]
-    command = plugin_command(hooks[event][0]["hooks"][0]["command"])
-    done = subprocess.run(["sh", "-c", command], input=json.dumps(payload).encode(), cwd=cwd, env=env,
+    done = subprocess.run(["sh", "-c", hook_command(event)], input=json.dumps(payload).encode(), cwd=cwd, env=env,
                           capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
     wait_for_background_captures(home)

@@ -17,7 +17,7 @@ import math
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal, Sequence, overload
 
-from .. import clock
+from .. import clock, memories
 from ..errors import ValidationError
 from ..excerpts import clip
 
@@ -145,12 +145,18 @@ def strings(record: dict[str, Any], name: str) -> list[str]:
 
 
 def json_object(record: dict[str, Any], name: str) -> dict[str, Any]:
-    """An object of at most :data:`MAX_JSON_BYTES` as compact JSON (null: empty)."""
+    """An object of at most :data:`MAX_JSON_BYTES` as compact JSON and at most
+    :data:`~ccmemory.memories.MAX_METADATA_DEPTH` levels deep, as the store's writers keep metadata
+    (null: empty). Python reads JSON nested some 1,000 levels; what prints it back (``--json``, the
+    viewer) gives up far sooner."""
     value = record.get(name)
     if value is None:
         return {}
     if not isinstance(value, dict):
         raise ValidationError(f"its {name} must be an object, got {type(value).__name__}")
+    if memories.nested_too_deep(value):
+        raise ValidationError(f"its {name} is nested more than {memories.MAX_METADATA_DEPTH} levels deep (objects "
+                              "and lists inside each other); flatten it in the file")
     try:
         size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
     except (ValueError, RecursionError):

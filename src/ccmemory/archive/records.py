@@ -24,7 +24,8 @@ ships), so import is confined and every field is checked (:mod:`.fields`):
   with ``user_files``, and never over a user-wide file already here with other text
   (that one is kept, and the record is reported as a conflict). So are user-wide memories
   (``"scope": "user"``, :mod:`ccmemory.scopes`): without ``user_files`` such a record is
-  skipped, and no record changes a user-wide memory already here.
+  skipped, and no record changes a user-wide memory already here, nor links to one (a
+  relationship or a session's usage); with it, a project's memory still never supersedes one.
 * Values are checked as the tools check them (types, enums, lengths, finite numbers
   in range, times no later than now plus a small skew), the memory-file limits hold
   (size, :data:`~ccmemory.files.commands.MAX_FILES_PER_SCOPE` per scope), and a
@@ -544,8 +545,9 @@ def _link_type(name: str, table: str, columns: tuple[str, ...], owner: str, orde
 
     ``owner`` joins the row (``x``) to what gives it a project (``o``). ``ends`` names the
     columns holding the linked ids and their kinds: both must be rows here of one project
-    this import writes to (ids given anew in this import are followed). names the
-    column holding the link's type and the types allowed.
+    this import writes to (ids given anew in this import are followed), and a user-wide
+    memory at either end needs ``user_files`` (:func:`_check_user_wide_ends`). ``typed`` names
+    the column holding the link's type and the types allowed.
     """
 
     def export(db: Database, scope: Scope) -> Iterator[dict[str, Any]]:
@@ -567,6 +569,7 @@ def _link_type(name: str, table: str, columns: tuple[str, ...], owner: str, orde
             owners.add(found)
         if len(owners) != 1 or not owners <= ctx.written:
             raise ValidationError("it links rows of another project than the ones this import writes to")
+        _check_user_wide_ends(ctx, row, ends)
         ctx.clean_row(row, tuple(column for column, _ in ends))
         ctx.db.execute(f"INSERT OR IGNORE INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                        tuple(row.values()))
@@ -576,6 +579,27 @@ def _link_type(name: str, table: str, columns: tuple[str, ...], owner: str, orde
         return ADDED
 
     return RecordType(name, export, load)
+
+
+def _check_user_wide_ends(ctx: ImportContext, row: dict[str, Any], ends: tuple[tuple[str, str], ...]) -> None:
+    """Refuse (:class:`Skipped`) a link that would change what every project sees of a user-wide memory.
+
+    A user-wide memory belongs to the project it was written in, so a link to it passes the project
+    check; yet a SUPERSEDES link hides it from every project once its supersessions are refreshed
+    (a restore, a sync), and any relationship marks it "related" everywhere. So a link with a
+    user-wide memory at either end (a session's usage too) loads only with ``user_files``, like the
+    memory itself, and even then a memory of one project never supersedes a user-wide one.
+    """
+    user_wide = [column for column, kind in ends if kind == "memory"
+                 and ctx.db.scalar("SELECT 1 FROM memories WHERE id = ? AND scope = 'user'", (row[column],))]
+    if not user_wide:
+        return
+    if not ctx.user_files:
+        raise Skipped(f"it links the user-wide memory {row[user_wide[0]][:80]}, shown to every project; not imported "
+                      "(pass --include-user-files to import links to user-wide memories)")
+    if row.get("relationship_type") == "SUPERSEDES" and "target_id" in user_wide and "source_id" not in user_wide:
+        raise Skipped(f"it has a project's memory supersede the user-wide memory {row['target_id'][:80]}, which "
+                      "would hide it from every project; not imported (only a user-wide memory supersedes one)")
 
 
 _USAGE_LINK = _link_type("session_memory", "session_memories", ("session_id", "memory_id", "usage_type", "created_at"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, NoReturn, TypeVar
 
 import click
 
@@ -70,10 +70,29 @@ def emit_json(value: Any) -> None:
     """Print a value as JSON (orjson: fast, and it handles dataclass dicts with non-ASCII text).
 
     orjson escapes the C0 controls; the C1, bidi and tag characters it leaves raw are escaped too.
+    orjson gives up on values nested more than 255 levels deep (metadata an older ccmemory stored
+    from an import) and on text that is not UTF-8 (a lone surrogate): the standard library prints
+    those, all ASCII, and what neither can print ends the command with one line saying so, not a
+    traceback.
     """
     import orjson
 
-    click.echo(quoting.json_visible(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()))
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    except TypeError as exc:
+        text = _standard_json(value, exc)
+    click.echo(quoting.json_visible(text))
+
+
+def _standard_json(value: Any, refused: TypeError) -> str:
+    """``value`` as JSON by the standard library, for what orjson refused; :func:`fail` when it cannot either."""
+    import json
+
+    try:
+        return json.dumps(value, indent=2, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        fail(f"The result cannot be printed as JSON ({one_line(refused, 120)}): a stored value in it is nested too "
+             "deep or is no JSON value. Run the command without --json to read it as text.")
 
 
 def load_settings() -> Any:
@@ -159,7 +178,7 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
     return excerpts.one_line(str(exc), limit)
 
 
-def fail(message: str, code: int = 1) -> None:
+def fail(message: str, code: int = 1) -> NoReturn:
     echo(f"Error: {message}", err=True)
     sys.exit(code)
 
