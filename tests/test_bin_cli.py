@@ -56,3 +56,4 @@ def test_claude_config_dir_is_honoured_and_an_override_wins(tmp_path, project_di
 def test_the_windows_entry_point_calls_the_same_script():
     text = (REPO_ROOT / "bin" / "ccmemory.cmd").read_text()
     assert '"%~dp0ccmemory"' in text and "python" in text
+    assert "set NoDefaultCurrentDirectoryInExePath=1" in text  # cmd would run a project's python3.exe first
