@@ -64,6 +64,13 @@ class Server:
         with self.cluster.connect(self.dbname) as conn:
             return conn.execute(sql, params).fetchall()
 
+    def execute(self, statement: str, params: Any = None, *, triggers: bool = True) -> None:
+        """Run one statement as the admin; ``triggers=False`` as a hostile server would (no trigger fires)."""
+        with self.cluster.connect(self.dbname) as conn:
+            if not triggers:
+                conn.execute("SET session_replication_role = replica")
+            conn.execute(statement, params)
+
     def count(self) -> int:
         return int(self.rows("SELECT count(*) FROM ccmemory.memories")[0][0])
 

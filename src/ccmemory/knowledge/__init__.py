@@ -20,8 +20,10 @@ def reference(memory: Any) -> str | None:
     """``architecture/auth.md#jwt-flow`` for a knowledge entry, None for any other memory."""
     if getattr(memory, "source", None) != KNOWLEDGE_SOURCE:
         return None
-    info = (memory.metadata or {}).get("knowledge") or {}
-    file = info.get("file")
-    if not file:
+    metadata = getattr(memory, "metadata", None)
+    info = metadata.get("knowledge") if isinstance(metadata, dict) else None  # a teammate's row may hold anything
+    file = info.get("file") if isinstance(info, dict) else None
+    if not isinstance(file, str) or not file:
         return None
-    return f"{file}#{info['anchor']}" if info.get("anchor") else file
+    anchor = info.get("anchor") if isinstance(info, dict) else None
+    return f"{file}#{anchor}" if isinstance(anchor, str) and anchor else file

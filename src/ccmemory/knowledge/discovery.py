@@ -100,7 +100,12 @@ def findings_of(result: dict[str, Any]) -> list[Finding]:
 def _existing(db: Database, project_id: int) -> dict[str, memories.Memory]:
     rows = [m for m in memories.list_memories(db, project_id=project_id, category="discovery", limit=10_000)
             if m.source == DISCOVERY_SOURCE]
-    return {m.metadata.get("discovery", {}).get("key"): m for m in rows}
+    found: dict[str, memories.Memory] = {}
+    for memory in rows:
+        info = memory.metadata.get("discovery")  # type-checked: a pulled row may hold anything there
+        if isinstance(info, dict) and isinstance(info.get("key"), str):
+            found[info["key"]] = memory
+    return found
 
 
 def save(db: Database, project_id: int, run: Discovery) -> None:

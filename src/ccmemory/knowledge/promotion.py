@@ -81,9 +81,11 @@ def promote(db: Database, memory_id: str, settings: ProjectSettings, project_id:
         memory = memories.get(db, memory_id, project_id=project_id)
     except NotFoundError:
         raise NotFoundError(f"Entry not found: {memory_id}") from None
-    info = memory.metadata.get("promotion") or {}
-    if info.get("promoted"):
-        return Promotion(memory.id, "already", info.get("path", ""), f"Entry already promoted to {info.get('path')}")
+    info = memory.metadata.get("promotion")  # type-checked: a pulled row may hold anything there
+    if isinstance(info, dict) and info.get("promoted") is True:
+        path = info.get("path")
+        where = path if isinstance(path, str) else ""
+        return Promotion(memory.id, "already", where, f"Entry already promoted to {where or 'the knowledge folder'}")
     path = os.path.join(settings.knowledge_dir, FOLDER, f"{slug_of(memory.content)}.md")
     shown = os.path.relpath(path, settings.root)
     existing = Promotion(memory.id, "exists", shown,

@@ -35,6 +35,8 @@ MEMBER_ROLE = "ccmemory_member"
 SCHEMA = "ccmemory"
 #: Dimension of the default embedding model (all-MiniLM-L6-v2); other dimensions get their index on demand.
 DEFAULT_DIMENSIONS = 384
+#: How far ahead of the server's clock a row's time may be (clock skew between machines); later is set to this.
+MAX_FUTURE_SECONDS = 600
 #: Advisory lock keys: (namespace, what). The namespace spells "ccm".
 LOCK_NAMESPACE = 0x63636D
 MIGRATION_LOCK = 0
@@ -245,6 +247,46 @@ def _s002_search_vector_walks_the_hnsw_index(conn: psycopg.Connection[Any]) -> N
     conn.execute(f"CREATE OR REPLACE FUNCTION ccmemory.search_vector(team text, project text, query vector, "
                  f"model text, lim integer) RETURNS TABLE (id text, score double precision) LANGUAGE sql STABLE "
                  f"SECURITY DEFINER SET search_path FROM CURRENT AS $${SEARCH_VECTOR_SQL}$$")
+
+
+def _bounded_sql() -> str:
+    """The trigger function keeping a row's times and metadata within what every client stores (see
+    :mod:`ccmemory.team.pulled`, which checks the same again on each client: no client trusts the server)."""
+    from .pulled import MAX_ROW_DEPTH, MAX_ROW_METADATA_BYTES
+
+    return f"""
+CREATE FUNCTION ccmemory.memory_bounded() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT isfinite(NEW.updated_at) OR NEW.updated_at < timestamptz '1970-01-01 00:00:00+00'
+       OR (TG_OP = 'INSERT' AND (NOT isfinite(NEW.created_at)
+                                 OR NEW.created_at < timestamptz '1970-01-01 00:00:00+00')) THEN
+        RAISE EXCEPTION 'a memory''s times must be finite and after 1970' USING ERRCODE = 'check_violation';
+    END IF;
+    -- Later than now (plus a small clock skew): now. No row sorts itself after every later change.
+    NEW.updated_at := least(NEW.updated_at, now() + interval '{MAX_FUTURE_SECONDS} seconds');
+    IF TG_OP = 'INSERT' THEN
+        NEW.created_at := least(NEW.created_at, NEW.updated_at);
+    END IF;
+    IF octet_length(NEW.metadata::text) > {MAX_ROW_METADATA_BYTES}
+       OR jsonb_path_exists(NEW.metadata, 'strict $.**{{{MAX_ROW_DEPTH + 1}}}') THEN
+        RAISE EXCEPTION 'a memory''s metadata must be at most {MAX_ROW_METADATA_BYTES} bytes and {MAX_ROW_DEPTH} '
+            'levels deep' USING ERRCODE = 'check_violation';
+    END IF;
+    RETURN NEW;
+END $$ SET search_path FROM CURRENT;
+-- Named to fire before memories_changed (BEFORE triggers fire in name order).
+CREATE TRIGGER memories_bounded BEFORE INSERT OR UPDATE ON ccmemory.memories
+    FOR EACH ROW EXECUTE FUNCTION ccmemory.memory_bounded();
+"""
+
+
+@server_migration
+def _s003_rows_bounded(conn: psycopg.Connection[Any]) -> None:
+    """Times finite and not far ahead, metadata bounded: one member's row cannot stop another's pull.
+
+    Rows written before stay as they are; clients leave out any they cannot store (:mod:`.pulled`).
+    """
+    conn.execute(_bounded_sql())
 
 
 def _ensure_member_role(conn: psycopg.Connection[Any]) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 from .. import config
 from ..db import Database
 from ..errors import CCMemoryError
-from . import sharing, sync
+from . import pulled, sharing, sync
 from .connection import resolve, scrub, translated
 
 #: How long a search waits for the server. BENCHMARKS.md: 19-96 ms p50 through the server at 100k
@@ -112,7 +112,7 @@ def _ask(target: Any, team: str, project: str, query: str, vector: str | None, m
                 return []
             records = conn.execute(f"SELECT {sync.SERVER_COLUMNS} FROM ccmemory.memories WHERE id = ANY(%s)",
                                    (list(dict.fromkeys(found)),)).fetchall()
-            return [sync.server_row(sync.as_dict(conn, record)) for record in records]
+            return sync.server_rows(records, sync.Report())  # a row this machine cannot store is logged, left out
     finally:
         conn.close()
 
@@ -131,4 +131,4 @@ def _cache(db: Database, rows: list[dict[str, Any]], project_id: int, model: str
             sync.record(db, row["id"], {"owner": row["owner"], "mine": int(row["owner"] == role),
                                         "scope": row["scope"], "updated_seq": row["updated_seq"],
                                         "shared_at": row["updated_at"], "superseded_by": row["superseded_by"],
-                                        "synced_hash": sharing.digest(row, row["embedding_model"])})
+                                        "synced_hash": pulled.hash_of(row)})

@@ -44,7 +44,7 @@ from .. import clock, memories
 from ..db import Database
 from ..errors import NotFoundError
 from ..vocabulary import SECTORS
-from . import sharing
+from . import pulled, sharing
 from .connection import ServerError, Target, connect, translated
 
 if TYPE_CHECKING:
@@ -67,8 +67,12 @@ BACKGROUND_SECONDS = 30.0
 #: How often the MCP server runs a background round.
 INTERVAL_SECONDS = 600.0
 
-SERVER_COLUMNS = ("id, project, scope, owner, updated_seq, created_at, updated_at, deleted, superseded_by, sector, "
-            "category, source, content, metadata, embedding::text AS embedding, embedding_model")
+#: What is read of a server row: nothing the driver could fail to decode (:mod:`ccmemory.team.pulled`).
+SERVER_COLUMNS = pulled.SERVER_COLUMNS
+#: What a write returns: its change number and its time in seconds (a float the driver always decodes).
+RETURNED = "updated_seq, extract(epoch FROM updated_at)::float8"
+#: Most problems one report lists (each left-out row is counted in ``skipped``).
+MAX_PROBLEMS = 20
 
 
 @dataclass
@@ -87,6 +91,8 @@ class Report:
     waiting: int = 0
     #: Teammates' memories removed here to keep within ``sync.replica_max`` (still on the server).
     trimmed: int = 0
+    #: Server rows left out because this machine cannot or must not store them (``problems`` says why).
+    skipped: int = 0
     pending: int = 0
     finished: bool = True
     problems: list[str] = field(default_factory=list)
@@ -94,12 +100,26 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
+    def skip(self, why: str) -> None:
+        """Count a server row left out, say why (the first :data:`MAX_PROBLEMS`) and log it."""
+        self.skipped += 1
+        self.note(why)
+
+    def note(self, problem: str) -> None:
+        """A problem for ``problems`` (the first :data:`MAX_PROBLEMS`) and the log."""
+        import logging
+
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(problem)
+        logging.getLogger(__name__).warning("Sync: %s", problem)
+
     def line(self) -> str:
         parts = [f"pushed {self.pushed}", f"pulled {self.pulled}"]
         for count, what in ((self.unshared, "taken back from the team"), (self.deleted, "deletions sent"),
                             (self.removed, "removed here"), (self.conflicts, "conflicts kept both texts"),
                             (self.waiting, "waiting for a project not on this machine"),
-                            (self.trimmed, "teammates' memories left on the server (sync.replica_max)")):
+                            (self.trimmed, "teammates' memories left on the server (sync.replica_max)"),
+                            (self.skipped, "rows from the server left out (`ccmemory sync --json` says why)")):
             if count:
                 parts.append(f"{count} {what}")
         tail = "" if self.finished else f"; stopped at the time limit, {self.pending} still to push"
@@ -126,20 +146,24 @@ def enable(db: Database, *, requeue: bool = False) -> bool:
 
 
 def _timestamp(value: Any) -> str:
-    """A server time as the store writes times (``2026-11-22T02:40:00.123Z``)."""
-    from datetime import timezone
-
-    moment = value.astimezone(timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    """A time a write returned (seconds, :data:`RETURNED`) as the store writes times, capped at now."""
+    return min(value if isinstance(value, str) else pulled.timestamp(value), clock.now())
 
 
 def server_row(record: Any) -> dict[str, Any]:
-    row = dict(record)
-    for name in ("created_at", "updated_at"):
-        row[name] = _timestamp(row[name])
-    if isinstance(row.get("metadata"), str):
-        row["metadata"] = json.loads(row["metadata"])
-    return row
+    """A row read with :data:`SERVER_COLUMNS`, decoded and checked; raises :class:`pulled.Unusable`."""
+    return pulled.decode(record)
+
+
+def server_rows(records: list[Any], report: Report) -> list[dict[str, Any]]:
+    """The usable rows among ``records``; each other one is left out and reported (:meth:`Report.skip`)."""
+    rows = []
+    for record in records:
+        try:
+            rows.append(pulled.decode(record))
+        except pulled.Unusable as error:
+            report.skip(f"{error}; left out (ask its owner to fix it)")
+    return rows
 
 
 def _vector_of(db: Database, memory: memories.Memory) -> tuple[str | None, str | None]:
@@ -218,6 +242,10 @@ class Round:
         row = sharing.payload(memory, project=project, scope=scope, superseded_by=replaced.get(memory.id))
         if not row["content"].strip() and not row["deleted"]:
             return None
+        refused = None if row["deleted"] else pulled.refusal(row["metadata"])
+        if refused is not None:
+            self.report.note(f"memory {memory.id} was not pushed: {refused}; the server would refuse it")
+            return None
         vector, model = (None, None) if row["deleted"] else _vector_of(self.db, memory)
         row["embedding"], row["embedding_model"] = vector, model
         hashed = sharing.digest(row, model)
@@ -246,7 +274,7 @@ class Round:
             "INSERT INTO ccmemory.memories (scope, updated_at, deleted, superseded_by, sector, category, source, "
             "content, metadata, embedding, embedding_model, id, team_id, project, created_at) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::vector, %s, %s, %s, %s, %s) "
-            "ON CONFLICT (id) DO NOTHING RETURNING updated_seq, updated_at",
+            "ON CONFLICT (id) DO NOTHING RETURNING " + RETURNED,
             (*self._values(row), row["id"], self.team_id, row["project"], row["created_at"])).fetchone()
         if found is not None:
             self.report.pushed += 1
@@ -257,7 +285,7 @@ class Round:
         found = self.conn.execute(
             "UPDATE ccmemory.memories SET scope = %s, updated_at = %s, deleted = %s, superseded_by = %s, "
             "sector = %s, category = %s, source = %s, content = %s, metadata = %s::jsonb, embedding = %s::vector, "
-            "embedding_model = %s WHERE id = %s AND updated_seq = %s RETURNING updated_seq, updated_at",
+            "embedding_model = %s WHERE id = %s AND updated_seq = %s RETURNING " + RETURNED,
             (*self._values(row), row["id"], base_seq)).fetchone()
         if found is None:
             return self._resolve(row, hashed)
@@ -272,7 +300,7 @@ class Round:
     def _send_delete(self, known: dict[str, Any]) -> dict[str, Any] | None:
         found = self.conn.execute(
             "UPDATE ccmemory.memories SET deleted = true, updated_at = now() WHERE id = %s AND NOT deleted "
-            "RETURNING updated_seq, updated_at, scope", (known["memory_id"],)).fetchone()
+            "RETURNING " + RETURNED + ", scope", (known["memory_id"],)).fetchone()
         if found is None:
             return None
         self.report.deleted += 1
@@ -292,12 +320,16 @@ class Round:
             if record is None:
                 raise ServerError(f"memory {row['id']} exists on the server but this role ({self.role}) cannot see "
                                   "it: another member owns that id; nothing was changed")
-            theirs = server_row(as_dict(self.conn, record))
+            try:
+                theirs = server_row(record)
+            except pulled.Unusable as error:
+                self.report.skip(f"{error}; this machine's version was not pushed over it")
+                return None
             if theirs["owner"] != self.role:
                 return None
-            their_hash = sharing.digest(theirs, theirs["embedding_model"])
+            their_hash = pulled.hash_of(theirs)
             if their_hash == hashed:
-                return self._recorded(row, hashed, (theirs["updated_seq"], _parse_time(theirs["updated_at"])))
+                return self._recorded(row, hashed, (theirs["updated_seq"], theirs["updated_at"]))
             self.report.conflicts += 1
             ours_wins = (row["updated_at"], hashed) > (theirs["updated_at"], their_hash)
             winner, loser = (row, theirs) if ours_wins else (theirs, row)
@@ -310,7 +342,7 @@ class Round:
                 "UPDATE ccmemory.memories SET scope = %s, updated_at = %s, deleted = %s, superseded_by = %s, "
                 "sector = %s, category = %s, source = %s, content = %s, metadata = %s::jsonb, "
                 "embedding = %s::vector, embedding_model = %s WHERE id = %s AND updated_seq = %s "
-                "RETURNING updated_seq, updated_at",
+                "RETURNING " + RETURNED,
                 (*self._values(row), row["id"], theirs["updated_seq"])).fetchone()
             if found is not None:
                 self.report.pushed += 1
@@ -351,13 +383,13 @@ class Round:
                 records = self.conn.execute(
                     f"SELECT {SERVER_COLUMNS} FROM ccmemory.memories WHERE team_id = %s AND updated_seq > %s "
                     "ORDER BY updated_seq LIMIT %s", (self.team_id, cursor, BATCH)).fetchall()
-                rows = [server_row(as_dict(self.conn, record)) for record in records]
-            if not rows:
+            if not records:
                 break
+            rows = server_rows(records, self.report)  # a row left out is reported, and the cursor moves past it
             with self.db.transaction():
                 for row in rows:
                     self._apply(row)
-                cursor = int(rows[-1]["updated_seq"])
+                cursor = max(cursor, *(int(record[pulled.NAMES.index("updated_seq")]) for record in records))
                 _set_meta(self.db, META_CURSOR, str(cursor))
         self._pull_tombstones()
         self._apply_inbox()
@@ -380,32 +412,40 @@ class Round:
             _set_meta(self.db, META_TOMBSTONE_CURSOR, str(cursor))
 
     def _apply(self, row: dict[str, Any]) -> None:
-        """Store one server row here (inside the caller's transaction)."""
+        """Store one server row here (inside the caller's transaction).
+
+        What this machine knows decides whose a memory is, not the row's owner alone: a memory recorded
+        here as a teammate's (``mine = 0``) stays one whatever the server says, and a row of another owner
+        never changes or removes a memory of this machine's own, or one never pulled (:meth:`_refused`).
+        Nothing is written into, or removed from, a project that does not sync (opted out).
+        """
         memory_id = row["id"]
-        mine = row["owner"] == self.role
-        hashed = sharing.digest(row, row["embedding_model"])
-        known = self.db.one("SELECT synced_hash, updated_seq FROM sync_memories WHERE memory_id = ?", (memory_id,))
+        known = self.db.one("SELECT mine, synced_hash, updated_seq FROM sync_memories WHERE memory_id = ?",
+                            (memory_id,))
+        local = self.db.one("SELECT seq, project_id FROM memories WHERE id = ?", (memory_id,))
+        if self._refused(row, known, local):
+            return
+        mine = row["owner"] == self.role and (known is None or bool(known["mine"]))
+        hashed = pulled.hash_of(row)
         if known is not None and (known["synced_hash"] == hashed or int(known["updated_seq"]) >= row["updated_seq"]):
             return
         if mine and known is not None and self.db.scalar("SELECT 1 FROM sync_outbox WHERE memory_id = ?",
                                                          (memory_id,)):
             return  # changed here too since: the next push meets the server's version and keeps both
-        local = self.db.one("SELECT seq, project_id FROM memories WHERE id = ?", (memory_id,))
+        project_id = local["project_id"] if local else _local_project(self.db, row["project"])
+        if project_id is not None and sharing.project_sync_status(self.db, project_id)[0] is None:
+            return  # opted out, or no longer portable: nothing is written into it, nor removed from it
         if row["deleted"]:
             if local is not None:
-                if mine:
-                    memories.delete(self.db, memory_id, project_id=None)
-                else:
+                if not mine:
                     forget(self.db, memory_id)
                     self.report.removed += 1
                     return
+                memories.delete(self.db, memory_id, project_id=None)
                 self.report.removed += 1
         else:
-            project_id = local["project_id"] if local else _local_project(self.db, row["project"])
             if project_id is None:
                 self._park(row)
-                return
-            if sharing.project_sync_status(self.db, project_id)[0] is None:
                 return
             store_row(self.db, row, project_id, exists=local is not None, model=self.model)
             self.report.pulled += 1
@@ -415,10 +455,39 @@ class Round:
         self.db.execute("DELETE FROM sync_outbox WHERE memory_id = ?", (memory_id,))
         self.db.execute("DELETE FROM sync_inbox WHERE memory_id = ?", (memory_id,))
 
+    def _refused(self, row: dict[str, Any], known: dict[str, Any] | None, local: dict[str, Any] | None) -> bool:
+        """Whether a row of another owner claims a memory of this machine's own, or a local one never pulled.
+
+        Such a row comes from a hostile server or a teammate who reused an id: it is reported and left out,
+        so a server never deletes or overwrites what this machine wrote.
+        """
+        if row["owner"] == self.role:
+            return False
+        if known is not None and not known["mine"]:
+            return False  # a teammate's memory, pulled before
+        if known is None and local is None:
+            return False  # new here
+        self.report.skip(f"memory {row['id']}: the server says {str(row['owner'])[:60]!r} owns it, but this machine "
+                         "holds it as its own; left as it is here")
+        return True
+
     def _park(self, row: dict[str, Any]) -> None:
         self.db.execute("INSERT OR REPLACE INTO sync_inbox(memory_id, project, updated_seq, row) VALUES (?, ?, ?, ?)",
                         (row["id"], row["project"], row["updated_seq"], json.dumps(row)))
         self.report.waiting += 1
+
+    def _waiting_row(self, entry: dict[str, Any]) -> dict[str, Any] | None:
+        """A row parked in ``sync_inbox``, checked again (it may have been parked by an older ccmemory)."""
+        try:
+            row = pulled.loads(str(entry["row"]), f"the waiting row of memory {entry['memory_id']}",
+                               max_bytes=8 * pulled.MAX_ROW_METADATA_BYTES, max_depth=pulled.MAX_ROW_DEPTH + 1)
+            if not isinstance(row, dict):
+                raise pulled.Unusable(f"the waiting row of memory {entry['memory_id']} is not an object")
+            return pulled.checked(row)
+        except pulled.Unusable as error:
+            self.db.execute("DELETE FROM sync_inbox WHERE memory_id = ?", (entry["memory_id"],))
+            self.report.skip(f"{error}; left out")
+            return None
 
     def _apply_inbox(self) -> None:
         waiting = self.db.rows("SELECT DISTINCT project FROM sync_inbox")
@@ -428,24 +497,23 @@ class Round:
             return
         with self.db.transaction():
             for project in ready:
-                for entry in self.db.rows("SELECT row FROM sync_inbox WHERE project = ? ORDER BY updated_seq",
-                                          (project,)):
-                    self._apply(json.loads(entry["row"]))
+                for entry in self.db.rows("SELECT memory_id, row FROM sync_inbox WHERE project = ? "
+                                          "ORDER BY updated_seq", (project,)):
+                    row = self._waiting_row(entry)
+                    if row is not None:
+                        self._apply(row)
         self.report.waiting = self.db.scalar("SELECT COUNT(*) FROM sync_inbox") or 0
 
 
 def store_row(db: Database, row: dict[str, Any], project_id: int, *, exists: bool, model: str) -> None:
-    """Store a server row here (pulled, or cached by a search that asked the server); what another client
-    (or ``psql``) may have written there is made valid here. Its vector is kept only when ``model`` made it."""
-    meta = row["metadata"] if isinstance(row["metadata"], dict) else {}
-    tier = meta.get("tier") if meta.get("tier") in ("session", "project") else "project"
-    given = meta.get("importance")
-    importance = float(given) if isinstance(given, (int, float)) else 0.5
+    """Store a server row here (pulled, or cached by a search that asked the server), once
+    :func:`ccmemory.team.pulled.checked` has made valid what another client (or ``psql``) may have written
+    there. Its vector is kept only when ``model`` made it."""
+    meta = row["metadata"]  # checked by pulled.checked: bounded lists, a tier, an importance from 0 to 1
     sector = row["sector"] if row["sector"] in SECTORS else memories.classify_sector(row["content"])
-    values = (row["content"], sector, tier, memories.normalize_category(row["category"]),
-              json.dumps(_strings(meta.get("tags"))), json.dumps(_strings(meta.get("files"))),
-              min(max(float(importance), 0.0), 1.0), row["updated_at"], row["source"][:40] or "sync",
-              json.dumps(meta.get("meta") if isinstance(meta.get("meta"), dict) else {}))
+    values = (row["content"], sector, meta["tier"], memories.normalize_category(row["category"]),
+              json.dumps(meta["tags"]), json.dumps(meta["files"]), meta["importance"], row["updated_at"],
+              row["source"], json.dumps(meta["meta"]))
     if exists:
         db.execute("UPDATE memories SET content = ?, sector = ?, tier = ?, category = ?, tags = ?, files = ?, "
                    "importance = ?, updated_at = ?, source = ?, metadata = ?, is_deleted = 0, "
@@ -454,7 +522,8 @@ def store_row(db: Database, row: dict[str, Any], project_id: int, *, exists: boo
         db.execute("INSERT INTO memories(content, sector, tier, category, tags, files, importance, updated_at, "
                    "source, metadata, salience, id, project_id, created_at) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                   (*values, values[6], row["id"], project_id, row["created_at"]))
+                   (*values, min(meta["importance"], memories.MAX_SALIENCE), row["id"], project_id,
+                    row["created_at"]))
     _supersession(db, row)
     if row["embedding"] and row["embedding_model"] == model:
         _store_vector(db, row, model)
@@ -527,11 +596,18 @@ def partial_projects(db: Database) -> list[int]:
         return []
 
 
-def forget(db: Database, memory_id: str) -> None:
-    """Remove a teammate's memory from this machine (no longer shared with it, or beyond ``sync.replica_max``)."""
+def forget(db: Database, memory_id: str) -> bool:
+    """Remove a teammate's memory from this machine (no longer shared with it, or beyond ``sync.replica_max``).
+
+    Only a memory ``sync_memories`` records as a teammate's (``mine = 0``): this machine's own, or one never
+    pulled, is never removed this way, whatever a server row says. Whether it was removed.
+    """
+    if not db.scalar("SELECT 1 FROM sync_memories WHERE memory_id = ? AND mine = 0", (memory_id,)):
+        return False
     db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
     db.execute("DELETE FROM sync_memories WHERE memory_id = ?", (memory_id,))
     db.execute("DELETE FROM sync_outbox WHERE memory_id = ?", (memory_id,))
+    return True
 
 
 def record(db: Database, memory_id: str, recorded: dict[str, Any]) -> None:
@@ -541,22 +617,6 @@ def record(db: Database, memory_id: str, recorded: dict[str, Any]) -> None:
         "superseded_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (memory_id, recorded["owner"], recorded["mine"], recorded["scope"], recorded["updated_seq"],
          recorded["shared_at"], recorded["synced_hash"], recorded.get("superseded_by")))
-
-
-def _strings(value: Any) -> list[str]:
-    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
-
-
-def _parse_time(text: str) -> Any:
-    from datetime import datetime
-
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def as_dict(conn: psycopg.Connection[Any], record: Any) -> dict[str, Any]:
-    names = ("id", "project", "scope", "owner", "updated_seq", "created_at", "updated_at", "deleted", "superseded_by",
-             "sector", "category", "source", "content", "metadata", "embedding", "embedding_model")
-    return dict(zip(names, record))
 
 
 def _local_project(db: Database, identity_key: str) -> int | None:
@@ -617,10 +677,7 @@ def run(db: Database, target: Target, settings: Any, *, timeout: float, requeue:
         where = f"{sync_round.report.server} team {team}"
         with db.transaction():
             if read_meta(db, META_WHERE) != where:  # another server or team: pull everything again (idempotent)
-                for key in (META_CURSOR, META_TOMBSTONE_CURSOR, META_PARTIAL):
-                    db.execute("DELETE FROM meta WHERE key = ?", (key,))
-                db.execute("DELETE FROM sync_memories")
-                db.execute("INSERT OR IGNORE INTO sync_outbox(memory_id, queued_at) SELECT id, updated_at FROM memories")
+                switched(db)
                 _set_meta(db, META_WHERE, where)
             elif requeue:  # --full: pull everything again too (what sync.replica_max left on the server comes back)
                 for key in (META_CURSOR, META_TOMBSTONE_CURSOR, META_PARTIAL):
@@ -641,6 +698,22 @@ def run(db: Database, target: Target, settings: Any, *, timeout: float, requeue:
     with db.transaction():
         _set_meta(db, META_LAST, json.dumps({"at": clock.now(), "ok": True, "line": report.line()}))
     return report
+
+
+def switched(db: Database) -> None:
+    """Start again with another server or team (inside the caller's transaction): pull everything, push mine.
+
+    Teammates' memories stay marked as theirs (``mine = 0``, with their owner), so none is ever pushed
+    to the new server as this user's own; they are only made due for pulling again. What this machine
+    knew of its own memories' server versions is forgotten, and each of them is queued.
+    """
+    for key in (META_CURSOR, META_TOMBSTONE_CURSOR, META_PARTIAL):
+        db.execute("DELETE FROM meta WHERE key = ?", (key,))
+    db.execute("DELETE FROM sync_memories WHERE mine <> 0")
+    db.execute("UPDATE sync_memories SET updated_seq = 0, synced_hash = ''")
+    db.execute("INSERT OR IGNORE INTO sync_outbox(memory_id, queued_at) SELECT id, updated_at FROM memories "
+               "WHERE id NOT IN (SELECT memory_id FROM sync_memories)")
+    db.execute("DELETE FROM sync_outbox WHERE memory_id IN (SELECT memory_id FROM sync_memories)")
 
 
 def record_failure(db: Database, message: str) -> None:
