@@ -50,6 +50,53 @@ def test_lone_surrogates_and_deep_nesting_are_stored_not_dropped(home: Path, pro
     assert "\\ud800" in stored["t-s"] and payloads.DEEP_PLACEHOLDER in stored["t-d"]
 
 
+@pytest.mark.parametrize("where,depth", [("tool_input", 500), ("tool_input", 990), ("tool_response", 989)])
+def test_nesting_the_parser_takes_but_later_readers_would_not_is_flattened_too(home: Path, project_dir: Path,
+                                                                              where: str, depth: int) -> None:
+    payload = tool_call("s-mid", project_dir, "mcp__db__tree", {"q": "tree"}, {"ok": True}, f"t-{depth}")
+    payload[where] = {"q": "tree", "deep": "DEEP"}
+    raw = json.dumps(payload).replace('"DEEP"', "[" * depth + "]" * depth)
+    assert_quiet_success(run_hook("post_tool_use", None, home, raw=raw.encode()))
+    [memory] = memories_of(home, "s-mid")
+    assert payloads.DEEP_PLACEHOLDER in memory["content"]
+
+
+def test_a_payload_of_too_many_containers_is_refused_before_it_is_parsed(home: Path, project_dir: Path) -> None:
+    payload = tool_call("s-many", project_dir, "mcp__db__rows", {"q": "all"}, "RESPONSE", "t-many")
+    raw = json.dumps(payload).replace('"RESPONSE"', "[" + ",".join(["{}"] * (payloads.MAX_CONTAINERS + 1)) + "]")
+    assert_quiet_success(run_hook("post_tool_use", None, home, raw=raw.encode()))
+    assert memories_of(home, "s-many") == []
+    assert "arrays and objects" in (home / "logs" / "hooks.log").read_text()
+
+
+@pytest.mark.parametrize("field,value", [
+    ("cwd", "/tmp/a\\u0000b"), ("cwd", "/" + "a/" * 5000), ("cwd", "/tmp/\\ud800"), ("tool_use_id", "t\\ud800"),
+    ("tool_use_id", "t" * 10_000), ("transcript_path", "/tmp/t\\u0000.jsonl")
+])
+def test_an_id_or_path_field_that_cannot_be_used_is_ignored_and_the_call_kept(home: Path, project_dir: Path,
+                                                                              field: str, value: str) -> None:
+    payload = bash_call("s-field", project_dir, "echo kept", "kept", "t-field")
+    raw = json.dumps(payload).replace(json.dumps(payload[field]), '"' + value + '"', 1)
+    assert_quiet_success(run_hook("post_tool_use", None, home, raw=raw.encode(), CLAUDE_PROJECT_DIR=str(project_dir)))
+    [memory] = memories_of(home, "s-field")
+    assert "kept" in memory["content"] and len(memory["metadata"]) < 2000
+    assert f"ignored {field}" in (home / "logs" / "hooks.log").read_text()
+
+
+def test_a_session_id_that_cannot_be_used_stores_nothing_and_says_so(home: Path, project_dir: Path) -> None:
+    raw = json.dumps(bash_call("SID", project_dir, "echo x", "x", "t-sid")).replace('"SID"', '"s\\ud800"')
+    assert_quiet_success(run_hook("post_tool_use", None, home, raw=raw.encode()))
+    assert rows(home, "SELECT * FROM memories") == [] and rows(home, "SELECT * FROM sessions") == []
+    assert "ignored session_id" in (home / "logs" / "hooks.log").read_text()
+
+
+def test_a_multi_edit_whose_edits_are_not_a_list_is_still_captured(home: Path, project_dir: Path) -> None:
+    payload = tool_call("s-me", project_dir, "MultiEdit", {"file_path": "a.py", "edits": 5}, {"ok": True}, "t-me")
+    assert_quiet_success(run_hook("post_tool_use", payload, home))
+    [memory] = memories_of(home, "s-me")
+    assert "Edited" in memory["content"] and "(0 edits)" in memory["content"]
+
+
 def test_flatten_deep_keeps_strings_and_shallow_structure() -> None:
     text = json.dumps({"a": 'x[\\"{', "b": [[[[1]]]], "c": 2})
     assert json.loads(payloads.flatten_deep(text, 2)) == {"a": 'x[\\"{', "b": [payloads.DEEP_PLACEHOLDER], "c": 2}
@@ -88,6 +135,9 @@ def test_docs_ingest_paths(db: database.Database, project: int, project_dir: Pat
             documents.ingest(db, project_id=project, path=path, root=str(project_dir))
     with pytest.raises(ValidationError, match="not a regular file"):
         documents.ingest(db, project_id=project, path="/dev/zero")  # the CLI: any path, regular files only
+    for odd, message in ((str(project_dir / "a\0b.md"), "NUL byte"), (str(project_dir / "a\ud800.md"), "surrogate")):
+        with pytest.raises(ValidationError, match=message):
+            documents.ingest(db, project_id=project, path=odd, root=str(project_dir))
     with pytest.raises(ValidationError, match="limited to"):
         documents.ingest(db, project_id=project, content="x" * (documents.MAX_DOCUMENT_BYTES + 1))
 

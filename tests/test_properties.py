@@ -149,8 +149,10 @@ def test_any_capture_payload(hook_home: Path, tool: Any, tool_input: Any, respon
     stored = _count(hook_home) - before
     assert stored in (0, 1)
     config = load()
-    storable_call = (isinstance(session, str) and session.strip() and isinstance(tool, str) and tool.strip()
-                     and observations.skip_reason(payloads.read(io.BytesIO(raw)), config) is None)
+    data = payloads.read(io.BytesIO(raw))
+    payloads.unusable_fields(data)  # an id the hook cannot use (a NUL, a lone surrogate, too long) counts as missing
+    storable_call = (payloads.text(data, "session_id") and payloads.text(data, "tool_name")
+                     and observations.skip_reason(data, config) is None)
     if storable_call:
         assert stored == 1, "an observation that can be stored is never dropped"
     _check_stored_observations(hook_home)

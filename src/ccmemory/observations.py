@@ -302,7 +302,8 @@ class _Builder:
 
     def _tool_MultiEdit(self) -> None:
         shown = self.add_file(self.arg("file_path"))
-        edits = [e for e in self.input.get("edits") or [] if isinstance(e, dict)]
+        given = self.input.get("edits")
+        edits = [e for e in given if isinstance(e, dict)] if isinstance(given, list) else []
         self.lines.append(f"Edited {shown} ({len(edits)} edits)")
         if is_secret_file(self.arg("file_path")):
             self.lines.append(withheld(sum(len(e["new_string"]) for e in edits if isinstance(e.get("new_string"), str))))

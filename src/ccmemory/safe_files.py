@@ -171,6 +171,8 @@ def open_fd(path: str, *, write: bool = False, root: str | None = None, follow: 
     a ``root`` never follows a final symlink and opens the name inside the real path of its
     directory, checked first, so nothing is created or truncated outside ``root``.
     """
+    if "\0" in path:
+        raise UnsafeFileError(f"{path!r} holds a NUL byte, which no file name can; check the path", "it holds a NUL byte")
     if root is not None and write:
         follow = False
         path = os.path.join(inside_dir(os.path.dirname(os.path.abspath(path)), root), os.path.basename(path))
@@ -184,6 +186,9 @@ def open_fd(path: str, *, write: bool = False, root: str | None = None, follow: 
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise UnsafeFileError(f"Cannot open {path}: {reason}", reason, exc.errno) from None
+    except UnicodeEncodeError:
+        raise UnsafeFileError(f"{path!r} holds a lone surrogate, which no file name here can; check the path",
+                              "it is not a valid name") from None
     try:
         info = os.fstat(fd)
         if root is not None:

@@ -15,6 +15,14 @@ MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
 #: Containers nested deeper than this are replaced by a note, so the rest of the payload is kept.
 MAX_DEPTH = 100
 DEEP_PLACEHOLDER = "[nested too deep]"
+#: More arrays and objects than this are not parsed: Python builds about 25 times their text in objects
+#: (31 MB of ``[{},{},…]`` took a hook to 820 MB). Text, even a large Write, holds far fewer.
+MAX_CONTAINERS = 500_000
+#: Fields Claude Code fills with an id or a path, and the longest each may be (an id is a few dozen characters,
+#: a path at most ``PATH_MAX``). A longer one, or one with a NUL byte or a lone surrogate (which neither the
+#: file system nor SQLite takes), is dropped: the hook goes on as if it were missing.
+FIELD_LIMITS = {"session_id": 256, "tool_use_id": 256, "tool_name": 256, "hook_event_name": 256,
+                "cwd": 4096, "transcript_path": 4096}
 
 
 class PayloadError(Exception):
@@ -29,10 +37,15 @@ def read(stream: BinaryIO | None = None) -> dict[str, Any]:
         raise PayloadError(f"hook input is larger than {MAX_PAYLOAD_BYTES} bytes; ignored")
     if not data.strip():
         raise PayloadError("hook input was empty; expected one JSON object on stdin")
+    containers = data.count(b"{") + data.count(b"[")
+    if containers > MAX_CONTAINERS:
+        raise PayloadError(f"hook input holds {containers:,} arrays and objects, more than {MAX_CONTAINERS:,}; ignored")
     text = data.decode("utf-8", "replace")
     try:
         try:
             payload = json.loads(text)
+            if too_deep(payload):  # what reads it later (redaction, json.dumps) has less stack than the parser
+                payload = json.loads(flatten_deep(text))
         except RecursionError:
             payload = json.loads(flatten_deep(text))
     except (ValueError, RecursionError) as exc:
@@ -40,6 +53,37 @@ def read(stream: BinaryIO | None = None) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise PayloadError(f"hook input must be a JSON object, got {type(payload).__name__}")
     return payload
+
+
+def too_deep(value: Any, max_depth: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests arrays or objects deeper than ``max_depth`` (without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > max_depth:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def unusable_fields(payload: dict[str, Any]) -> list[str]:
+    """Drop the id and path fields that cannot be used (:data:`FIELD_LIMITS`); their names, for the log."""
+    dropped = []
+    for key, limit in FIELD_LIMITS.items():
+        value = payload.get(key)
+        if not isinstance(value, str):
+            continue
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate
+            value = "\0"
+        if len(value) > limit or "\0" in value:
+            del payload[key]
+            dropped.append(key)
+    return dropped
 
 
 def text(payload: dict[str, Any], key: str) -> str | None:

@@ -55,6 +55,9 @@ def run(name: str, detach_capture: bool = False) -> None:
             log.debug(name, f"hook skipped: {switched_off}")
             return
         data = payloads.read()
+        dropped = payloads.unusable_fields(data)
+        if dropped:
+            log.error(name, f"ignored {', '.join(dropped)}: too long, or holding a NUL byte or a lone surrogate")
         cwd = payloads.text(data, "cwd") or os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
         opted_out = privacy.opted_out(cwd)
         if opted_out:
