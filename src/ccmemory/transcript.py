@@ -38,36 +38,63 @@ MAX_DIR_ENTRIES = 100_000
 
 
 def entries(path: str, *markers: bytes, root: str | None = None, max_bytes: int | None = None,
-            problems: dict[str, int] | None = None) -> Iterator[dict[str, Any]]:
+            problems: dict[str, int] | None = None, budget: Budget | None = None) -> Iterator[dict[str, Any]]:
     """The JSON objects of the transcript's lines that hold one of ``markers`` (tested on the bytes before
     parsing: most lines are tool results nobody asked for); lines that are not JSON objects are skipped.
 
     ``root`` refuses a file whose real location is outside it (checked on the opened file, see
     :func:`ccmemory.safe_files.open_fd`); ``max_bytes`` lowers or raises :data:`MAX_TRANSCRIPT_BYTES`.
     A last line still being written is cut JSON and so skipped like any malformed line. ``problems``,
-    when given, counts what was skipped by kind (:data:`LONG_LINE`, :data:`NOT_JSON`).
+    when given, counts what was skipped by kind (:data:`LONG_LINE`, :data:`NOT_JSON`). ``budget``, when given,
+    is shared with other reads: at most what is left of it is read, and what was read is taken from it.
 
     Raises OSError or :class:`ccmemory.errors.ValidationError` when the file cannot or must not be read.
     """
     from . import safe_files
 
     total = MAX_TRANSCRIPT_BYTES if max_bytes is None else max_bytes
+    if budget is not None:
+        total = min(total, budget.left)
+        if total <= 0:
+            return
     with safe_files.open_regular(path, root=root) as handle:
-        for raw in safe_files.bounded_lines(handle, total, MAX_LINE_BYTES):
-            if raw is None:
-                _count(problems, LONG_LINE)
-                continue
-            if not any(marker in raw for marker in markers):
-                continue
-            try:
-                entry = json.loads(raw)
-            except (ValueError, RecursionError):
-                _count(problems, NOT_JSON)
-                continue
-            if isinstance(entry, dict):
-                yield entry
-            else:
-                _count(problems, NOT_JSON)
+        try:
+            for raw in safe_files.bounded_lines(handle, total, MAX_LINE_BYTES):
+                if raw is None:
+                    _count(problems, LONG_LINE)
+                    continue
+                if not any(marker in raw for marker in markers):
+                    continue
+                try:
+                    entry = json.loads(raw)
+                except (ValueError, RecursionError):
+                    _count(problems, NOT_JSON)
+                    continue
+                if isinstance(entry, dict):
+                    yield entry
+                else:
+                    _count(problems, NOT_JSON)
+        finally:
+            if budget is not None:
+                budget.take(handle.tell())
+
+
+class Budget:
+    """Bytes that several transcript reads share (:func:`entries`): ``left`` to read, ``read`` so far, ``files``
+    opened, ``skipped`` files not read at all because nothing was left."""
+
+    __slots__ = ("left", "read", "files", "skipped")
+
+    def __init__(self, total: int) -> None:
+        self.left = total
+        self.read = 0
+        self.files = 0
+        self.skipped = 0
+
+    def take(self, count: int) -> None:
+        self.files += 1
+        self.read += count
+        self.left = max(0, self.left - count)
 
 
 #: Kinds of line :func:`entries` and :func:`records` skip, as counted in their ``problems``.
@@ -281,7 +308,7 @@ def _blocks(entry: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]
 
 
 def records(path: str, *, root: str | None = None, max_bytes: int | None = None, limit: int | None = None,
-            problems: dict[str, int] | None = None) -> Iterator[Record]:
+            problems: dict[str, int] | None = None, budget: Budget | None = None) -> Iterator[Record]:
     """The transcript's typed prompts (:class:`Prompt`), Claude's text (:class:`Reply`) and tool calls paired
     with their results (:class:`ToolCall`), in the order they were written (a call where its ``tool_use`` is).
 
@@ -289,7 +316,7 @@ def records(path: str, *, root: str | None = None, max_bytes: int | None = None,
     session, or a call still running: see :func:`complete`), so the records after a call wait for its
     result; parallel calls answered out of order keep their order. Subagents' lines are included
     (``sidechain``); a repeated ``tool_use`` id and a result naming no call read before are skipped.
-    Read within the caps of :func:`entries` (``root``, ``max_bytes``); at most ``limit``
+    Read within the caps of :func:`entries` (``root``, ``max_bytes``, ``budget``); at most ``limit``
     (:data:`MAX_RECORDS`) records, after which the file is read on only for the results of calls made.
     ``problems`` counts the lines skipped (see :func:`entries`), and entries of a type not in
     :data:`KNOWN_TYPES` as ``"entry of an unknown type: <type>"``.
@@ -299,7 +326,8 @@ def records(path: str, *, root: str | None = None, max_bytes: int | None = None,
     pending: dict[str, ToolCall] = {}
     seen: set[str] = set()
     made = 0
-    for entry in entries(path, b'"user"', b'"assistant"', root=root, max_bytes=max_bytes, problems=problems):
+    for entry in entries(path, b'"user"', b'"assistant"', root=root, max_bytes=max_bytes, problems=problems,
+                         budget=budget):
         kind = entry.get("type")
         if problems is not None and kind not in KNOWN_TYPES and not str(kind).startswith("api-request"):
             _count(problems, f"{UNKNOWN_TYPE}: {str(kind)[:40]}")
@@ -387,10 +415,12 @@ class Session:
     (None when no turn ended before it): the last turn's calls are those answered after it;
     ``turn_end``: when the reply that ended the last turn was written, when the transcript already holds it
     as its last main-chain record (None otherwise: the reply not written yet, or the turn interrupted), and
-    ``last_reply`` its text. Times are in :mod:`ccmemory.clock`'s format.
+    ``last_reply`` its text. Times are in :mod:`ccmemory.clock`'s format. ``bytes_read``: what was read of
+    the transcripts in all; ``left_out``: subagents' transcripts not read, the budget spent
+    (see :func:`read_session`).
     """
 
-    __slots__ = ("prompts", "calls", "since", "turn_end", "last_reply")
+    __slots__ = ("prompts", "calls", "since", "turn_end", "last_reply", "bytes_read", "left_out")
 
     def __init__(self) -> None:
         self.prompts: list[str] = []
@@ -398,6 +428,8 @@ class Session:
         self.since: str | None = None
         self.turn_end: str | None = None
         self.last_reply: str | None = None
+        self.bytes_read = 0
+        self.left_out = 0
 
     def call_times(self) -> dict[str, str]:
         """When each call happened, by ``tool_use_id``: when its result was written (what a backfill stores too)."""
@@ -411,25 +443,43 @@ class Session:
         return times
 
 
+#: Bytes :func:`read_session` reads in all, of a session's transcript and its subagents' together.
+SESSION_MAX_BYTES = MAX_TRANSCRIPT_BYTES
+
+
 def read_session(path: str, session_id: str | None, *, last_message: str | None = None,
-                 max_prompts: int | None = None) -> Session:
+                 max_prompts: int | None = None, max_bytes: int | None = None, light: bool = False) -> Session:
     """Read a session's transcript and its subagents' (beside it, as :func:`session_files` finds them) within the
-    caps of :func:`records`. ``last_message`` (Stop's ``last_assistant_message``) must be the text of the reply
-    taken as ``turn_end``; ``max_prompts`` caps ``prompts``. Raises what :func:`records` raises for the main
-    transcript; a subagent's transcript that cannot be read is left out.
+    caps of :func:`records`, and all together within ``max_bytes`` (:data:`SESSION_MAX_BYTES`): the session's
+    own transcript first, then its subagents', the most recently written first, each reading what the others
+    left; those it does not reach are counted in ``left_out``. ``last_message`` (Stop's
+    ``last_assistant_message``) must be the text of the reply taken as ``turn_end``; ``max_prompts`` caps
+    ``prompts``. Raises what :func:`records` raises for the main transcript; a subagent's transcript that
+    cannot be read is left out.
+
+    ``light`` (the hooks): a call answered before the last turn (at or before ``since``) keeps no input and no
+    result (``tool_input`` empty, ``result_text`` and ``tool_use_result`` None), so memory does not grow with
+    the session; the last turn's calls keep theirs, as Stop asks which of them capture stores
+    (:func:`ccmemory.observations.skip_reason` measures the result). A backfill reads with :func:`records`.
     """
     from .clock import canonical
     from .errors import ValidationError
 
+    budget = Budget(SESSION_MAX_BYTES if max_bytes is None else max_bytes)
     session = Session()
     last: Record | None = None
-    for record in records(path):
+    holding: list[ToolCall] = []  # light: the calls that still hold their input and result
+    for record in records(path, budget=budget):
         if isinstance(record, TURN_STARTS):
             if isinstance(record, Prompt) and (max_prompts is None or len(session.prompts) < max_prompts):
                 session.prompts.append(record.text)
             session.since = canonical(last.timestamp) if isinstance(last, Reply) else session.since
+            if light and session.since is not None:
+                holding = [call for call in holding if not _lighten(call, session.since)]
         elif isinstance(record, ToolCall) and record.answered:
             session.calls.append(record)
+            if light:
+                holding.append(record)
         if not record.sidechain:
             last = record
     if isinstance(last, Reply) and (last_message is None or last.text.strip() == last_message.strip()):
@@ -437,13 +487,41 @@ def read_session(path: str, session_id: str | None, *, last_message: str | None 
         session.last_reply = last.text
     folder = os.path.dirname(os.path.realpath(path))
     if session_id:
-        for _agent, agent_path in _subagents(folder, session_id, os.path.dirname(folder), None):
-            try:
-                session.calls.extend(r for r in records(agent_path) if isinstance(r, ToolCall) and r.answered)
-            except (OSError, ValidationError):
+        agents = [agent_path for _agent, agent_path in _subagents(folder, session_id, os.path.dirname(folder), None)]
+        for agent_path in sorted(agents, key=_written, reverse=True):
+            if budget.left <= 0:
+                session.left_out += 1
                 continue
+            try:
+                for record in records(agent_path, budget=budget):
+                    if isinstance(record, ToolCall) and record.answered:
+                        if light and session.since is not None:
+                            _lighten(record, session.since)
+                        session.calls.append(record)
+            except (OSError, ValidationError, ValueError):
+                continue
+    session.bytes_read = budget.read
     session.calls.sort(key=lambda call: call.moment)
     return session
+
+
+def _lighten(call: ToolCall, since: str) -> bool:
+    """Drop the input and the result of ``call`` when it was answered at or before ``since`` (see
+    :func:`read_session`); whether it was."""
+    if since < (call.result_timestamp or ""):
+        return False
+    call.tool_input = {}
+    call.result_text = None
+    call.tool_use_result = None
+    return True
+
+
+def _written(path: str) -> int:
+    """When the file was last written (0 when it cannot be told)."""
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
 
 
 class SessionFile:

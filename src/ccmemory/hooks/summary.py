@@ -36,20 +36,26 @@ def session_project(db: Database, session_id: str, cwd: str) -> tuple[int, bool,
 
 def read_transcript(transcript_path: str | None, session_id: str | None,
                     last_message: str | None = None) -> Session:
-    """What the session's transcripts say (:func:`ccmemory.transcript.read_session`): the prompts typed (at most
-    :data:`MAX_PROMPTS`), the calls made and when, when the turn ended; an empty reading without a transcript
-    or when it cannot be read (logged), so the hooks go on with what capture stored."""
+    """What the session's transcripts say (:func:`ccmemory.transcript.read_session`, light: only the last turn's
+    calls keep their input and result): the prompts typed (at most :data:`MAX_PROMPTS`), the calls made and when,
+    when the turn ended, from at most :data:`ccmemory.transcript.SESSION_MAX_BYTES` of the transcript and its
+    subagents' together; an empty reading without a transcript or when it cannot be read (logged: a path that
+    cannot be opened, or holds a NUL byte or a lone surrogate), so the hooks go on with what capture stored."""
     from .. import transcript
     from ..errors import ValidationError
 
     if not transcript_path:
         return transcript.Session()
     try:
-        return transcript.read_session(transcript_path, session_id, last_message=last_message,
-                                       max_prompts=MAX_PROMPTS)
-    except (OSError, ValidationError) as exc:
+        reading = transcript.read_session(transcript_path, session_id, last_message=last_message,
+                                          max_prompts=MAX_PROMPTS, light=True)
+    except (OSError, ValidationError, ValueError, UnicodeError) as exc:  # ValueError: a NUL byte in the path
         log.error("summary", f"transcript not read: {exc}")
         return transcript.Session()
+    if reading.left_out:
+        log.debug("summary", f"{reading.left_out} subagent transcript(s) not read: the {reading.bytes_read:,} bytes "
+                             f"read reached the budget of {transcript.SESSION_MAX_BYTES:,}")
+    return reading
 
 
 def start_model_summary(config: Config, session_id: str, memory_id: str) -> None:

@@ -15,6 +15,8 @@ call works; they share one connection, one call at a time, except that a
 handler's long work without the database (docs_ingest's fetch and cutting, see
 ``ToolContext.unlocked``) lets the other calls through. The project is ``CLAUDE_PROJECT_DIR``,
 else the working directory; the session is ``CLAUDE_CODE_SESSION_ID`` if set.
+Stdin is read by :mod:`ccmemory.mcp.transport` (the SDK's stdio transport with its own reader): a line the
+SDK cannot validate still gets a JSON-RPC error for its id, and a line over 8 MB is never held whole.
 Logs go to stderr (level from ``CCMEMORY_LOG_LEVEL``), and so does every thread's
 stack if native code crashes; stdout carries only the protocol. The server exits
 quietly on stdin EOF and on SIGINT (how Claude Code stops its MCP servers) or SIGTERM.
@@ -33,12 +35,12 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from .. import __version__, compat, vectors
 from .registry import Tool, tool_listing
 from .runtime import HANDOVER_ENV, INSTRUCTIONS, Runtime, collect_tools, load_tool_modules
+from .transport import stdio_server
 
 SERVER_NAME = "ccmemory"
 START_GRACE_SECONDS = 3.0
