@@ -42,11 +42,15 @@ def _hook_channels(home: Path, project_dir: Path, texts: list[str]) -> int:
             tool_call("s-mcp", project_dir, "mcp__deploy__run", {"script": chunk},
                       {"content": [{"type": "text", "text": chunk}]}, f"m{index}"),
         ]
-        # a skipped tool is logged with its name (debug log on): the log line must be redacted too
-        payloads.append(tool_call("s-skip", project_dir, f"Skipped {chunk}", {}, "", f"k{index}"))
         for payload in payloads:
             assert_quiet_success(run_hook("post_tool_use", payload, home, CCMEMORY_DEBUG="1"))
             calls += 1
+    # a skipped tool is logged with its name (debug log on): the log line must be redacted too (a tool name
+    # is at most 512 characters: a longer one is ignored, payload.FIELD_LIMITS)
+    for index, chunk in enumerate(chunks(texts, 480)):
+        skipped = tool_call("s-skip", project_dir, f"Skipped {chunk}", {}, "", f"k{index}")
+        assert_quiet_success(run_hook("post_tool_use", skipped, home, CCMEMORY_DEBUG="1"))
+        calls += 1
     for index, chunk in enumerate(chunks(texts, 280)):
         session = f"s-transcript-{index}"
         transcript = project_dir / f"{session}.jsonl"

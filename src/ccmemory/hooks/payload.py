@@ -21,7 +21,7 @@ MAX_CONTAINERS = 500_000
 #: Fields Claude Code fills with an id or a path, and the longest each may be (an id is a few dozen characters,
 #: a path at most ``PATH_MAX``). A longer one, or one with a NUL byte or a lone surrogate (which neither the
 #: file system nor SQLite takes), is dropped: the hook goes on as if it were missing.
-FIELD_LIMITS = {"session_id": 256, "tool_use_id": 256, "tool_name": 256, "hook_event_name": 256,
+FIELD_LIMITS = {"session_id": 256, "tool_use_id": 256, "tool_name": 512, "hook_event_name": 256,
                 "cwd": 4096, "transcript_path": 4096}
 
 
