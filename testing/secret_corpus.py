@@ -217,6 +217,8 @@ def prose_cases() -> list[tuple[str, str, str]]:
     cases += _each("prose", _password, ["the password for the staging db is {s}", "the token for the CI runner was {s}"])
     cases += _each("qualified-key-space", lambda: _r(HEX, 40), ["datadog app key {s}", "Rotated the deploy token {s} today"])
     cases += _each("qualified-key-space", lambda: _r(ALNUM, 14), ["sumologic access key {s}", "use the API key  {s} for staging"])
+    cases += _each("login-pair", _password, ["login with admin / {s}", "Signed in as ops / {s} on the staging box",
+                                             "the credentials for staging are bob / {s}"])
     cases += _each("vendor-prefix", lambda: _j("oy2", _r(LOWER + DIGITS, 43)), ["nuget push pkg.nupkg -k {s}"])
     cases += _each("webhook-url", lambda: _j(_r(HEX, 8), "-", _r(HEX, 4), "@", _r(HEX, 8), "/IncomingWebhook/", _r(HEX, 32)),
         ["curl -X POST https://contoso.webhook.office.com/webhookb2/{s} -d @card.json"])
@@ -304,6 +306,9 @@ SPACE_VALUE_LOOKALIKES = [
     "ssh key SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8", "host key ECDSA SHA256:p2QAMXNIC1TJYWeIOttrVc98",
     "primary key user_id_2024", "the cache key v2-deps-3f2a9c1d", "foreign key fk_orders_users1",
     "the api key settings.DATADOG_KEY", "access token ${{ secrets.TOKEN }}", "the API key ~/.config/dd/key2024",
+    # a login word, a user and a slash: a path or a pair of plain words, no password
+    "login / logout", "logged in as org/project-2024", "see the login with user/repo", "login admin/admin",
+    "sign in / sign up flows", "credentials / secrets manager v2",
 ]
 
 
