@@ -207,3 +207,23 @@ def test_an_opted_out_project_loses_nothing_to_the_server(tmp_path: Path, server
     assert report["removed"] == 0, report
     row = _stored(victim, mine)
     assert row is not None and not row["is_deleted"]
+
+
+def test_rows_waiting_for_unknown_projects_are_bounded(tmp_path: Path, server: Server, origin: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mallory's rows of made-up projects wait in the inbox: within MAX_INBOX_BYTES, the oldest going first."""
+    from ccmemory.team import sync
+
+    victim, _, team_id, mallory = _victim(tmp_path, server, origin)
+    made_up = "git:" + uuid.uuid4().hex * 2
+    with psycopg.connect(mallory) as conn:
+        conn.execute("INSERT INTO ccmemory.projects (team_id, project, name) VALUES (%s, %s, 'made-up')",
+                     (team_id, made_up))
+    sent = [_insert(mallory, team_id, made_up, content=f"{index} " + "z" * 10_000) for index in range(5)]
+    monkeypatch.setattr(sync, "MAX_INBOX_BYTES", 25_000)
+    report = victim.sync()
+    assert report["skipped"] == 3 and any("waiting for projects" in problem for problem in report["problems"])
+    waiting = rows(victim.home, "SELECT memory_id FROM sync_inbox ORDER BY updated_seq")
+    assert [row["memory_id"] for row in waiting] == sent[3:]
+    _insert(mallory, team_id, made_up, content="one more")
+    assert victim.sync()["waiting"] <= 3

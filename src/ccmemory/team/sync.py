@@ -52,6 +52,10 @@ if TYPE_CHECKING:
 
 #: Rows pushed or pulled per server transaction.
 BATCH = 200
+#: The most the rows waiting for a project this machine has not seen may take (``sync_inbox``): a teammate could
+#: otherwise fill the disk with rows of made-up projects. Past it the rows pulled longest ago go first; they come
+#: back with ``ccmemory sync --full`` once their project is here.
+MAX_INBOX_BYTES = 64 * 1024 * 1024
 #: How many times a conditional update is retried when the row keeps changing under it.
 CONFLICT_RETRIES = 3
 META_ENABLED = "sync.enabled"
@@ -393,6 +397,13 @@ class Round:
                 _set_meta(self.db, META_CURSOR, str(cursor))
         self._pull_tombstones()
         self._apply_inbox()
+        dropped = bound_inbox(self.db, MAX_INBOX_BYTES)
+        if dropped:
+            self.report.skipped += dropped
+            self.report.note(f"{dropped} row(s) waiting for projects not on this machine went, the oldest first: the "
+                             f"waiting rows may take {MAX_INBOX_BYTES // (1024 * 1024)} MB; `ccmemory sync --full` "
+                             "fetches them again once their project is here")
+            self.report.waiting = self.db.scalar("SELECT COUNT(*) FROM sync_inbox") or 0
 
     def _pull_tombstones(self) -> None:
         cursor = int(read_meta(self.db, META_TOMBSTONE_CURSOR) or 0)
@@ -503,6 +514,25 @@ class Round:
                     if row is not None:
                         self._apply(row)
         self.report.waiting = self.db.scalar("SELECT COUNT(*) FROM sync_inbox") or 0
+
+
+def bound_inbox(db: Database, max_bytes: int) -> int:
+    """Drop the rows waiting in ``sync_inbox`` that were pulled longest ago until the rest take at most
+    ``max_bytes``; how many went."""
+    total = int(db.scalar("SELECT COALESCE(SUM(length(row)), 0) FROM sync_inbox") or 0)
+    if total <= max_bytes:
+        return 0
+    gone: list[str] = []
+    for entry in db.rows("SELECT memory_id, length(row) AS size FROM sync_inbox ORDER BY updated_seq, memory_id"):
+        if total <= max_bytes:
+            break
+        gone.append(entry["memory_id"])
+        total -= int(entry["size"])
+    with db.transaction():
+        for start in range(0, len(gone), 500):
+            part = gone[start:start + 500]
+            db.execute(f"DELETE FROM sync_inbox WHERE memory_id IN ({','.join('?' * len(part))})", part)
+    return len(gone)
 
 
 def store_row(db: Database, row: dict[str, Any], project_id: int, *, exists: bool, model: str) -> None:
