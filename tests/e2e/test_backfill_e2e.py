@@ -79,16 +79,34 @@ def script(project: Path) -> Any:
 
 def settle(db_path: Path, data: Path) -> None:
     """Capture and SessionEnd finish in detached processes after `claude -p` exits: wait until the store is
-    still (no capture in flight, the session ended), bounded."""
+    still (the session ended, no capture in flight, no memory added for 2 s), bounded. A failed call's hook
+    may start after SessionEnd (nothing waits for it), so its marker can appear after a first quiet look."""
     deadline = time.monotonic() + SETTLE_SECONDS
+    quiet_since, last_count = None, -1
     while time.monotonic() < deadline:
-        inflight = list((data / "inflight").glob("*")) if (data / "inflight").exists() else []
+        live = [marker for marker in (data / "inflight").glob("*") if _alive(marker)] \
+            if (data / "inflight").exists() else []
         ended = db_path.exists() and rows(db_path, "SELECT count(*) AS n FROM sessions WHERE ended_at IS NOT NULL "
                                                    "AND summary IS NOT NULL")[0]["n"]
-        if ended and not inflight:
-            time.sleep(1)
+        count = rows(db_path, "SELECT count(*) AS n FROM memories")[0]["n"] if db_path.exists() else 0
+        if not ended or live or count != last_count:
+            quiet_since, last_count = None, count
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= 2:
             return
         time.sleep(0.2)
+
+
+def _alive(marker: Path) -> bool:
+    """Whether the capture process an in-flight marker (``<session>.<pid>``) names still runs."""
+    try:
+        os.kill(int(marker.name.rsplit(".", 1)[1]), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def backfill(claude_dir: Path, data: Path, *args: str) -> subprocess.CompletedProcess:
