@@ -14,6 +14,7 @@ import re
 from . import clock, scopes, sessions
 from .db import Database
 from .errors import NotFoundError, ValidationError
+from .nesting import too_deep
 from .redaction import redact, redact_fields
 from .vocabulary import CATEGORIES, MANUAL_SOURCE, MEMORY_SCOPES, SECTORS, TIERS
 
@@ -160,23 +161,6 @@ def _redacted_content(content: Any) -> str:
     return content
 
 
-def nested_too_deep(value: Any, limit: int = MAX_METADATA_DEPTH) -> bool:
-    """Whether ``value`` nests objects and lists more than ``limit`` levels deep (``value`` itself is level 1).
-
-    Walked with a stack, not recursion: the value may come from a file or a server, nested deeper than
-    Python's recursion limit.
-    """
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if not isinstance(item, (dict, list, tuple)):
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
-    return False
-
-
 def _redacted_metadata(metadata: Any) -> dict[str, Any] | None:
     """Metadata as stored: an object at most :data:`MAX_METADATA_DEPTH` levels deep whose strings (keys and
     values, at any depth) are redacted."""
@@ -184,7 +168,7 @@ def _redacted_metadata(metadata: Any) -> dict[str, Any] | None:
         return None
     if not isinstance(metadata, dict):
         raise ValidationError(f"Metadata must be an object, got {type(metadata).__name__}")
-    if nested_too_deep(metadata):
+    if too_deep(metadata, MAX_METADATA_DEPTH):
         raise ValidationError(f"Metadata is nested more than {MAX_METADATA_DEPTH} levels deep (objects and lists "
                               "inside each other); store a flatter object")
     return redact_fields(metadata)

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Literal, Sequence, overload
 
 from .. import clock, memories
+from ..nesting import too_deep
 from ..errors import ValidationError
 from ..excerpts import clip
 
@@ -154,7 +155,7 @@ def json_object(record: dict[str, Any], name: str) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise ValidationError(f"its {name} must be an object, got {type(value).__name__}")
-    if memories.nested_too_deep(value):
+    if too_deep(value, memories.MAX_METADATA_DEPTH):
         raise ValidationError(f"its {name} is nested more than {memories.MAX_METADATA_DEPTH} levels deep (objects "
                               "and lists inside each other); flatten it in the file")
     try:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+
+from ..nesting import too_deep
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
@@ -44,7 +47,7 @@ def read(stream: BinaryIO | None = None) -> dict[str, Any]:
     try:
         try:
             payload = json.loads(text)
-            if too_deep(payload):  # what reads it later (redaction, json.dumps) has less stack than the parser
+            if too_deep(payload, MAX_DEPTH):  # what reads it later (redaction, json.dumps) has less stack than the parser
                 payload = json.loads(flatten_deep(text))
         except RecursionError:
             payload = json.loads(flatten_deep(text))
@@ -53,20 +56,6 @@ def read(stream: BinaryIO | None = None) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise PayloadError(f"hook input must be a JSON object, got {type(payload).__name__}")
     return payload
-
-
-def too_deep(value: Any, max_depth: int = MAX_DEPTH) -> bool:
-    """Whether ``value`` nests arrays or objects deeper than ``max_depth`` (without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        if depth > max_depth:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False
 
 
 def unusable_fields(payload: dict[str, Any]) -> list[str]:

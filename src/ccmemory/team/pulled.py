@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 from .. import clock, memories
 from ..archive import fields
 from ..errors import ValidationError
+from ..nesting import too_deep
 from . import sharing
 
 #: What a pull reads of a row: nothing the driver could fail to decode (times as seconds, metadata as text).
@@ -106,7 +107,7 @@ def loads(text: str, what: str, *, max_bytes: int = MAX_ROW_METADATA_BYTES, max_
 
 def refusal(metadata: dict[str, Any]) -> str | None:
     """Why the server would refuse a row with this metadata (migration 3's bounds), or None: never push one."""
-    if memories.nested_too_deep(metadata, MAX_ROW_DEPTH):
+    if too_deep(metadata, MAX_ROW_DEPTH):
         return f"its metadata is nested more than {MAX_ROW_DEPTH - 1} levels deep"
     try:
         size = len(json.dumps(metadata).encode("utf-8", "surrogatepass"))
