@@ -282,28 +282,32 @@ def genuine_commits(top: str, ids: Sequence[str]) -> set[str]:
     """
     import hashlib
 
-    wanted = "".join(f"{commit}\n" for commit in ids).encode()
-    sizes = _run(top, "cat-file", "--batch-check", feed=wanted)
-    if not sizes:
-        return set()
-    small = [line.split(" ")[0] for line in sizes.decode("ascii", "replace").splitlines()
-             if line.count(" ") == 2 and line.split(" ")[1] == "commit" and line.split(" ")[2].isdigit()
-             and int(line.split(" ")[2]) <= MAX_COMMIT_BYTES and line.split(" ")[0] in ids]
-    found = _run(top, "cat-file", "--batch", feed="".join(f"{commit}\n" for commit in small).encode()) if small else None
+    listed = _run(top, "cat-file", "--batch-check", feed="".join(f"{commit}\n" for commit in ids).encode())
+    headers = [_commit_header(line) for line in (listed or b"").decode("ascii", "replace").splitlines()]
+    small = [found[0] for found in headers if found and found[1] <= MAX_COMMIT_BYTES and found[0] in ids]
+    read = _run(top, "cat-file", "--batch", feed="".join(f"{commit}\n" for commit in small).encode()) if small else None
     genuine: set[str] = set()
     position = 0
-    while found and position < len(found):
-        end = found.find(b"\n", position)
-        header = found[position:end if end >= 0 else len(found)].decode("ascii", "replace").split(" ")
-        if end < 0 or len(header) != 3 or header[1] != "commit" or not header[2].isdigit():
+    while read and position < len(read):
+        end = read.find(b"\n", position)
+        header = _commit_header(read[position:end].decode("ascii", "replace")) if end >= 0 else None
+        if header is None:
             break
-        size = int(header[2])
-        content = found[end + 1:end + 1 + size]
-        algorithm = hashlib.sha256 if len(header[0]) == 64 else hashlib.sha1
-        if len(content) == size and algorithm(b"commit %d\0" % size + content).hexdigest() == header[0]:
-            genuine.add(header[0])
+        commit, size = header
+        content = read[end + 1:end + 1 + size]
+        algorithm = hashlib.sha256 if len(commit) == 64 else hashlib.sha1
+        if len(content) == size and algorithm(b"commit %d\0" % size + content).hexdigest() == commit:
+            genuine.add(commit)
         position = end + 1 + size + 1
     return genuine
+
+
+def _commit_header(line: str) -> tuple[str, int] | None:
+    """``(id, size)`` of a ``git cat-file --batch`` header line naming a commit (``<id> commit <size>``), else None."""
+    parts = line.split(" ")
+    if len(parts) != 3 or parts[1] != "commit" or not parts[2].isdigit():
+        return None
+    return parts[0], int(parts[2])
 
 
 def holds_commit(top: str, commit: str) -> bool:

@@ -123,11 +123,10 @@ def _settle(db: Database, root: str, seen: dict[str, Any], alias: dict[str, Any]
     """Record ``root`` as an alias of the project its identity names, upgrading or creating that project."""
     project = _match(db, seen, root)
     previous = None if alias is None else int(alias["project_id"])
-    if project is None and previous is not None and seen["kind"] == "remote" and \
-            db.scalar("SELECT identity FROM projects WHERE id = ?", (previous,)) == seen["key"]:
+    old = None if previous is None else db.scalar("SELECT identity FROM projects WHERE id = ?", (previous,))
+    if project is None and previous is not None and seen["kind"] == "remote" and old == seen["key"]:
         project = previous  # the shallow clone of this location, still of the same remote (its config changed)
     if previous is not None and project != previous:
-        old = db.scalar("SELECT identity FROM projects WHERE id = ?", (previous,))
         if identity.portability(old) < identity.PORTABILITY[seen["kind"]]:
             if project is None:  # the same checkout, now better identified: upgrade in place
                 project = previous

@@ -80,19 +80,15 @@ def entries(path: str, *markers: bytes, root: str | None = None, max_bytes: int 
 
 
 class Budget:
-    """Bytes that several transcript reads share (:func:`entries`): ``left`` to read, ``read`` so far, ``files``
-    opened, ``skipped`` files not read at all because nothing was left."""
+    """Bytes that several transcript reads share (:func:`entries`): ``left`` to read, ``read`` so far."""
 
-    __slots__ = ("left", "read", "files", "skipped")
+    __slots__ = ("left", "read")
 
     def __init__(self, total: int) -> None:
         self.left = total
         self.read = 0
-        self.files = 0
-        self.skipped = 0
 
     def take(self, count: int) -> None:
-        self.files += 1
         self.read += count
         self.left = max(0, self.left - count)
 

@@ -49,10 +49,11 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     new_summary = None
     db = database.connect(vectors=False)
     try:
-        if db.scalar("SELECT project_id FROM sessions WHERE id = ?", (session_id,)) is None:
+        found = session_project(db, session_id, cwd, new=False)
+        if found is None:
             log.debug("session_end", f"session {session_id} recorded nothing; nothing to end")
             return
-        known, here, root = session_project(db, session_id, cwd)
+        known, here, root = found
         reading = read_transcript(payloads.text(data, "transcript_path"), session_id)
         new_summary, promoted = lifecycle.end_session(
             db, config, project_id=known, session_id=session_id, cwd=cwd if here else None, root=root,

@@ -36,7 +36,9 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     reading = read_transcript(transcript, session_id, last_message)
     db = database.connect(vectors=False)
     try:
-        project, here, root = session_project(db, session_id, cwd)
+        found = session_project(db, session_id, cwd)
+        assert found is not None  # new (the default): a session not recorded yet takes cwd's project
+        project, here, root = found
         sessions.ensure(db, session_id, project, transcript_path=transcript)
         _wait_for_late_captures(db, config, reading, session_id, transcript or "", cwd)
         # What the turn writes (a new summary, the turn's entry) is stamped when its reply was written, as a

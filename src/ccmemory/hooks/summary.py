@@ -17,9 +17,9 @@ from ..session_summary import MAX_PROMPTS
 from . import log
 
 
-def session_project(db: Database, session_id: str, cwd: str) -> tuple[int, bool, str]:
-    """The session's project (the one it was recorded in; else the one of ``cwd``), whether ``cwd`` is in it, and the
-    root its summary names files from.
+def session_project(db: Database, session_id: str, cwd: str, *, new: bool = True) -> tuple[int, bool, str] | None:
+    """The session's project (the one it was recorded in; else, with ``new``, the one of ``cwd``), whether ``cwd``
+    is in it, and the root its summary names files from; None for a session not recorded when not ``new``.
 
     Claude may end a turn in another repository's directory (``cd ../other``): the session's summary still
     belongs to the session's project, and the other directory's local context gets nothing of it.
@@ -27,6 +27,8 @@ def session_project(db: Database, session_id: str, cwd: str) -> tuple[int, bool,
     from .. import projects
 
     known = db.scalar("SELECT project_id FROM sessions WHERE id = ?", (session_id,))
+    if known is None and not new:
+        return None
     here = projects.project_id(db, cwd, create=known is None)
     if known is None or here == int(known):
         assert here is not None  # created when the session was not known

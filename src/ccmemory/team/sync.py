@@ -154,11 +154,6 @@ def _timestamp(value: Any) -> str:
     return min(value if isinstance(value, str) else pulled.timestamp(value), clock.now())
 
 
-def server_row(record: Any) -> dict[str, Any]:
-    """A row read with :data:`SERVER_COLUMNS`, decoded and checked; raises :class:`pulled.Unusable`."""
-    return pulled.decode(record)
-
-
 def server_rows(records: list[Any], report: Report) -> list[dict[str, Any]]:
     """The usable rows among ``records``; each other one is left out and reported (:meth:`Report.skip`)."""
     rows = []
@@ -325,7 +320,7 @@ class Round:
                 raise ServerError(f"memory {row['id']} exists on the server but this role ({self.role}) cannot see "
                                   "it: another member owns that id; nothing was changed")
             try:
-                theirs = server_row(record)
+                theirs = pulled.decode(record)
             except pulled.Unusable as error:
                 self.report.skip(f"{error}; this machine's version was not pushed over it")
                 return None
