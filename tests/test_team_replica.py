@@ -46,9 +46,19 @@ def test_a_search_finds_a_team_memory_that_is_only_on_the_server(tmp_path: Path,
     assert "team server" not in result.stderr
     assert memory_id in laptop.memories()  # kept as a cache: the same search works offline now
     assert memory_id not in [hit["memory"]["id"] for hit in laptop.search(f"{word} gateway port", "--no-team")]
-    # The next round trims the cache back to the limit; --full pulls everything again and trims the same way.
-    assert laptop.sync()["trimmed"] == 1
+    # Every memory only on the server shares a word of the query, so all came as a cache; the next round
+    # trims it back to the limit, and --full pulls everything again and trims the same way.
+    assert laptop.sync()["trimmed"] == len(only_on_server)
     assert json.loads(laptop.run("sync", "--full", "--json").stdout)["trimmed"] == len(WORDS) - REPLICA_MAX
+
+
+def test_a_question_in_words_finds_a_server_memory_that_lacks_some_of_them(tmp_path: Path,
+                                                                          cluster: postgres.Cluster) -> None:
+    """The server is asked for any of the question's words, as the local keyword side reads it, not all."""
+    _server, _teammate, laptop, only_on_server = _trimmed_machines(tmp_path, cluster)
+    word, memory_id = next(iter(only_on_server.items()))
+    hits = laptop.search(f"Which port does our {word} gateway use in the staging cluster?")
+    assert hits and hits[0]["memory"]["id"] == memory_id, hits
 
 
 def test_with_the_server_stopped_the_search_returns_local_results_and_a_warning(

@@ -703,7 +703,7 @@ def search_with_info(
         raise ValidationError(f"Unknown sector {sector!r}; use one of: {', '.join(SECTORS)}")
     warnings: list[str] = []
     if team and scope != "user":  # a project whose team memories are partly on the server only: ask it first
-        warnings += server_search.consult(db, query, project_id=project_id, embedder=embedder)
+        warnings += server_search.consult(db, query, query_terms(query), project_id=project_id, embedder=embedder)
 
     def keyword(extra: Sequence[str] = ()) -> list[tuple[int, float]]:
         rows = db.scalar("SELECT MAX(seq) FROM memories") or 0

@@ -3,11 +3,12 @@
 A machine keeps every teammates' memory it may read (a full replica) up to ``sync.replica_max`` per
 project; beyond that a sync round keeps the most salient and newest and leaves the rest on the
 server (:func:`ccmemory.team.sync.trim`). Only then does a search that includes team memory ask
-the server too: ``ccmemory.search_text`` and, when the server holds vectors of this machine's model,
-``ccmemory.search_vector``. The rows found that are not here are **stored as a cache**, exactly as a
-pull stores them (labelled with who shared them, their vector kept when the model matches), and the
-search then ranks the local store as always: one ranking for every hit, and the next search finds
-them offline. The next sync round trims the cache back to the limit.
+the server too: ``ccmemory.search_text`` for any of the query's words (:func:`text_query`) and, when
+the server holds vectors of this machine's model, ``ccmemory.search_vector``. The rows found that are
+not here are **stored as a cache**, exactly as a pull stores them (labelled with who shared them,
+their vector kept when the model matches), and the search then ranks the local store as always: one
+ranking for every hit, and the next search finds them offline. The next sync round trims the cache
+back to the limit.
 
 The server gets :data:`SECONDS` in all. The exchange runs on a thread of its own that never touches
 the local store; when it is not done in time, fails, or the server is down, the search goes on with
@@ -18,7 +19,7 @@ reads the local store alone: neither ever waits on the network.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Sequence
 
 from .. import config
 from ..db import Database
@@ -41,10 +42,11 @@ def wanted(db: Database, project_id: int, settings: Any) -> bool:
     return sync.configured(settings) and project_id in sync.partial_projects(db)
 
 
-def consult(db: Database, query: str, *, project_id: int, embedder: Any = None,
+def consult(db: Database, query: str, terms: Sequence[str], *, project_id: int, embedder: Any = None,
             seconds: float = SECONDS) -> list[str]:
     """Cache the server's best team memories for ``query`` here when the project asks the server; warnings.
 
+    ``terms`` are the query's words as the local keyword side reads them (``search.query_terms``).
     Returns at once with no warning for a project whose team memories are all here.
     """
     settings = config.load()
@@ -63,7 +65,7 @@ def consult(db: Database, query: str, *, project_id: int, embedder: Any = None,
 
     def ask() -> None:
         try:
-            outcome["rows"] = _ask(target, team, identity, query, vector, model, seconds)
+            outcome["rows"] = _ask(target, team, identity, text_query(terms), vector, model, seconds)
         except Exception as error:  # noqa: BLE001 - any failure means local results alone
             outcome["error"] = scrub(str(error), target.secrets)
 
@@ -79,6 +81,16 @@ def consult(db: Database, query: str, *, project_id: int, embedder: Any = None,
 
     _cache(db, outcome["rows"], project_id, configured_spec().model_id)
     return []
+
+
+def text_query(terms: Sequence[str]) -> str:
+    """The words for the server's ``websearch_to_tsquery``, joined by ``or``.
+
+    The query as typed would match only memories holding every one of its words (websearch's default is
+    AND), so a question with one word no memory holds found nothing there; the local keyword side ranks
+    by any of them. ``or`` itself is left out: websearch reads it as the operator.
+    """
+    return " or ".join(term for term in terms if term != "or")
 
 
 def _query_vector(db: Database, query: str, embedder: Any) -> tuple[str | None, str | None]:
