@@ -62,6 +62,22 @@ def test_session_end_ends_and_promotes_only_salient_memories(home: Path, project
     assert session["ended_at"] is not None
 
 
+def test_a_call_the_user_interrupted_is_not_promoted_as_a_failure(home: Path, project_dir: Path) -> None:
+    """Esc on a watch-mode test run stays in its session; a real failure of the same session is promoted."""
+    for payload in (
+        tool_call("e9", project_dir, "Bash", {"command": "npm test -- --watch"}, None, "t1",
+                  event="PostToolUseFailure", error="[Request interrupted by user for tool use]", is_interrupt=True),
+        tool_call("e9", project_dir, "Bash", {"command": "make"}, None, "t2", event="PostToolUseFailure",
+                  error="make: *** No rule to make target", is_interrupt=False),
+    ):
+        assert_quiet_success(run_hook("post_tool_use", payload, home))
+    assert_quiet_success(run_hook("session_end", session_end("e9", project_dir), home))
+    stored = {m["content"].split("\n")[0]: (m["tier"], m["category"]) for m in memories_of(home, "e9")
+              if m["source"] == "capture"}
+    assert stored == {"Ran: npm test -- --watch (interrupted)": ("session", "general"),
+                      "Ran: make (failed)": ("project", "gotcha")}
+
+
 def test_session_end_writes_the_summary_when_no_turn_reached_stop(home: Path, project_dir: Path) -> None:
     write_transcript(project_dir / "e2.jsonl", ["Rename the config module"])
     assert_quiet_success(run_hook("post_tool_use", bash_call("e2", project_dir, "git mv a b", "", "t1"), home))

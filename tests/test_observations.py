@@ -184,3 +184,77 @@ def test_an_export_written_before_migration_12_imports_with_the_observation_meta
         assert index_text(memory) == "Ran: make deploy (failed)"
     finally:
         new.close()
+
+
+# -- Claude Code 2's result shapes ------------------------------------------------------------------------------
+
+def test_a_call_the_user_interrupted_is_marked_so_not_stored_as_a_failure() -> None:
+    """Esc is the user's choice, not the tool failing: no gotcha, no failure salience, nothing to promote."""
+    interrupt = {"hook_event_name": "PostToolUseFailure", "error": "[Request interrupted by user for tool use]",
+                 "is_interrupt": True}
+    seen = observe("Bash", {"command": "npm test -- --watch", "description": "Watch tests"}, None, **interrupt)
+    assert seen.content == "Ran: npm test -- --watch (Watch tests)" + observations.INTERRUPTED_MARK
+    assert (seen.category, seen.salience) == ("general", observations.SALIENCE["Bash"])
+    assert seen.metadata["outcome"] == observations.INTERRUPTED and not observations.failed(seen.metadata)
+    assert observations.shown_command(seen.metadata) == "npm test -- --watch (Watch tests) (interrupted)"
+    # A transcript (backfill) has no flag, only the result's text.
+    replayed = observe("Bash", {"command": "sleep 100"}, None, hook_event_name="PostToolUseFailure",
+                       error="[Request interrupted by user for tool use]")
+    assert replayed.metadata["outcome"] == observations.INTERRUPTED
+
+
+def test_the_fields_that_echo_a_file_back_do_not_count_towards_the_size_limit() -> None:
+    """Claude Code 2 adds ``gitDiff`` to Edit and Write, and NotebookEdit returns the whole notebook twice."""
+    config = load(Path("/nonexistent/config.json"))
+    big = "x = 1\n" * 5000
+    edit = {"filePath": f"{ROOT}/a.py", "oldString": "x = 1", "newString": "x = 2", "originalFile": big,
+            "structuredPatch": [], "userModified": False, "replaceAll": True,
+            "gitDiff": {"filename": "a.py", "status": "modified", "additions": 5000, "deletions": 5000,
+                        "changes": 10000, "patch": "-x = 1\n+x = 2\n" * 5000}}
+    notebook = {"new_source": "print(1)", "old_source": big, "cell_id": "c1", "cell_type": "code",
+                "language": "python", "edit_mode": "replace", "notebook_path": f"{ROOT}/n.ipynb",
+                "original_file": big, "updated_file": big}
+    for tool, tool_input, response in (
+            ("Edit", {"file_path": f"{ROOT}/a.py", "old_string": "x = 1", "new_string": "x = 2", "replace_all": True},
+             edit),
+            ("NotebookEdit", {"notebook_path": f"{ROOT}/n.ipynb", "cell_id": "c1", "new_source": "print(1)"},
+             notebook)):
+        data = {"session_id": "s", "tool_name": tool, "tool_input": tool_input, "tool_response": response}
+        assert observations.skip_reason(data, config) is None, tool
+
+
+def test_mcp_resources_and_links_are_stored_by_address_and_text_and_media_by_type_alone() -> None:
+    image = "iVBORw0KGgo" + "A" * 4000
+    seen = observe("mcp__fs__read", {"path": "notes/porcupine.md"}, [
+        {"type": "resource", "resource": {"uri": "file:///notes/porcupine.md", "text": "# Porcupine quill notes"}},
+        {"type": "resource", "resource": {"uri": "file:///logo.png", "mimeType": "image/png", "blob": image}},
+        {"type": "resource_link", "name": "tamandua", "uri": "file:///t.md", "description": "anteater design"},
+        {"type": "image", "mimeType": "image/png", "data": image}])
+    assert "[resource file:///notes/porcupine.md]\n# Porcupine quill notes" in seen.content
+    assert "[resource file:///logo.png image/png, binary, not stored]" in seen.content
+    assert "[link tamandua <file:///t.md>] anteater design" in seen.content
+    assert "[image image/png]" in seen.content and "AAAA" not in seen.content
+
+
+def test_an_image_printed_by_bash_is_not_stored_as_base64() -> None:
+    data_uri = "data:image/png;base64," + "iVBORw0KGgo" * 400
+    seen = observe("Bash", {"command": "python plot.py"}, {"stdout": data_uri, "stderr": "", "isImage": True})
+    assert seen.content == f"Ran: python plot.py\nOutput: an image ({len(data_uri):,} characters of base64, not stored)"
+
+
+def test_grep_in_content_mode_shows_its_lines_without_saying_it_found_nothing() -> None:
+    response = {"mode": "content", "numFiles": 0, "filenames": [], "content": "src/a.py:3:puffin = 1", "numLines": 1}
+    seen = observe("Grep", {"pattern": "puffin", "output_mode": "content"}, response)
+    assert seen.content == "Searched code for /puffin/ in the project [output_mode=content]\nsrc/a.py:3:puffin = 1"
+    nothing = observe("Grep", {"pattern": "puffin"}, {"mode": "files_with_matches", "numFiles": 0, "filenames": []})
+    assert nothing.content.endswith("\nFound nothing")
+
+
+def test_an_error_that_is_the_result_itself_is_stored_once() -> None:
+    seen = observe("mcp__db__query", {"sql": "select 1 from missing_vole"},
+                   {"content": [{"type": "text", "text": "relation missing_vole does not exist"}], "isError": True})
+    assert seen.content.count("relation missing_vole does not exist") == 1
+    assert observations.failed(seen.metadata)
+    edit = observe("Edit", {"file_path": f"{ROOT}/a.py", "old_string": "a", "new_string": "b"},
+                   {"isError": True, "content": [{"type": "text", "text": "String to replace not found"}]})
+    assert edit.content.endswith("Error:\nString to replace not found")  # not shown by the Edit's own lines

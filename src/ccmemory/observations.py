@@ -10,13 +10,16 @@ excerpt of its input and result; an edit as a diff whose context lines are store
 edited in or printed from a file whose name says its content is a secret, such as ``config/master.key``, only
 as how many characters were withheld: :mod:`ccmemory.secret_files`). Its
 first line, the *head*, says what was called (``Ran: pytest -x (Run the tests)``), and ends in
-:data:`FAILED_MARK` when the call failed. That text is for people and search: every module that
+:data:`FAILED_MARK` when the call failed (:data:`INTERRUPTED_MARK` when the user interrupted
+it). That text is for people and search: every module that
 needs a fact about the call reads it from the memory's ``metadata`` column instead, a JSON object
 with these keys (only ``tool`` is always there):
 
 ``tool``           the tool's name (``Bash``, ``Edit``, ``mcp__server__tool`` …)
 ``tool_use_id``    Claude Code's id of the call, which ties the memory to its transcript entry
-``outcome``        ``"failed"`` when the call failed; absent when it succeeded (:func:`outcome`)
+``outcome``        ``"failed"`` when the call failed, ``"interrupted"`` when the user interrupted it
+                   (Esc: not a failure of the tool, so neither a gotcha nor promoted); absent
+                   when it succeeded (:func:`outcome`)
 ``multiline``      ``true`` when the head runs over several lines (a script, a pattern with line
                    breaks), so its failure mark is not on the first line; stores older than
                    schema 12 have it for failures only
@@ -39,8 +42,8 @@ memories above 0.7 (``promotion.min_salience``) to the project tier:
 observation                               salience  category
 ========================================  ========  ==========
 a failed call (PostToolUseFailure, MCP    0.75      gotcha
-``isError``, ``success: false``,
-interrupted)
+``isError``, ``success: false``, a Bash
+call ``interrupted`` before it finished)
 Write, Edit, MultiEdit, NotebookEdit      0.6       general
 Task / Agent (subagent work)              0.55      general
 WebFetch, WebSearch                       0.5       general
@@ -51,9 +54,10 @@ Read, Grep, Glob, LS (routine look-ups)   0.3       general
 
 So failures outlive their session, edits stay findable, and routine reads fade.
 Skipped (:func:`skip_reason`): tools in ``capture.skip_tools``, ccmemory's own MCP tools, and results
-larger than ``capture.max_result_chars`` (10,000 characters of JSON). For file-changing tools the size is
-measured without the fields that only echo the file back (``originalFile``,
-``structuredPatch``, Write's ``content``), or every edit of a large file would be lost.
+larger than ``capture.max_result_chars`` (10,000 characters of JSON; logged in ``hooks.log``). For
+file-changing tools the size is measured without the fields that only echo the file or the edit back
+(``originalFile``, ``structuredPatch``, ``gitDiff``, Write's ``content``, NotebookEdit's
+``original_file``, ``updated_file`` and sources), or every edit of a large file would be lost.
 
 Standard library only and cheap to import: the capture hook loads it on every tool call.
 """
@@ -85,6 +89,11 @@ FAILED_MARK = " (failed)"
 #: ``outcome`` of a failed call (a call that succeeded stores none).
 FAILED = "failed"
 OK = "ok"
+#: ``outcome`` of a call the user interrupted, and the mark appended to its head.
+INTERRUPTED = "interrupted"
+INTERRUPTED_MARK = " (interrupted)"
+#: How Claude Code's result of an interrupted call begins (a transcript has no ``is_interrupt`` flag).
+INTERRUPT_TEXT = "[Request interrupted by user"
 SALIENCE_FAILURE = 0.75
 SALIENCE = {
     "Write": 0.6, "Edit": 0.6, "MultiEdit": 0.6, "NotebookEdit": 0.6,
@@ -95,7 +104,8 @@ SALIENCE = {
 }
 SALIENCE_OTHER = 0.4
 
-_ECHO_FIELDS = ("originalFile", "structuredPatch", "content", "oldString", "newString", "edits")
+_ECHO_FIELDS = ("originalFile", "structuredPatch", "gitDiff", "content", "oldString", "newString", "edits",
+                "original_file", "updated_file", "old_source", "new_source")
 
 
 class Observation:
@@ -179,13 +189,34 @@ def response_text(response: Any) -> str:
         return response
     blocks = response.get("content") if isinstance(response, dict) else response
     if isinstance(blocks, list) and blocks and all(isinstance(b, dict) and "type" in b for b in blocks):
-        parts = [b.get("text", "") if b.get("type") == "text" else f"[{b.get('type')}]" for b in blocks]
-        return "\n".join(p for p in parts if isinstance(p, str))
+        return "\n".join(_block_text(block) for block in blocks)
     if isinstance(response, dict):
         for key in ("result", "output", "text", "stdout"):
             if isinstance(response.get(key), str):
                 return response[key]
     return _dumps(response)
+
+
+def _block_text(block: dict[str, Any]) -> str:
+    """One MCP content block as text: a text as itself, a resource by its address and text, a link by its name,
+    address and description, and media by kind and type alone (their base64 data is never stored)."""
+    def said(value: Any) -> str:
+        return value if isinstance(value, str) else ""
+
+    kind = said(block.get("type")) or "?"
+    if kind == "text":
+        return said(block.get("text"))
+    if kind == "resource" and isinstance(block.get("resource"), dict):
+        resource = block["resource"]
+        address = said(resource.get("uri"))
+        if said(resource.get("text")):
+            return f"[resource {address}]\n{resource['text']}"
+        return f"[resource {address} {said(resource.get('mimeType'))}, binary, not stored]"
+    if kind == "resource_link":
+        described = said(block.get("description"))
+        return f"[link {said(block.get('name'))} <{said(block.get('uri'))}>]" + (f" {described}" if described else "")
+    media = said(block.get("mimeType"))
+    return f"[{kind} {media}]" if media else f"[{kind}]"
 
 
 class _Builder:
@@ -233,6 +264,12 @@ class _Builder:
     def filenames(self) -> list[str]:
         names = self.response_dict().get("filenames")
         return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+
+    def interrupted(self) -> bool:
+        """Whether the user interrupted the call (``is_interrupt``, or a transcript's result saying so)."""
+        error = self.data.get("error")
+        return self.data.get("is_interrupt") is True or (isinstance(error, str)
+                                                         and error.lstrip().startswith(INTERRUPT_TEXT))
 
     def failure(self) -> str | None:
         """The error text when the call failed, else None."""
@@ -334,7 +371,9 @@ class _Builder:
         response = self.response_dict()
         stdout = response.get("stdout") if response else self.response
         stderr = response.get("stderr")
-        if isinstance(stdout, str) and stdout.strip() and printed_secret_file(self.arg("command")):
+        if isinstance(stdout, str) and stdout.strip() and response.get("isImage") is True:
+            self.lines.append(f"Output: an image ({len(stdout):,} characters of base64, not stored)")
+        elif isinstance(stdout, str) and stdout.strip() and printed_secret_file(self.arg("command")):
             self.lines.append("Output:\n" + withheld(len(stdout)))
         elif isinstance(stdout, str) and stdout.strip():
             self.lines.append("Output:\n" + self.field(stdout))
@@ -346,10 +385,14 @@ class _Builder:
         filters = [f"{k}={self.arg(k)}" for k in ("glob", "type", "output_mode") if self.arg(k)]
         extra = f" [{', '.join(filters)}]" if filters else ""
         self.lines.append(f"Searched code for /{self.field(self.arg('pattern'), 300)}/ in {where}{extra}")
-        self._found_files()
         content = self.response_dict().get("content")
         if isinstance(content, str) and content.strip():
+            # Content mode lists the matching lines, and Claude Code 2 reports no files beside them.
+            if self.filenames():
+                self._found_files()
             self.lines.append(self.field(content, self.limit // 2))
+        else:
+            self._found_files()
 
     def _tool_Glob(self) -> None:
         where = self.add_file(self.arg("path")) if self.arg("path") else "the project"
@@ -432,7 +475,8 @@ class _Builder:
             formatter = getattr(self, f"_tool_{self.tool}", self._tool_other)
         formatter()
         self._response_files()
-        error = self.failure()
+        interrupted = self.interrupted()
+        error = None if interrupted else self.failure()
         salience = SALIENCE.get(self.tool, SALIENCE_OTHER)
         category = "general"
         metadata: dict[str, Any] = {"tool": self.tool}
@@ -443,10 +487,14 @@ class _Builder:
             metadata["tool_use_id"] = tool_use_id
         if "\n" in self.lines[0]:
             metadata["multiline"] = True
-        if error is not None:
+        if interrupted:
+            self.lines[0] += INTERRUPTED_MARK
+            metadata["outcome"] = INTERRUPTED
+        elif error is not None:
             self.lines[0] += FAILED_MARK
-            if not (self.tool == "Bash" and error == response_text(self.response)):
-                self.lines.append("Error:\n" + self.field(error))
+            shown = self.field(error)
+            if not any(line.endswith(shown) for line in self.lines[1:]):  # not the result shown again
+                self.lines.append("Error:\n" + shown)
             salience, category = SALIENCE_FAILURE, "gotcha"
             metadata["outcome"] = FAILED
         metadata.update(self.facts)
@@ -630,6 +678,8 @@ def shown_command(metadata: dict[str, Any], *, marked: bool = True) -> str:
     shown = command + (f" ({description})" if isinstance(description, str) else "")
     if marked and failed(metadata):
         shown += FAILED_MARK
+    elif marked and metadata.get("outcome") == INTERRUPTED:
+        shown += INTERRUPTED_MARK
     return shown.split("\n", 1)[0]
 
 

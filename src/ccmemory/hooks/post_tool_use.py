@@ -33,7 +33,8 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
         return
     reason = skip_reason(data, config)
     if reason:
-        log.debug("capture", f"skipped: {reason}")
+        # A result over the size limit is worth a line (the user may raise the limit); a skipped tool is not.
+        (log.info if "capture.max_result_chars" in reason else log.debug)("capture", f"skipped: {reason}")
         return
     root = projects.project_root(cwd)
     observation = from_payload(data, config, cwd=cwd, root=root)
