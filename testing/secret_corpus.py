@@ -193,6 +193,54 @@ def redteam_cases() -> list[tuple[str, str, str]]:
     return cases
 
 
+def code_and_command_cases() -> list[tuple[str, str, str]]:
+    """Secrets in code before which other code stands, in commands that take a user and a password, and in
+    English prose of other word orders: families of the fourth red-team pass (format, text, secret)."""
+    cases: list[tuple[str, str, str]] = []
+
+    cases += _each("wrapped-literal", _password, [
+        'String password = new String("{s}");', 'let db_password: String = String::from("{s}");',
+        'var jwtKey = []byte("{s}")', "SIGNING_KEY = b'{s}'", 'secret = bytes("{s}", "utf-8")',
+        "const secret = new TextEncoder().encode('{s}');", 'password: Some("{s}".into()),',
+        'val apiKey by lazy {{ "{s}" }}', 'const API_SECRET: &str = "{s}";'])
+    cases += _each("fallback-literal", _password, [
+        "password = os.environ.get('DB_PASSWORD') or '{s}'", "const key = process.env.API_KEY || '{s}';",
+        "const token = process.env.GH_TOKEN ?? '{s}';", 'db_password: str = Field(default="{s}")',
+        'var pw = new NetworkCredential("", "{s}").SecurePassword;', "jwt.verify(token, '{s}')",
+        "parser.add_argument('--password', default='{s}')", "DEPLOY_TOKEN ?= {s}"])
+    cases += _each("code-credential", _password, [
+        "const t = jwt.sign({{ sub: user.id }}, '{s}', {{ expiresIn: '1h' }});",
+        "headers: {{ Authorization: 'Basic ' + btoa('ops:{s}') }}"])
+    cases += _each("aws-secret-after-key-id", lambda: _r(ALNUM + "/+", 40), [
+        _j("new AWS.Credentials('AK", "IA", _r(UPPER + "234567", 16), "', '{s}')")])
+    cases += _each("user-password-flags", _password, [
+        "rdesktop -u Administrator -p {s} 10.0.0.4", "evil-winrm -i 10.0.0.4 -u Administrator -p '{s}'",
+        "twine upload -u ci -p {s} dist/*", "ipmitool -I lanplus -H 10.0.0.20 -U ADMIN -P {s} power status",
+        "xfreerdp /v:10.0.0.4 /u:Administrator /p:{s} /cert:ignore", "winrs -r:srv01 -u:CORP\\admin -p:{s} ipconfig"])
+    cases += _each("command-password", _password, [
+        "lftp -u backup,{s} sftp://files.example.com", "secretsdump.py CORP/admin:{s}@10.0.0.4",
+        "db2 connect to SAMPLE user db2inst1 using {s}", "bw unlock {s} --raw", "cf auth ci {s}",
+        "htpasswd -nbB admin {s}", "printf 'ops:{s}\\n' | chpasswd"])
+    cases += _each("stdin-password", _password, [
+        "echo {s} | openconnect --user ops --passwd-on-stdin vpn.example.com",
+        "echo '{s}' | gpg --batch --passphrase-fd 0 -d f.gpg", "echo {s} | op signin --raw",
+        "echo '{s}' | pass insert -e prod/db", "mysql_config_editor set --login-path=prod --password <<< {s}"])
+    cases += _each("printed-secret", _password, [
+        "op read op://prod/db/password\n{s}", "kubectl get secret db -o jsonpath='{{.data.password}}' | base64 -d\n{s}",
+        "heroku auth:token\n{s}"])
+    cases += _each("prose-word-order", _password, [
+        "I set the root password to {s} yesterday", "changed the db password to {s}", "the password is now {s}",
+        "API key - {s}", "use {s} as the password for the staging db", "{s} is the API key for prod",
+        "Here is the API key for staging: {s}"])
+    cases += _each("secret-name-prefix", _password, ["export TF_TOKEN_app_terraform_io={s}",
+                                                      "export POETRY_PYPI_TOKEN_TESTPYPI={s}"])
+    cases += _each("secret-name-plural", _password, ["API_KEYS={s}", "ROOTPW={s}", "GITHUB_PAT={s}",
+                                                      "WALLET_SEED={s}", "LICENSE_CODE={s}"])
+    cases += _each("service-url-key", lambda: _r(HEX, 32), ["RPC_URL=https://mainnet.infura.io/v3/{s}"])
+    cases += _each("service-url-key", lambda: _r(LOWER + DIGITS, 26), ["MATTERMOST_HOOK=https://chat.example.com/hooks/{s}"])
+    return cases
+
+
 def _mixed_letters() -> str:
     """A password of letters alone, as some generators make them: small and capital letters mixed."""
     return "".join(_RNG.choice(LOWER) + _RNG.choice(UPPER) + _RNG.choice(LOWER) for _ in range(4))
@@ -299,6 +347,17 @@ TABLE_LOOKALIKES = [
     "| --password | string |", "| api key | see vault |", "| API_KEY | settings.API_KEY |",
 ]
 
+#: Code, commands and prose near a secret word that hold no secret: none may be redacted.
+CODE_LOOKALIKES = [
+    "String password = new String(chars);", "const secret = new TextEncoder().encode(process.env.SECRET);",
+    "Authorization: 'Basic ' + btoa(user + ':' + pass)", 'token = request.headers.get("Authorization")',
+    'secret = os.environ["SECRET_KEY_V2"]', "password = hash_password(user.name)", "ssh -l deploy -p 2222 host",
+    "docker run -u 1000 -p 8080:80 app", "git diff -u -p src/app2.py", "I set the password to expire in 30 days",
+    "the token is now invalid", "reset the password to the default", "api_key = os.getenv('OPENAI_API_KEY')",
+    'parser.add_argument("--token", default=None)', "max_tokens: 4096", '"input_tokens": 1234',
+    "random_seed = 42", "gh auth token | pbcopy", "op read op://prod/db/password > /dev/null",
+]
+
 #: A key word, a space and an identifier that is no secret (a public key's id or fingerprint, a database key):
 #: none may be redacted.
 SPACE_VALUE_LOOKALIKES = [
@@ -343,11 +402,13 @@ _EARLIER = _cases()
 ISSUE19 = issue19_cases()
 #: The families of the red-team pass (issue 25's re-measure), part of SECRETS.
 REDTEAM = redteam_cases()
+#: Code, commands and prose of the fourth red-team pass, part of SECRETS.
+CODE = code_and_command_cases()
 #: Secrets said in prose in other languages, and the forms found beside them, part of SECRETS.
 PROSE = prose_cases()
 #: Secrets in tables whose header names their column, part of SECRETS.
 TABLES = table_cases()
-SECRETS = _EARLIER + ISSUE19 + REDTEAM + PROSE + TABLES
+SECRETS = _EARLIER + ISSUE19 + REDTEAM + CODE + PROSE + TABLES
 LOOKALIKES = _lookalikes()
 FORMATS = sorted({fmt for fmt, _, _ in SECRETS})
 

@@ -85,7 +85,7 @@ _PLACEHOLDER = re.compile(
     r"|<[A-Za-z0-9_ .:/\-]{1,100}>|\{\{.{0,1000}|\{[A-Za-z_][A-Za-z0-9_.]{0,100}\}"  # <token>, {{ x }}, {name}
     r"|[&*][a-z_][a-z0-9_\-]{0,100}"  # a YAML anchor or alias alone (password: &default_password, *dbpw)
 )
-_CALL = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:\.[A-Za-z_$][A-Za-z0-9_$]{0,100}){0,10}[(\[].{0,1000}")
+_CALL = re.compile(r"(?:\[\])?[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:(?:\.|::)[A-Za-z_$][A-Za-z0-9_$]{0,100}){0,10}[(\[].{0,1000}")
 _DOTTED = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:\.[A-Za-z_$][A-Za-z0-9_$]{0,100}){1,10}")
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9]{0,100}_[A-Z0-9_]{1,100}")
 _PATH = re.compile(
@@ -139,6 +139,7 @@ class _Rules:
         self.code_objects = set(names["code_objects"])
         self.schema_keys = set(names["schema_keys"])
         self.call_not_secret = set(names["call_prefixes_not_secret"])
+        self.secret_prefixes = tuple(names["secret_name_prefixes"])
         single = self.words | set(self.glued) | {"key"}
         self.anchors = _minimal_anchors(single | {pair[0] for pair in self.pairs if not single & set(pair)})
         self.compiled: dict[str, re.Pattern[str]] = {}
@@ -230,6 +231,8 @@ def _judge_name(name: str) -> bool:
     (``sort_key``, ``public_key``), and glued names (``PGPASSWORD``, ``SSHPASS``, ``apikey``).
     """
     table = rules()
+    if name.strip("-$@:'\"`[]").lower().startswith(table.secret_prefixes):  # TF_TOKEN_app_terraform_io: a host after
+        return True
     words = [w.lower() for w in _WORD_SPLIT.split(name.strip("-$@:'\"`[]")) if w]
     words = [w if w in table.value_suffixes else w.rstrip("0123456789") for w in words]
     words = [w for w in words if w]
@@ -370,6 +373,8 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         return _prose_value(value, expressions=True) if group == "bare" else plausible_value(value)
     if check == "machine-made":
         return _machine_made(value) and plausible_value(value)
+    if check == "machine-made-expression":  # a bare value of a command: not a path or code either
+        return _machine_made(value) and plausible_value(value, expressions=True)
     if check == "base64-private-key":
         return _base64_private_key(value)
     if check == "basic-credential":
@@ -386,6 +391,9 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         return _prose_value(value)  # after "is": a plain word is prose ("the token is invalid"), not a credential
     if check == "name-machine" and group == "bare":  # "PASSWORD X" with no sign between: X must look machine-made
         return _machine_made(value) and plausible_value(value, expressions=True)
+    if check == "name-machine-literal":  # a literal inside code: not a lookup key (os.environ["API_KEY_V2"]) or address
+        return (_machine_made(value) and " " not in value and "://" not in value and not _CONSTANT.fullmatch(value)
+                and plausible_value(value, expressions=True))
     return plausible_value(value, expressions=group == "bare")
 
 
