@@ -317,6 +317,90 @@ def table_cases() -> list[tuple[str, str, str]]:
     return [case for fmt, context in tables for case in _each(fmt, _password, [context])]
 
 
+def vendor_prefix_cases() -> list[tuple[str, str, str]]:
+    """Vendor tokens with a published prefix and shape that no rule knew (rt4-a sections A and B), met bare in a log
+    line, in an env assignment whose name says nothing and in JSON (format, text, secret)."""
+    uuid = lambda: "-".join(_r(HEX, n) for n in (8, 4, 4, 4, 12))  # noqa: E731
+    mixed = lambda n: _j(_r(UPPER, 1), _r(LOWER, 1), _r(DIGITS, 1), _r(ALNUM, n - 3))  # noqa: E731
+    upper_digits = UPPER + DIGITS
+    formats: list[tuple[str, Callable[[], str]]] = [
+        ("adobe", lambda: _j("p8", "e-", _r(LOWER + DIGITS, 32))),
+        ("1password-secret-key", lambda: _j("A", "3-", _r(upper_digits, 6), "-", _r(upper_digits, 11), "-",
+                                            _r(upper_digits, 5), "-", _r(upper_digits, 5), "-", _r(upper_digits, 5))),
+        ("clickhouse-cloud", lambda: _j("4b", "1d", mixed(38))),
+        ("defined-networking", lambda: _j("dn", "key-", _r(LOWER + DIGITS, 26), "-", _r(LOWER + DIGITS, 52))),
+        ("duffel", lambda: _j("duffel", "_live_", _r(URLSAFE, 43))),
+        ("frameio", lambda: _j("fio", "-u-", _r(URLSAFE, 64))),
+        ("infracost", lambda: _j("ic", "o-", _r(ALNUM, 32))),
+        ("intra42", lambda: _j("s-s4", "t2ud-", _r(HEX, 64))),
+        ("maxmind", lambda: _j(_r(ALNUM, 6), "_", _r(ALNUM, 29), "_m", "mk")),
+        ("octopus", lambda: _j("AP", "I-", _r(UPPER, 1), _r(DIGITS, 1), _r(upper_digits, 24))),
+        ("openshift", lambda: _j("sha256", "~", _r(URLSAFE, 43))),
+        ("readme", lambda: _j("rd", "me_", _r(LOWER + DIGITS, 70))),
+        ("scalingo", lambda: _j("tk", "-us-", _r(URLSAFE, 48))),
+        ("settlemint", lambda: _j("sm", "_pat_", mixed(16))),
+        ("square", lambda: _j("EA", "AA", _r(URLSAFE, 60))),
+        ("typeform", lambda: _j("tf", "p_", _r(LOWER + DIGITS + "_-", 59))),
+        ("yandex-api-key", lambda: _j("AQ", "VN", _r(URLSAFE, 36))),
+        ("lob", lambda: _j("li", "ve_", _r(HEX, 35))),
+        ("plaid", lambda: _j("access", "-production-", uuid())),
+        ("hubspot", lambda: _j("pat", "-na1-", uuid())),
+        ("bitbucket", lambda: _j("AT", "BB", _r(ALNUM, 32))),
+        ("atlassian-ctt", lambda: _j("ATCTT3", "xFfGN0", _r(URLSAFE, 180), "=", _r(HEX, 8))),
+        ("circleci", lambda: _j("CCI", "PAT_", _r(ALNUM, 22), "_", _r(HEX, 40))),
+        ("tencent", lambda: _j("AK", "ID", _r(ALNUM, 32))),
+        ("backblaze", lambda: _j("K0", "05", mixed(27))),
+        ("google-refresh", lambda: _j("1/", "/0", _r(URLSAFE, 100))),
+        ("twitch", lambda: _j("oauth", ":", _r(LOWER, 1), _r(DIGITS, 1), _r(LOWER + DIGITS, 28))),
+        ("riot", lambda: _j("RG", "API-", uuid())),
+        ("lichess", lambda: _j("li", "p_", mixed(20))),
+        ("crates-io", lambda: _j("ci", "o", mixed(32))),
+        ("rancher", lambda: _j("tok", "en-", _r(LOWER + DIGITS, 5), ":", _r(LOWER + DIGITS, 54))),
+        ("launchdarkly", lambda: _j("sd", "k-", uuid())),
+        ("statsig", lambda: _j("sec", "ret-", mixed(43))),
+        ("tavily", lambda: _j("tv", "ly-", _r(ALNUM, 32))),
+        ("tavily-dev", lambda: _j("tv", "ly-dev-", _r(ALNUM, 32))),
+        ("cerebras", lambda: _j("cs", "k-", _r(LOWER + DIGITS, 48))),
+        ("firecrawl", lambda: _j("f", "c-", _r(HEX, 32))),
+        ("voyage", lambda: _j("p", "a-", mixed(43))),
+        ("modal", lambda: _j("a", "s-", mixed(22))),
+        ("fireworks", lambda: _j("f", "w_", mixed(24))),
+        ("supabase-secret", lambda: _j("sb", "_secret_", _r(URLSAFE, 31))),
+        ("infisical", lambda: _j("s", "t.", uuid(), ".", _r(HEX, 32), ".", _r(HEX, 32))),
+        ("sanity", lambda: _j("s", "k", mixed(180))),
+        ("portainer", lambda: _j("pt", "r_", _r(ALNUM + "+/", 43), "=")),
+        ("mailersend", lambda: _j("ml", "sn.", _r(HEX, 64))),
+        ("instagram", lambda: _j("IG", "QV", _r(URLSAFE, 160))),
+        ("checkout-sandbox", lambda: _j("sk", "_sbox_", _r(LOWER + DIGITS, 26))),
+        ("checkout-uuid", lambda: _j("sk", "_test_", uuid())),
+        ("clickup", lambda: _j("p", "k_", _r(DIGITS, 8), "_", _r(upper_digits, 32))),
+        ("dbt-cloud", lambda: _j("db", "tc_", _r(URLSAFE, 56))),
+        ("digitalocean-spaces", lambda: _j("DO", "00", _r(upper_digits, 16))),
+        ("firebase-fcm", lambda: _j("AA", "AA", _r(URLSAFE, 7), ":APA", "91b", _r(URLSAFE, 134))),
+        ("salesforce-session", lambda: _j("00", "D", _r(ALNUM, 12), "!", _r(ALNUM + ".", 96))),
+        ("harness", lambda: _j("pa", "t.", _r(URLSAFE, 22), ".", _r(ALNUM, 24), ".", _r(ALNUM, 20))),
+        ("authress", lambda: _j("s", "c_", _r(LOWER + DIGITS, 10), ".", _r(LOWER + DIGITS, 5), ".acc_",
+                                _r(LOWER + DIGITS, 20), ".", _r(URLSAFE, 60))),
+        ("testpypi", lambda: _j("py", "pi-", "AgENdGVzdC5weXBpLm9yZw", _r(URLSAFE, 70))),
+        ("gitlab-routable", lambda: _j("gl", "pat-", _r(URLSAFE, 27), ".01", _r(LOWER + DIGITS, 7))),
+        # bodies the generic prefix_random rule refused: hex or lower-case only
+        ("sonarqube", lambda: _j("sq", "u_", _r(HEX, 40))),
+        ("sonarqube-project", lambda: _j("sq", "p_", _r(HEX, 40))),
+        ("woocommerce", lambda: _j("c", "s_", _r(HEX, 40))),
+        ("e2b", lambda: _j("e2", "b_", _r(HEX, 40))),
+        ("neon", lambda: _j("na", "pi_", _r(LOWER + DIGITS, 64))),
+        ("linear-oauth", lambda: _j("lin", "_oauth_", _r(HEX, 64))),
+        ("honeycomb", lambda: _j("hca", "ik_01", _r(LOWER + DIGITS, 56))),
+        ("elevenlabs", lambda: _j("s", "k_", _r(HEX, 48))),
+        ("klaviyo", lambda: _j("p", "k_", _r(HEX, 34))),
+        # the generic form with a hyphen
+        ("prefix-hyphen-random", lambda: _j(_r(LOWER, 4), "-", mixed(36))),
+    ]
+    contexts = ["2024-05-01T10:22:11Z INFO client initialised with {s} (region eu-west-1)", "export ACME_CFG={s}",
+                '{{"client": {{"region": "eu", "value": "{s}"}}}}']
+    return [case for name, make in formats for case in _each(f"vendor-{name}", make, contexts)]
+
+
 #: Prose in other languages that names a secret but holds none: none of it may be redacted.
 OTHER_LANGUAGE_LOOKALIKES = [
     "пароль: неверный", "Пароль должен содержать 8 символов", "Das Passwort ist falsch",
@@ -393,6 +477,11 @@ def _lookalikes() -> list[str]:
         "passwd -l bob", "auth_method = 'oauth'", "credentials_path = './creds.json'", "pk_test is a publishable prefix",
         "sig = inspect.signature(fn)", "x-request-id: 7f3c", "SEED=1234", "version: 2.1.330",
         '{"kind": "Secret", "metadata": {"name": "db-creds"}}', '{"type": "password", "label": "Your password"}',
+        # near the vendor prefixes of vendor_prefix_cases: identifiers, hashes and ids, no token
+        "git checkout feature-AddUserProfilePageWithSettings", "cache key pip-3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39",
+        "def test_user_can_update_profile_settings_page():", "x-request-id: req-123e4567-e89b-12d3-a456-426614174000",
+        "oauth: disabled", "the sk_ prefix is secret, pk_ is public", "tvly-dev is the Tavily dev prefix",
+        "sha256~ marks an OpenShift token", "build-7f3c9a2e1b4d6f8a0c2e4b6d8f0a2c4e",
     ]
     return words
 
@@ -408,7 +497,9 @@ CODE = code_and_command_cases()
 PROSE = prose_cases()
 #: Secrets in tables whose header names their column, part of SECRETS.
 TABLES = table_cases()
-SECRETS = _EARLIER + ISSUE19 + REDTEAM + CODE + PROSE + TABLES
+#: Vendor tokens with a published prefix that no rule knew (rt4-a), part of SECRETS.
+VENDOR_PREFIXES = vendor_prefix_cases()
+SECRETS = _EARLIER + ISSUE19 + REDTEAM + CODE + PROSE + TABLES + VENDOR_PREFIXES
 LOOKALIKES = _lookalikes()
 FORMATS = sorted({fmt for fmt, _, _ in SECRETS})
 
