@@ -238,6 +238,19 @@ def code_and_command_cases() -> list[tuple[str, str, str]]:
                                                       "WALLET_SEED={s}", "LICENSE_CODE={s}"])
     cases += _each("service-url-key", lambda: _r(HEX, 32), ["RPC_URL=https://mainnet.infura.io/v3/{s}"])
     cases += _each("service-url-key", lambda: _r(LOWER + DIGITS, 26), ["MATTERMOST_HOOK=https://chat.example.com/hooks/{s}"])
+    cases += _each("connect-call", _password, [
+        "$pdo = new PDO('mysql:host=localhost;dbname=app', 'root', '{s}');",
+        "$link = mysqli_connect('localhost', 'root', '{s}', 'shop');",
+        'Connection c = DriverManager.getConnection(url, "sa", "{s}");', "ftp = FTP('ftp.example.com', 'backup', '{s}')",
+        "conn = Connection(server, 'cn=admin,dc=example,dc=org', '{s}', auto_bind=True)",
+        'client.get(url).basic_auth("admin", Some("{s}")).send()?',
+        'db, err := sql.Open("mysql", "app:{s}@tcp(10.0.0.5:3306)/app?parseTime=true")'])
+    cases += _each("structured-output", _password, [
+        '{{\n  "db_password": {{\n    "sensitive": true,\n    "type": "string",\n    "value": "{s}"\n  }}\n}}',
+        '{{"Parameter": {{"Name": "/prod/db/password", "Type": "SecureString", "Value": "{s}", "Version": 3}}}}',
+        "curl 'https://api.openweathermap.org/data/2.5/weather?q=Oslo&appid={s}'"])
+    cases += _each("pgp-secret-key", lambda: _r(ALNUM + "/+", 64),
+                   ["-----BEGIN PGP SECRET KEY BLOCK-----\nVersion: GnuPG v1\n\n{s}\n-----END PGP SECRET KEY BLOCK-----"])
     return cases
 
 
@@ -440,6 +453,9 @@ CODE_LOOKALIKES = [
     "the token is now invalid", "reset the password to the default", "api_key = os.getenv('OPENAI_API_KEY')",
     'parser.add_argument("--token", default=None)', "max_tokens: 4096", '"input_tokens": 1234',
     "random_seed = 42", "gh auth token | pbcopy", "op read op://prod/db/password > /dev/null",
+    "conn = pymysql.connect('db.internal', 'root', password, 'app')", "ftp = FTP('ftp2.example.com')",
+    '{"name": "db_password", "type": "string", "description": "the value is set in vault"}',
+    "https://example.com/search?code=200&sid=abc", '"Name": "/prod/db/password", "Type": "SecureString"',
 ]
 
 #: A key word, a space and an identifier that is no secret (a public key's id or fingerprint, a database key):

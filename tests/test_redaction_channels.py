@@ -46,9 +46,10 @@ def _hook_channels(home: Path, project_dir: Path, texts: list[str]) -> int:
             assert_quiet_success(run_hook("post_tool_use", payload, home, CCMEMORY_DEBUG="1"))
             calls += 1
     # a skipped tool is logged with its name (debug log on): the log line must be redacted too (a tool name
-    # is at most 512 characters: a longer one is ignored, payload.FIELD_LIMITS)
+    # is at most 512 characters: a longer one is ignored, payload.FIELD_LIMITS); each text starts a line, as
+    # in every other channel (a command such as redis's AUTH is read at the start of a line)
     for index, chunk in enumerate(chunks(texts, 480)):
-        skipped = tool_call("s-skip", project_dir, f"Skipped {chunk}", {}, "", f"k{index}")
+        skipped = tool_call("s-skip", project_dir, f"Skipped\n{chunk}", {}, "", f"k{index}")
         assert_quiet_success(run_hook("post_tool_use", skipped, home, CCMEMORY_DEBUG="1"))
         calls += 1
     for index, chunk in enumerate(chunks(texts, 280)):
