@@ -223,6 +223,25 @@ def test_the_fields_that_echo_a_file_back_do_not_count_towards_the_size_limit() 
         assert observations.skip_reason(data, config) is None, tool
 
 
+def test_what_a_read_or_a_web_search_returns_but_is_never_stored_does_not_count_either() -> None:
+    config = load(Path("/nonexistent/config.json"))
+    page = "lorem ipsum " * 2000
+    read = {"type": "text", "file": {"filePath": f"{ROOT}/big.py", "content": page, "numLines": 900,
+                                     "startLine": 1, "totalLines": 900}}
+    search = {"query": "dingo routing", "results": [{"tool_use_id": "s1", "content": [
+        {"title": f"Dingo {n}", "url": f"https://example.com/{n}", "snippet": page} for n in range(10)]}]}
+    for tool, tool_input, response in (("Read", {"file_path": f"{ROOT}/big.py"}, read),
+                                       ("WebSearch", {"query": "dingo routing"}, search)):
+        data = {"session_id": "s", "tool_name": tool, "tool_input": tool_input, "tool_response": response}
+        assert observations.skip_reason(data, config) is None, tool
+    # a result that is stored whole still counts (the seed's own case: a Read answered by a long string)
+    data = {"session_id": "s", "tool_name": "Read", "tool_input": {"file_path": "/test/file.ts"}, "tool_response": page}
+    assert observations.skip_reason(data, config) is not None
+    seen = observe("WebSearch", {"query": "dingo routing"}, search)
+    assert seen.content.startswith('Searched the web for "dingo routing"\n- Dingo 0 <https://example.com/0>')
+    assert "lorem" not in seen.content
+
+
 def test_mcp_resources_and_links_are_stored_by_address_and_text_and_media_by_type_alone() -> None:
     image = "iVBORw0KGgo" + "A" * 4000
     seen = observe("mcp__fs__read", {"path": "notes/porcupine.md"}, [

@@ -41,8 +41,8 @@ SCHEMA: dict[str, dict[str, dict[str, Any]]] = {
                     "help": "Record tool calls (PostToolUse) and session summaries (Stop)."},
         "max_result_chars": {"type": "int", "default": 10000, "min": 0,
                              "help": "Skip a tool call whose result serializes (as JSON) to more characters than "
-                                     "this (noted in logs/hooks.log). An edit's or write's copies of the file and "
-                                     "its diff do not count."},
+                                     "this (noted in logs/hooks.log). What is never stored does not count: an edit's "
+                                     "copies of the file and its diff, a Read's content, a web search's pages."},
         "max_field_chars": {"type": "int", "default": 1500, "min": 100,
                             "help": "Cut each stored field (command, output) to this, keeping head and tail."},
         "skip_tools": {"type": "strings", "help": "Tools never recorded (names or shell-style patterns).",

@@ -54,10 +54,11 @@ Read, Grep, Glob, LS (routine look-ups)   0.3       general
 
 So failures outlive their session, edits stay findable, and routine reads fade.
 Skipped (:func:`skip_reason`): tools in ``capture.skip_tools``, ccmemory's own MCP tools, and results
-larger than ``capture.max_result_chars`` (10,000 characters of JSON; logged in ``hooks.log``). For
-file-changing tools the size is measured without the fields that only echo the file or the edit back
-(``originalFile``, ``structuredPatch``, ``gitDiff``, Write's ``content``, NotebookEdit's
-``original_file``, ``updated_file`` and sources), or every edit of a large file would be lost.
+larger than ``capture.max_result_chars`` (10,000 characters of JSON; logged in ``hooks.log``). What is
+never stored does not count (:func:`result_size`): for file-changing tools the fields that only echo
+the file or the edit back (``originalFile``, ``structuredPatch``, ``gitDiff``, Write's ``content``,
+NotebookEdit's ``original_file``, ``updated_file`` and sources), or every edit of a large file would be
+lost; a Read's file content; a WebSearch's pages beside its titles and addresses.
 
 Standard library only and cheap to import: the capture hook loads it on every tool call.
 """
@@ -104,6 +105,8 @@ SALIENCE = {
 }
 SALIENCE_OTHER = 0.4
 
+#: What a Read returns of the file itself (text, an image's or a PDF's data, a notebook's cells).
+_READ_CONTENT = ("content", "base64", "cells", "parts", "data")
 _ECHO_FIELDS = ("originalFile", "structuredPatch", "gitDiff", "content", "oldString", "newString", "edits",
                 "original_file", "updated_file", "old_source", "new_source")
 
@@ -151,11 +154,19 @@ def tool_response(data: dict[str, Any]) -> Any:
 
 
 def result_size(tool: str, response: Any) -> int:
-    """Characters of the result serialized as JSON (a string counts with its quotes, like JSON.stringify)."""
+    """Characters of the result serialized as JSON (a string counts with its quotes, like JSON.stringify).
+
+    What capture never stores does not count: the file an edit echoes back, the content a Read returns
+    (only its path and extent are stored) and the pages of a WebSearch's hits (only titles and addresses).
+    """
     if response is None:
         return 0
     if tool in FILE_CHANGING_TOOLS and isinstance(response, dict):
         response = {k: v for k, v in response.items() if k not in _ECHO_FIELDS}
+    elif tool == "Read" and isinstance(response, dict) and isinstance(response.get("file"), dict):
+        response = {**response, "file": {k: v for k, v in response["file"].items() if k not in _READ_CONTENT}}
+    elif tool == "WebSearch" and _titled_links(response):
+        response = _titled_links(response)[:8]
     return len(_dumps(response))
 
 
