@@ -249,6 +249,18 @@ def code_and_command_cases() -> list[tuple[str, str, str]]:
         '{{\n  "db_password": {{\n    "sensitive": true,\n    "type": "string",\n    "value": "{s}"\n  }}\n}}',
         '{{"Parameter": {{"Name": "/prod/db/password", "Type": "SecureString", "Value": "{s}", "Version": 3}}}}',
         "curl 'https://api.openweathermap.org/data/2.5/weather?q=Oslo&appid={s}'"])
+    cases += _each("aligned-columns", _password, [
+        'do_token          = "{s}"\nregion            = "fra1"',
+        "    Environment:\n      DB_PASSWORD:                  {s}\n      LOG_LEVEL:      info"])
+    cases += _each("dotted-password", lambda: _j(_r(UPPER, 1), ".", _r(LOWER, 6), _r(DIGITS, 4), "!"),
+                   ["PGPASSWORD={s}", "java -jar app.jar --spring.datasource.password={s} --server.port=8080"])
+    cases += _each("secret-store-command", _password, [
+        "aws ssm put-parameter --name /prod/db/password --type SecureString --value '{s}' --overwrite",
+        "az keyvault secret set --vault-name acme-kv --name db-password --value '{s}'",
+        'printf "{s}" | gcloud secrets versions add db-password --data-file=-',
+        "mc alias set prod https://minio.example.com AKIDEXAMPLE {s}", "poetry config http-basic.acme ci-user {s}",
+        "redis-cli -h cache -p 6379 -a '{s}' --no-auth-warning INFO", "here is the token `{s}`, add it to CI",
+        "creds for the test account: jsmith / {s}"])
     cases += _each("pgp-secret-key", lambda: _r(ALNUM + "/+", 64),
                    ["-----BEGIN PGP SECRET KEY BLOCK-----\nVersion: GnuPG v1\n\n{s}\n-----END PGP SECRET KEY BLOCK-----"])
     return cases
@@ -456,6 +468,8 @@ CODE_LOOKALIKES = [
     "conn = pymysql.connect('db.internal', 'root', password, 'app')", "ftp = FTP('ftp2.example.com')",
     '{"name": "db_password", "type": "string", "description": "the value is set in vault"}',
     "https://example.com/search?code=200&sid=abc", '"Name": "/prod/db/password", "Type": "SecureString"',
+    "password = (sensitive value)", "token: gho_************************abcd", "const value = E.target.value",
+    "aws ssm get-parameter --name /prod/db/password --with-decryption",
 ]
 
 #: A key word, a space and an identifier that is no secret (a public key's id or fingerprint, a database key):

@@ -137,10 +137,10 @@ def skip_reason(data: dict[str, Any], config: Config) -> str | None:
     if tool is None:
         return "the payload has no tool_name"
     if is_own_tool(tool):
-        return f"{tool} is one of ccmemory's own tools"
+        return f"one of ccmemory's own tools: {tool}"  # the name last: nothing follows a text it may hold
     for pattern in config.get("capture", "skip_tools"):
         if tool == pattern or (pattern.endswith("*") and tool.startswith(pattern[:-1])):
-            return f"{tool} is in capture.skip_tools"
+            return f"in capture.skip_tools: {tool}"
     limit = config.get("capture", "max_result_chars")
     size = result_size(tool, tool_response(data))
     if size > limit:

@@ -85,6 +85,8 @@ _PLACEHOLDER = re.compile(
     r"|%[A-Za-z_][A-Za-z0-9_]{0,100}%|%\(?[A-Za-z_]{0,40}\)?[sdrfix]"  # %X% (Windows), %s / %(name)s
     r"|<[A-Za-z0-9_ .:/\-]{1,100}>|\{\{.{0,1000}|\{[A-Za-z_][A-Za-z0-9_.]{0,100}\}"  # <token>, {{ x }}, {name}
     r"|[&*][a-z_][a-z0-9_\-]{0,100}"  # a YAML anchor or alias alone (password: &default_password, *dbpw)
+    r"|\((?:sensitive|protected|hidden|redacted|masked|secret)\b.{0,40}"  # (sensitive value): terraform's mask
+    r"|[A-Za-z0-9_\-]{0,16}\*{4,100}[A-Za-z0-9]{0,8}"  # gho_****abcd: already masked
 )
 _CALL = re.compile(r"(?:\[\])?[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:(?:\.|::)[A-Za-z_$][A-Za-z0-9_$]{0,100}){0,10}[(\[].{0,1000}")
 _DOTTED = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:\.[A-Za-z_$][A-Za-z0-9_$]{0,100}){1,10}")
@@ -312,8 +314,10 @@ def _is_code(value: str) -> bool:
     if not _DOTTED.fullmatch(value):
         return False
     parts = value.split(".")
-    return (parts[0].lower().lstrip("$_") in rules().code_objects or is_secret_name(parts[-1])
-            or any(_CONSTANT.fullmatch(part) for part in parts))
+    head = parts[0].lstrip("$_")
+    # A one-letter object is code in lower case only (e.target): E.FIQdTt1ehH4 is a password.
+    known = head in rules().code_objects if len(head) == 1 else head.lower() in rules().code_objects
+    return known or is_secret_name(parts[-1]) or any(_CONSTANT.fullmatch(part) for part in parts)
 
 
 def _opaque(value: str) -> bool:
