@@ -241,6 +241,7 @@ def code_and_command_cases() -> list[tuple[str, str, str]]:
     cases += _each("connect-call", _password, [
         "$pdo = new PDO('mysql:host=localhost;dbname=app', 'root', '{s}');",
         "$link = mysqli_connect('localhost', 'root', '{s}', 'shop');",
+        'pymysql.connect("db.internal", "svc_etl2024", "{s}")', "cx_Oracle.connect('scott2024', '{s}', 'ora01/ORCL')",
         'Connection c = DriverManager.getConnection(url, "sa", "{s}");', "ftp = FTP('ftp.example.com', 'backup', '{s}')",
         "conn = Connection(server, 'cn=admin,dc=example,dc=org', '{s}', auto_bind=True)",
         'client.get(url).basic_auth("admin", Some("{s}")).send()?',
@@ -469,6 +470,12 @@ CODE_LOOKALIKES = [
     '{"name": "db_password", "type": "string", "description": "the value is set in vault"}',
     "https://example.com/search?code=200&sid=abc", '"Name": "/prod/db/password", "Type": "SecureString"',
     "password = (sensitive value)", "token: gho_************************abcd", "const value = E.target.value",
+    "Pin to python3.11 in CI", "spin to v1.2.3-beta", '{"name": "token_type", "value": "bearer"}',
+    '{"labels": ["token-usage", "billing"], "value": "12.5 USD"}', "kubectl logs -l app=api -p --tail=100",
+    "git log -l 5 -p HEAD~3..HEAD", "session_tokens = 4096", "master_seed = 12345", "TF_TOKEN_EXPIRY=2024-01-01T00:00",
+    "AWS account: 123456789012 / us-east-1", "the secret `GITHUB_TOKEN2`",
+    "aws ssm put-parameter --name /app/log_level --value debug_v2 --type String",
+    'mysql -u app --password="$DB_PASS" shop <<< "SHOW TABLES"',
     "aws ssm get-parameter --name /prod/db/password --with-decryption",
 ]
 

@@ -49,6 +49,13 @@ def test_long_value_is_redacted_whole() -> None:
     assert redaction.redact(f"API_TOKEN={value} tail") == "API_TOKEN=[REDACTED] tail"
 
 
+def test_every_rule_names_a_known_check() -> None:
+    """A misspelt check would fall through to the default one without a word."""
+    unknown = {rule["id"]: rule["check"] for rule in redaction.rules().rules
+               if "check" in rule and rule["check"] not in redaction.CHECKS}
+    assert unknown == {}
+
+
 def _repeats(tree: object, inside_variable_repeat: bool = False) -> list[str]:
     """Problems in a parsed pattern: unbounded repetition, or variable repetition nested in another."""
     problems: list[str] = []

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import deque
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
@@ -165,8 +166,8 @@ def result_size(tool: str, response: Any) -> int:
         response = {k: v for k, v in response.items() if k not in _ECHO_FIELDS}
     elif tool == "Read" and isinstance(response, dict) and isinstance(response.get("file"), dict):
         response = {**response, "file": {k: v for k, v in response["file"].items() if k not in _READ_CONTENT}}
-    elif tool == "WebSearch" and _titled_links(response):
-        response = _titled_links(response)[:8]
+    elif tool == "WebSearch" and (links := _titled_links(response)):
+        response = links[:8]
     return len(_dumps(response))
 
 
@@ -504,7 +505,8 @@ class _Builder:
         elif error is not None:
             self.lines[0] += FAILED_MARK
             shown = self.field(error)
-            if not any(line.endswith(shown) for line in self.lines[1:]):  # not the result shown again
+            if not (error == response_text(self.response)  # the result itself, already shown by the formatter
+                    and any(line.endswith("\n" + shown) for line in self.lines[1:])):
                 self.lines.append("Error:\n" + shown)
             salience, category = SALIENCE_FAILURE, "gotcha"
             metadata["outcome"] = FAILED
@@ -551,17 +553,17 @@ def edit_scope(response: dict[str, Any], old_string: str) -> str:
 def _titled_links(response: Any) -> list[tuple[str, str]]:
     """(title, url) pairs anywhere in a WebSearch result, in order, without repeats."""
     found: list[tuple[str, str]] = []
-    stack = [response]
-    while stack and len(found) < 20:
-        item = stack.pop(0)
+    queue = deque([response])
+    while queue and len(found) < 20:
+        item = queue.popleft()
         if isinstance(item, dict):
             if isinstance(item.get("title"), str) and isinstance(item.get("url"), str):
                 pair = (item["title"], item["url"])
                 if pair not in found:
                     found.append(pair)
-            stack.extend(v for v in item.values() if isinstance(v, (dict, list)))
+            queue.extend(v for v in item.values() if isinstance(v, (dict, list)))
         elif isinstance(item, list):
-            stack.extend(v for v in item if isinstance(v, (dict, list)))
+            queue.extend(v for v in item if isinstance(v, (dict, list)))
     return found
 
 

@@ -36,7 +36,8 @@ secret is never cut in half first.
   ``kind: Secret``'s ``data`` and ``stringData`` (:func:`_kubernetes_spans`).
 * A value is kept only when it is plainly not a credential: a bare variable reference
   (``$DB_PASSWORD``, ``${X}``, ``%X%``, ``$(cmd)``), a template (``{{ … }}``, ``<your-token>``), a
-  mask (``***``), a type (``str``), a short number, or, after an unquoted name, code
+  mask (``***``, ``(sensitive value)``, a token mostly stars: ``gho_****…abcd``), a type (``str``), a
+  short number, or, after an unquoted name, code
   (``getpass()``, ``settings.API_KEY``, ``os.environ[…]``) or a file path. ``$ecr3t!``, ``%Qz9…``
   and ``correct.horse.battery.staple`` are secrets.
 
@@ -85,8 +86,7 @@ _PLACEHOLDER = re.compile(
     r"|%[A-Za-z_][A-Za-z0-9_]{0,100}%|%\(?[A-Za-z_]{0,40}\)?[sdrfix]"  # %X% (Windows), %s / %(name)s
     r"|<[A-Za-z0-9_ .:/\-]{1,100}>|\{\{.{0,1000}|\{[A-Za-z_][A-Za-z0-9_.]{0,100}\}"  # <token>, {{ x }}, {name}
     r"|[&*][a-z_][a-z0-9_\-]{0,100}"  # a YAML anchor or alias alone (password: &default_password, *dbpw)
-    r"|\((?:sensitive|protected|hidden|redacted|masked|secret)\b.{0,40}"  # (sensitive value): terraform's mask
-    r"|[A-Za-z0-9_\-]{0,16}\*{4,100}[A-Za-z0-9]{0,8}"  # gho_****abcd: already masked
+    r"|\((?:sensitive|protected|hidden|redacted|masked|secret)(?:[ \t]value)?\)?"  # (sensitive value): terraform's mask
 )
 _CALL = re.compile(r"(?:\[\])?[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:(?:\.|::)[A-Za-z_$][A-Za-z0-9_$]{0,100}){0,10}[(\[].{0,1000}")
 _DOTTED = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:\.[A-Za-z_$][A-Za-z0-9_$]{0,100}){1,10}")
@@ -143,6 +143,7 @@ class _Rules:
         self.schema_keys = set(names["schema_keys"])
         self.call_not_secret = set(names["call_prefixes_not_secret"])
         self.secret_prefixes = tuple(names["secret_name_prefixes"])
+        self.prefix_rest_not_secret = set(names["prefix_rest_not_secret"])
         single = self.words | set(self.glued) | {"key"}
         self.anchors = _minimal_anchors(single | {pair[0] for pair in self.pairs if not single & set(pair)})
         self.compiled: dict[str, re.Pattern[str]] = {}
@@ -181,7 +182,7 @@ def _rarest_pair(keyword: str) -> str | None:
 def _present(table: _Rules, lower: str) -> set[str]:
     """The keywords that occur in ``lower``: the ones whose rarest pair does are searched for.
 
-    Searching the text for every keyword (some 500) was most of a scan's cost; the text's set of
+    Searching the text for every keyword (several hundred) was most of a scan's cost; the text's set of
     character pairs, made in one pass at C speed, rules out all but a few dozen.
     """
     pairs = set(map(operator.add, lower, lower[1:]))
@@ -262,7 +263,9 @@ def _judge_name(name: str) -> bool:
     (``sort_key``, ``public_key``), and glued names (``PGPASSWORD``, ``SSHPASS``, ``apikey``).
     """
     table = rules()
-    if name.strip("-$@:'\"`[]").lower().startswith(table.secret_prefixes):  # TF_TOKEN_app_terraform_io: a host after
+    lowered = name.strip("-$@:'\"`[]").lower()
+    prefix = next((p for p in table.secret_prefixes if lowered.startswith(p)), None)
+    if prefix and lowered[len(prefix):] not in table.prefix_rest_not_secret:  # TF_TOKEN_app_terraform_io: a host after
         return True
     words = [w.lower() for w in _WORD_SPLIT.split(name.strip("-$@:'\"`[]")) if w]
     words = [w if w in table.value_suffixes else w.rstrip("0123456789") for w in words]
@@ -304,6 +307,8 @@ def plausible_value(value: str, *, expressions: bool = False) -> bool:
     """
     value = value.strip()
     if len(value) < 3 or value.lower() in rules().not_secret or _PLACEHOLDER.fullmatch(value):
+        return False
+    if value.count("*") >= 4 and value.count("*") * 2 >= len(value):  # gho_****…abcd: already masked
         return False
     return not (expressions and (_is_code(value) or _PATH.fullmatch(value)))
 
@@ -395,6 +400,13 @@ def _secret_group(match: re.Match[str]) -> str | int:
     return 0
 
 
+#: The ``check`` a rule may name (tests/test_redaction.py holds every rule to these); ``name`` is the default
+#: of a named rule: the name is a secret name and the value plausible.
+CHECKS = frozenset({"value", "opaque", "prose-value", "machine-made", "machine-made-expression", "base64-private-key",
+                    "basic-credential", "random-token", "name-call", "name", "name-table", "name-prose", "name-machine",
+                    "name-machine-literal"})
+
+
 def _checked(check: str | None, match: re.Match[str], group: str | int, value: str, text: str) -> bool:
     if check is None:
         return True
@@ -406,8 +418,8 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         return _prose_value(value, expressions=True) if group == "bare" else plausible_value(value)
     if check == "machine-made":
         return _machine_made(value) and plausible_value(value)
-    if check == "machine-made-expression":  # a bare value of a command: not a path or code either
-        return _machine_made(value) and plausible_value(value, expressions=True)
+    if check == "machine-made-expression":  # a bare value of a command: not a path, code or CONSTANT_NAME either
+        return _machine_made(value) and not _CONSTANT.fullmatch(value) and plausible_value(value, expressions=True)
     if check == "base64-private-key":
         return _base64_private_key(value)
     if check == "basic-credential":
