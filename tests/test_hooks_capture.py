@@ -65,7 +65,7 @@ def test_skips_results_over_10000_characters(home: Path, project_dir: Path) -> N
     big = tool_call("s-big", project_dir, "Read", {"file_path": "/test/file.ts"}, "x" * 20000, "toolu_big")
     assert_quiet_success(run_hook("post_tool_use", big, home))
     assert memories_of(home, "s-big") == []
-    assert "the Read result is 20002 characters, over capture.max_result_chars=10000" in log_text(home)
+    assert "the result is 20002 characters, over capture.max_result_chars=10000: Read" in log_text(home)
     write_config(home, {"capture": {"max_result_chars": 50000}})
     assert_quiet_success(run_hook("post_tool_use", big, home))
     assert len(memories_of(home, "s-big")) == 1

@@ -352,7 +352,7 @@ class _Replay:
         data = observations.call_payload(call, session_id=session_id, transcript_path=transcript_path, cwd=cwd)
         reason = observations.skip_reason(data, self.config)
         if reason:
-            self.report.skip_call(_reason_kind(reason))
+            self.report.skip_call(reason.kind)
             return 0
         if self.db.scalar("SELECT 1 FROM memories WHERE session_id = ? AND dedupe_key = ?",
                           (session_id, call.tool_use_id)):
@@ -406,17 +406,6 @@ def _turns(main: list[Record], agents: list[ToolCall]) -> list[tuple[Record | No
     for _prompt, made, _reply in turns:
         made.sort(key=lambda call: call.moment)
     return turns
-
-
-def _reason_kind(reason: str) -> str:
-    """A skip reason without the tool's name or the result's size, so reasons can be counted."""
-    for marker, kind in (("ccmemory's own tools", "one of ccmemory's own tools"),
-                         ("capture.skip_tools", "in capture.skip_tools"),
-                         ("capture.max_result_chars", "result over capture.max_result_chars"),
-                         ("no tool_name", "no tool name")):
-        if marker in reason:
-            return kind
-    return reason
 
 
 def _parsed(moment: str) -> str:

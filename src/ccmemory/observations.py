@@ -132,20 +132,40 @@ def is_own_tool(tool_name: str) -> bool:
     return "plugin_ccmemory_" in tool_name or tool_name.startswith("mcp__ccmemory")
 
 
-def skip_reason(data: dict[str, Any], config: Config) -> str | None:
-    """Why this tool call is not recorded, or None to record it."""
+#: The kinds of :class:`Skip`: what backfill's report counts.
+NO_TOOL_NAME = "no tool name"
+OWN_TOOL = "one of ccmemory's own tools"
+SKIPPED_TOOL = "in capture.skip_tools"
+TOO_LARGE = "result over capture.max_result_chars"
+
+
+class Skip:
+    """Why a tool call is not recorded: ``kind`` (one of the constants above) and ``text``, said in full."""
+
+    __slots__ = ("kind", "text")
+
+    def __init__(self, kind: str, text: str) -> None:
+        self.kind = kind
+        self.text = text
+
+
+def skip_reason(data: dict[str, Any], config: Config) -> Skip | None:
+    """Why this tool call is not recorded, or None to record it.
+
+    A text ends with the tool's name, so whatever a name holds is the end of its line in the log.
+    """
     tool = _text(data, "tool_name")
     if tool is None:
-        return "the payload has no tool_name"
+        return Skip(NO_TOOL_NAME, "the payload has no tool_name")
     if is_own_tool(tool):
-        return f"one of ccmemory's own tools: {tool}"  # the name last: nothing follows a text it may hold
+        return Skip(OWN_TOOL, f"{OWN_TOOL}: {tool}")
     for pattern in config.get("capture", "skip_tools"):
         if tool == pattern or (pattern.endswith("*") and tool.startswith(pattern[:-1])):
-            return f"in capture.skip_tools: {tool}"
+            return Skip(SKIPPED_TOOL, f"{SKIPPED_TOOL}: {tool}")
     limit = config.get("capture", "max_result_chars")
     size = result_size(tool, tool_response(data))
     if size > limit:
-        return f"the {tool} result is {size} characters, over capture.max_result_chars={limit}"
+        return Skip(TOO_LARGE, f"the result is {size} characters, over capture.max_result_chars={limit}: {tool}")
     return None
 
 

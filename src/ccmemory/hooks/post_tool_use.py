@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..db import Database
 
 from ..config import Config
-from ..observations import Observation, from_payload, skip_reason, store
+from ..observations import TOO_LARGE, Observation, from_payload, skip_reason, store
 from ..staleness import SEEN_KEY, record
 from . import log, payload as payloads
 from .runner import RECEIVED_AT
@@ -34,7 +34,7 @@ def handle(data: dict[str, Any], config: Config, cwd: str) -> None:
     reason = skip_reason(data, config)
     if reason:
         # A result over the size limit is worth a line (the user may raise the limit); a skipped tool is not.
-        (log.info if "capture.max_result_chars" in reason else log.debug)("capture", f"skipped: {reason}")
+        (log.info if reason.kind == TOO_LARGE else log.debug)("capture", f"skipped: {reason.text}")
         return
     root = projects.project_root(cwd)
     observation = from_payload(data, config, cwd=cwd, root=root)
