@@ -262,6 +262,11 @@ def code_and_command_cases() -> list[tuple[str, str, str]]:
         "mc alias set prod https://minio.example.com AKIDEXAMPLE {s}", "poetry config http-basic.acme ci-user {s}",
         "redis-cli -h cache -p 6379 -a '{s}' --no-auth-warning INFO", "here is the token `{s}`, add it to CI",
         "creds for the test account: jsmith / {s}"])
+    cases += _each("discord-bot-token-bare", lambda: _j(base64.b64encode(_r(DIGITS, 18).encode()).decode().rstrip("="),
+                                                         ".", _r(URLSAFE, 6), ".", _r(URLSAFE, 38)),
+                   ["see: {s}", 'value = "{s}"'])
+    cases += _each("newrelic-license-key", lambda: _j(_r(HEX, 36), "NRAL"), ["see: {s}"])
+    cases += _each("mailgun-private-key", lambda: _j(_r(HEX, 32), "-", _r(HEX, 8), "-", _r(HEX, 8)), ["see: {s}"])
     cases += _each("pgp-secret-key", lambda: _r(ALNUM + "/+", 64),
                    ["-----BEGIN PGP SECRET KEY BLOCK-----\nVersion: GnuPG v1\n\n{s}\n-----END PGP SECRET KEY BLOCK-----"])
     return cases
@@ -476,6 +481,7 @@ CODE_LOOKALIKES = [
     "AWS account: 123456789012 / us-east-1", "the secret `GITHUB_TOKEN2`",
     "aws ssm put-parameter --name /app/log_level --value debug_v2 --type String",
     'mysql -u app --password="$DB_PASS" shop <<< "SHOW TABLES"',
+    "MTIzNDU2Nzg5MGFiY2RlZmdo.abcdef.e0tza93Ce6KRDiKpFfez3gb9pvMEc0", "uuid 123e4567-e89b-12d3-a456-426614174000",
     "aws ssm get-parameter --name /prod/db/password --with-decryption",
 ]
 
