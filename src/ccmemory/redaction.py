@@ -349,6 +349,11 @@ def _machine_made(value: str) -> bool:
     return len(value) >= 8 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
 
+def _machine_made_bare(value: str) -> bool:
+    """A machine-made value standing in a command or code: not a path, code or ``CONSTANT_NAME`` either."""
+    return _machine_made(value) and not _CONSTANT.fullmatch(value) and plausible_value(value, expressions=True)
+
+
 def _base64_private_key(value: str) -> bool:
     import binascii
 
@@ -430,8 +435,8 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         return _prose_value(value, expressions=True) if group == "bare" else plausible_value(value)
     if check == "machine-made":
         return _machine_made(value) and plausible_value(value)
-    if check == "machine-made-expression":  # a bare value of a command: not a path, code or CONSTANT_NAME either
-        return _machine_made(value) and not _CONSTANT.fullmatch(value) and plausible_value(value, expressions=True)
+    if check == "machine-made-expression":
+        return _machine_made_bare(value)
     if check == "base64-private-key":
         return _base64_private_key(value)
     if check == "basic-credential":
@@ -451,8 +456,7 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
     if check == "name-machine" and group == "bare":  # "PASSWORD X" with no sign between: X must look machine-made
         return _machine_made(value) and plausible_value(value, expressions=True)
     if check == "name-machine-literal":  # a literal inside code: not a lookup key (os.environ["API_KEY_V2"]) or address
-        return (_machine_made(value) and " " not in value and "://" not in value and not _CONSTANT.fullmatch(value)
-                and plausible_value(value, expressions=True))
+        return _machine_made_bare(value) and " " not in value and "://" not in value
     return plausible_value(value, expressions=group == "bare")
 
 
