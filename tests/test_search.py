@@ -616,6 +616,38 @@ def test_a_long_memory_with_the_words_scattered_does_not_outrank_one_that_holds_
     db.close()
 
 
+def test_a_question_word_counts_in_another_form_in_prose_and_only_as_written_in_code(home, project_dir):
+    """Keyword coverage reads a person's words by stem, as the index does: "events" is found in "event",
+    "volunteer" in "volunteered", so the charity drive that answers ranks above a shop that only repeats the
+    question's words as written (counted as written, it covered two of three words against the drive's one and
+    came first). A captured call's words are code and names ("typing" is not "type"), counted as written."""
+    db = database.connect(vectors=False)
+    project = projects.project_id(db, project_dir)
+    for topic in ("gardening", "taxes", "a new laptop", "running shoes", "guitar lessons", "the school run"):
+        memories.add(db, project_id=project, content=f"Some notes about {topic} for the week ahead.")
+    drive = memories.add(db, project_id=project, content="Spent Saturday sorting books at the library's charity "
+                                                         "drive event; we volunteered for five hours.")
+    shop = memories.add(db, project_id=project, content="The charity shop on Elm Street needs someone to volunteer "
+                                                        "on Sundays, and its charity raffle needs a volunteer too.")
+    hits = search.search(db, "Which charity events did I volunteer at?", project_id=project, mode="keyword",
+                         limit=2, track=False)
+    assert [hit.memory.id for hit in hits] == [drive.id, shop.id]
+    assert search.stem_aliases(db, ["events", "volunteer", "parse_config"],
+                               [["event", "eventually", "volunteered", "volunteers", "parsing"]]) == {
+        "event": "events", "volunteered": "volunteer", "volunteers": "volunteer"}
+
+    text = "Fixed the typing of the option defaults in core.py"
+    note = memories.add(db, project_id=project, content=text)
+    call = memories.add(db, project_id=project, content=text, source=CAPTURE_SOURCE)
+    sql = ("SELECT m.seq, bm25(memories_fts) AS rank, m.content AS text, m.source != ? AS prose FROM memories_fts "
+           "JOIN memories m ON m.seq = memories_fts.rowid WHERE memories_fts MATCH ? ORDER BY rank")
+    scores = dict(search.keyword_ranking(db, sql, [CAPTURE_SOURCE, '"option" OR "default" OR "type"'],
+                                         ["option", "default", "type"]))
+    assert scores[note.seq] == pytest.approx(1.0)  # best BM25, and all three words by stem
+    assert scores[call.seq] == pytest.approx(search.COVERAGE_WEIGHT / 3 + 1 - search.COVERAGE_WEIGHT)  # "option" only
+    db.close()
+
+
 _LISBON = ("We finally took the trip to Lisbon in March. The flight left the airport at six in the morning, and the "
            "hotel in Alfama had lost our booking, so we waited in the lobby with all our luggage for two hours. "
            "After that it was wonderful: the yellow tram up the hill, custard tarts at the bakery by the river, "

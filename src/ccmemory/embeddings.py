@@ -65,7 +65,7 @@ from typing import Any, Callable, Sequence
 from . import paths, tokens, vectors
 from .db import Database
 from .errors import CCMemoryError
-from .vocabulary import CAPTURE_SOURCE, KNOWLEDGE_SOURCE, SUMMARY_SOURCE
+from .vocabulary import CAPTURE_SOURCE, SELF_CONTAINED
 
 #: onnxruntime's official builds (1.29+ on Linux and macOS, all versions on Windows) send usage
 #: telemetry to Microsoft and write a device id under ``~/.cache/Microsoft/DeveloperTools``
@@ -772,15 +772,10 @@ def texts_to_embed(rows: Sequence[dict[str, Any]], transcripts: dict[str, dict[s
     return texts
 
 
-#: Memories embedded without the memory before them and with no vector per sentence: a captured call carries
-#: its request, a summary its whole session, and curated knowledge stands alone.
-SELF_CONTAINED = (CAPTURE_SOURCE, SUMMARY_SOURCE, KNOWLEDGE_SOURCE)
-
-
 def previous_turns(db: Database, seqs: Sequence[int]) -> dict[int, str]:
     """For each memory of ``seqs`` that is a conversation turn, the content of the turn before it, if any.
 
-    A turn is a memory of a session that is not :data:`SELF_CONTAINED`; the one before it is the
+    A turn is a memory of a session that is not :data:`ccmemory.vocabulary.SELF_CONTAINED`; the one before it is the
     latest earlier turn of the same session within :data:`ccmemory.sessions.NEIGHBOUR_WINDOW_DAYS`
     (:func:`ccmemory.sessions.neighbour_sql`, as search finds the neighbours it lends scores to).
     """
@@ -801,7 +796,7 @@ def previous_turns(db: Database, seqs: Sequence[int]) -> dict[int, str]:
 
 def sentences_of(source: str, text: str) -> list[tuple[int, int]]:
     """The sentences of a memory from ``source`` holding ``text`` that get a vector each, beside its own
-    (:func:`ccmemory.embedding_text.sentence_spans`): none for a :data:`SELF_CONTAINED` one."""
+    (:func:`ccmemory.embedding_text.sentence_spans`): none for a :data:`ccmemory.vocabulary.SELF_CONTAINED` one."""
     from .embedding_text import sentence_spans
 
     return [] if source in SELF_CONTAINED else sentence_spans(text)

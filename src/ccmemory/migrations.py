@@ -843,7 +843,7 @@ def _m018_file_fingerprints(db: Database) -> None:
 
 
 #: Memories embedded whole, with no vector per sentence: captured calls, session summaries, curated
-#: knowledge (``ccmemory.embeddings.SELF_CONTAINED``). Frozen with migration 19.
+#: knowledge (``ccmemory.vocabulary.SELF_CONTAINED``). Frozen with migration 19.
 _M019_SELF_CONTAINED = ("capture", "summary", "knowledge")
 
 

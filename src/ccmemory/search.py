@@ -81,7 +81,7 @@ from .db import Database
 from .errors import ValidationError
 from .memories import Memory
 from .query_dates import date_range
-from .vocabulary import CAPTURE_SOURCE, KNOWLEDGE_SOURCE, LOOKUP_TOOLS, SECTORS, SUMMARY_SOURCE
+from .vocabulary import CAPTURE_SOURCE, KNOWLEDGE_SOURCE, LOOKUP_TOOLS, SECTORS, SELF_CONTAINED, SUMMARY_SOURCE
 
 MODES = ("hybrid", "semantic", "keyword")
 DEFAULT_MODE = "hybrid"
@@ -162,6 +162,8 @@ _TOKENIZER = "porter unicode61 remove_diacritics 2"
 #: Values one statement may bind: SQLite before 3.32 allows 999, and a query of 2,000 characters can hold
 #: more distinct words than that takes, so the query's words are stemmed and looked up in statements of this many.
 _STATEMENT_VARIABLES = 999
+#: A word of a text, as keyword coverage reads it.
+_TEXT_WORD = re.compile(r"\w+")
 #: A word an expansion may add: letters only, three or more, not part of a longer word or an identifier.
 _CONTENT_WORD = re.compile(r"(?<![\w'])[a-z]{3,}(?![\w'])")
 
@@ -304,52 +306,85 @@ def keyword_ranking(db: Database, sql: str, params: Sequence[Any], terms: Sequen
     weighted :data:`COVERAGE_WEIGHT`: BM25 alone lets one rare word outweigh a text
     that has every word asked for. BM25 stays FTS5's, over the whole text: a
     passage-level BM25 would need each candidate's words stemmed and counted again here.
-    ``sql`` must select ``seq``, ``rank`` (FTS5's bm25, lower is better) and ``text``, ordered by rank.
+    ``sql`` must select ``seq``, ``rank`` (FTS5's bm25, lower is better) and ``text``, ordered by rank, and
+    may select ``prose``: true for a text people wrote, whose words count for the query's when they have the
+    same stem (:func:`stem_aliases`: "event" for "events"); the words of a captured call (code, paths, tool
+    names) count as written, where ``type`` and ``typing`` are different names.
     """
     rows = db.rows(sql, tuple(params))
     if not rows:
         return []
     best = rows[0]["rank"] or -1e-9
+    words = [_TEXT_WORD.findall((row["text"] or "").lower()) for row in rows]
+    aliases = stem_aliases(db, terms, [text_words for row, text_words in zip(rows, words) if row.get("prose")])
     scored = []
-    for row in rows:
+    for row, text_words in zip(rows, words):
         relative = max(0.0, min(1.0, (row["rank"] or 0.0) / best))
-        scored.append((row["seq"], COVERAGE_WEIGHT * coverage(row["text"] or "", terms, weights)
-                       + (1.0 - COVERAGE_WEIGHT) * relative))
+        found = coverage(text_words, terms, weights, aliases if row.get("prose") else None)
+        scored.append((row["seq"], COVERAGE_WEIGHT * found + (1.0 - COVERAGE_WEIGHT) * relative))
     return sorted(scored, key=lambda item: (-item[1], item[0]))
 
 
-def coverage(text: str, terms: Sequence[str], weights: dict[str, float] | None = None) -> float:
+def stem_aliases(db: Database, terms: Sequence[str], texts: Sequence[Sequence[str]]) -> dict[str, str]:
+    """The words of ``texts`` (lists of lower-case words) that the keyword index reads as one of ``terms``.
+
+    A question says "events" and the memory "event", "participated" and "participating": the index
+    stems both to one term (Porter), so BM25 counts the match, and :func:`coverage` must too. Only
+    words starting as a query word's stem does are stemmed (Porter rewrites a word's ending only, so
+    a word of the same stem starts with that stem less its last letter), all in one pass through
+    :func:`stems`. Words that give several index terms (``parse_config_v2``) match only as written.
+    """
+    if not texts:
+        return {}
+    by_stem: dict[str, str] = {}
+    for term, found in zip(terms, stems(db, terms)):
+        if len(found) == 1:
+            by_stem.setdefault(found[0], term)
+    if not by_stem:
+        return {}
+    prefixes = tuple({stem[:max(1, min(3, len(stem) - 1))] for stem in by_stem})
+    candidates = sorted(word for word in set().union(*texts).difference(terms) if word.startswith(prefixes))
+    return {word: by_stem[found[0]] for word, found in zip(candidates, stems(db, candidates))
+            if len(found) == 1 and found[0] in by_stem}
+
+
+def coverage(text: str | Sequence[str], terms: Sequence[str], weights: dict[str, float] | None = None,
+             aliases: dict[str, str] | None = None) -> float:
     """The share of ``terms`` (lower-case query words) that occur as words of ``text``'s best passage.
 
-    With ``weights`` (word -> weight; a word without one weighs 1), the weighted share. A text of
-    at most :data:`PASSAGE_WORDS` words is one passage, counted whole. A longer one counts by its
-    best run of that many consecutive words (MaxP of the long-document retrieval literature): a
-    long session about something else holds most of a question's words scattered over it, while
-    the memory that answers holds them together, in the one paragraph that mentions the thing.
+    ``text`` is a text or its lower-case words; ``aliases`` maps a word to the query word it stands for
+    (the same stem, :func:`stem_aliases`). With ``weights`` (word -> weight; a word without one weighs 1),
+    the weighted share. A text of at most :data:`PASSAGE_WORDS` words is one passage, counted whole. A
+    longer one counts by its best run of that many consecutive words (MaxP of the long-document retrieval
+    literature): a long session about something else holds most of a question's words scattered over it,
+    while the memory that answers holds them together, in the one paragraph that mentions the thing.
     """
     wanted = set(terms)
     if not wanted:
         return 0.0
-    words = re.findall(r"\w+", text.lower())
+    words = _TEXT_WORD.findall(text.lower()) if isinstance(text, str) else text
+    term_of = {term: term for term in wanted}
+    term_of.update((word, term) for word, term in (aliases or {}).items() if term in wanted)
     total = len(wanted) if weights is None else sum(weights.get(term, 1.0) for term in wanted)
     if total <= 0:
         return 0.0
     if len(words) <= PASSAGE_WORDS:
-        found = wanted & set(words)
+        found = {term_of[word] for word in term_of.keys() & set(words)}
     else:
-        found = _best_passage(words, wanted, weights)
+        found = _best_passage(words, term_of, weights)
     if weights is None:
         return len(found) / total
     return sum(weights.get(term, 1.0) for term in found) / total
 
 
-def _best_passage(words: list[str], wanted: set[str], weights: dict[str, float] | None) -> set[str]:
+def _best_passage(words: Sequence[str], term_of: dict[str, str], weights: dict[str, float] | None) -> set[str]:
     """The query words in the run of :data:`PASSAGE_WORDS` consecutive ``words`` that holds the most of them (by weight).
 
-    Only the windows starting at a query word are looked at (any other run holds no more), and each
-    is found by sliding over the query words' places, so the cost is linear in the text's length.
+    ``term_of`` maps each word that counts to the query word it stands for. Only the windows starting at
+    a query word are looked at (any other run holds no more), and each is found by sliding over the query
+    words' places, so the cost is linear in the text's length.
     """
-    places = [(place, word) for place, word in enumerate(words) if word in wanted]
+    places = [(place, term_of[word]) for place, word in enumerate(words) if word in term_of]
     best: set[str] = set()
     best_weight = 0.0
     held: dict[str, int] = {}
@@ -596,8 +631,6 @@ def replies(db: Database, rows: Sequence[Any]) -> set[int]:
     a row (a user's prompts without the answers between them) are not a question and its reply. Only the first
     :data:`ccmemory.speakers.HEAD_CHARS` characters of a turn are read for its speaker.
     """
-    from .embeddings import SELF_CONTAINED
-
     asking = [row for row in rows if row["asks"] and row["after"] is not None
               and row["source"] not in SELF_CONTAINED and speakers.speaker(row["head"])]
     if not asking:
@@ -714,13 +747,14 @@ def search_with_info(
             return []
         filters = "" if include_superseded else " AND m.valid_until IS NULL"
         covered, covered_params = scopes.condition(scope, project_id, "m")
-        params: list[Any] = [expression, *covered_params]
+        params: list[Any] = [*SELF_CONTAINED, expression, *covered_params]
         if sector:
             filters += " AND m.sector = ?"
             params.append(sector)
         return keyword_ranking(
             db,
-            "SELECT m.seq, bm25(memories_fts) AS rank, m.content || ' ' || m.tags || ' ' || m.files AS text "
+            "SELECT m.seq, bm25(memories_fts) AS rank, m.content || ' ' || m.tags || ' ' || m.files AS text, "
+            f"m.source NOT IN ({','.join('?' * len(SELF_CONTAINED))}) AS prose "
             "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
             f"WHERE memories_fts MATCH ? AND {covered} AND m.is_deleted = 0{filters} "
             f"ORDER BY rank LIMIT {CANDIDATES}",
@@ -803,7 +837,7 @@ def expansion_words(db: Database, query: str, best: Sequence[tuple[int, float]])
     that answers calls by its own ("Lisbon", "flight", "hotel"): the words that weigh most in the best
     hits find the other memories about the same thing. Only hits that someone wrote at length count:
     a memory that is not a captured tool call, a summary or knowledge
-    (:data:`ccmemory.embeddings.SELF_CONTAINED`: their words are code, paths and tool names, which drift
+    (:data:`ccmemory.vocabulary.SELF_CONTAINED`: their words are code, paths and tool names, which drift
     a query about code towards other code), with :data:`EXPANSION_MIN_WORDS` content words or more (a
     conversation turn is too short to say which of its words matter). A word weighs its share of each
     hit's content words times the hit's score, summed; of the :data:`EXPANSION_POOL` heaviest, the
@@ -811,8 +845,6 @@ def expansion_words(db: Database, query: str, best: Sequence[tuple[int, float]])
     memories or more are added, each at :data:`EXPANSION_WEIGHT` of a query word's weight. None when no
     hit qualifies: the search is then the one without expansion.
     """
-    from .embeddings import SELF_CONTAINED
-
     if EXPANSION_WORDS <= 0 or not best:
         return []
     asked = set(query_terms(query))

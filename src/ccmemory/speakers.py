@@ -14,6 +14,7 @@ import re
 from typing import Sequence
 
 from .db import Database
+from .vocabulary import SELF_CONTAINED
 
 #: A name of up to three words, each starting with a capital letter of a script that has them ("Melanie",
 #: "Dr. Ada Lovelace", "Özil", "Маша"), and the colon after it; the capitals are checked by :func:`speaker`.
@@ -52,7 +53,6 @@ def without_possessives(text: str) -> str:
 def turn_heads(db: Database, seqs: Sequence[int]) -> dict[int, str]:
     """The first :data:`HEAD_CHARS` characters of each memory of ``seqs`` that is a conversation's turn: not a
     captured call, a summary or knowledge."""
-    from .embeddings import SELF_CONTAINED
 
     wanted = list(dict.fromkeys(seqs))
     if not wanted:
@@ -75,7 +75,6 @@ def named(db: Database, names: Sequence[str], *, covered: str, params: Sequence[
     and memories added on their own have no next turn. Bounded: the first :data:`_NAMES_LOOKED_UP` names, each
     among the latest :data:`_MATCHES_SEARCHED` memories holding it.
     """
-    from .embeddings import SELF_CONTAINED
     from .sessions import neighbour_sql
 
     kinds = ",".join("?" * len(SELF_CONTAINED))

@@ -33,6 +33,11 @@ CLI_SOURCE = "cli"
 #: Entries of the project's ``.claude/knowledge`` index, and what ``ccmemory discover`` found in the code.
 KNOWLEDGE_SOURCE = "knowledge"
 DISCOVERY_SOURCE = "discovery"
+#: Memories that stand alone and that no person wrote as prose: a captured call (code, paths and tool names,
+#: embedded with its request), a session summary (embedded whole) and curated knowledge. The others (a
+#: conversation's turns, notes) are embedded after the memory before them, get a vector per sentence, and
+#: their words match a query's by stem in search's keyword coverage.
+SELF_CONTAINED = (CAPTURE_SOURCE, SUMMARY_SOURCE, KNOWLEDGE_SOURCE)
 
 #: Claude Code's tools that change files: their observations name what changed (and echo it back, which
 #: capture leaves out).
