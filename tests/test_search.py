@@ -632,6 +632,7 @@ def test_a_question_word_counts_in_another_form_in_prose_and_only_as_written_in_
     hits = search.search(db, "Which charity events did I volunteer at?", project_id=project, mode="keyword",
                          limit=2, track=False)
     assert [hit.memory.id for hit in hits] == [drive.id, shop.id]
+    assert not hits[0].weak  # all three words, two of them in another form
     assert search.stem_aliases(db, ["events", "volunteer", "parse_config"],
                                [["event", "eventually", "volunteered", "volunteers", "parsing"]]) == {
         "event": "events", "volunteered": "volunteer", "volunteers": "volunteer"}

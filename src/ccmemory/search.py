@@ -403,9 +403,10 @@ def _best_passage(words: Sequence[str], term_of: dict[str, str], weights: dict[s
     return best
 
 
-def is_weak(text: str, terms: Sequence[str], cosine: float | None) -> bool:
-    """Whether a hit is a weak match: few of the query's words (:data:`WEAK_COVERAGE`) and a low cosine."""
-    return coverage(text, terms) < WEAK_COVERAGE and (cosine is None or cosine < WEAK_COSINE)
+def is_weak(covered: float, cosine: float | None) -> bool:
+    """Whether a hit is a weak match: few of the query's words (its :func:`coverage` under
+    :data:`WEAK_COVERAGE`) and a low cosine."""
+    return covered < WEAK_COVERAGE and (cosine is None or cosine < WEAK_COSINE)
 
 
 def whole_question_cosines(db: Database, query: str, seqs: Sequence[int], embedder: Any) -> dict[int, float]:
@@ -817,13 +818,16 @@ def search_with_info(
         shown = spread_sessions(hits)
     hits = shown[:limit]
     terms = query_terms(query)
-    texts = {hit.memory.seq: f"{hit.memory.content} {' '.join(hit.memory.tags)} {' '.join(hit.memory.files)}"
-             for hit in hits}
+    words = {hit.memory.seq: _TEXT_WORD.findall(
+        f"{hit.memory.content} {' '.join(hit.memory.tags)} {' '.join(hit.memory.files)}".lower()) for hit in hits}
+    prose = {hit.memory.seq for hit in hits if hit.memory.source not in SELF_CONTAINED}
+    aliases = stem_aliases(db, terms, [words[seq] for seq in prose])
+    covered = {seq: coverage(found, terms, aliases=aliases if seq in prose else None) for seq, found in words.items()}
     if said and mode_used != "keyword":
-        doubtful = [seq for seq, text in texts.items() if seq in cosines and coverage(text, terms) < WEAK_COVERAGE]
+        doubtful = [seq for seq, share in covered.items() if seq in cosines and share < WEAK_COVERAGE]
         cosines = {**cosines, **whole_question_cosines(db, query, doubtful, embedder)}
     for hit in hits:
-        hit.weak = is_weak(texts[hit.memory.seq], terms, cosines.get(hit.memory.seq) if mode_used != "keyword" else None)
+        hit.weak = is_weak(covered[hit.memory.seq], cosines.get(hit.memory.seq) if mode_used != "keyword" else None)
     _annotate(db, hits, project_id, every_project=scope == "all")
     if track and hits:
         memories.touch_references(db, [hit.memory.id for hit in hits], session_id=session_id)
