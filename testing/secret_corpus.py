@@ -333,6 +333,27 @@ def prose_cases() -> list[tuple[str, str, str]]:
     return cases
 
 
+def _made_up() -> str:
+    """A password as people make them up: a word, a dot or an underscore, a word, four digits and a symbol."""
+    word = _RNG.choice(["Juniper", "Velvet", "Winter", "Harbor", "Maple", "Copper"])
+    return _j(word, _RNG.choice("._"), _RNG.choice(["blue", "orchid", "velvet", "stone"]), _r(DIGITS, 4), _RNG.choice("!#%"))
+
+
+def _generated() -> str:
+    """A generated token: letters of both cases and digits, mixed."""
+    return "".join(_RNG.choice(LOWER) + _RNG.choice(UPPER) + _RNG.choice(DIGITS + LOWER) for _ in range(6))
+
+
+def window_cases() -> list[tuple[str, str, str]]:
+    """A secret word, a few more words of the sentence, then the secret, in several languages (drawn last, so the
+    random values of the families before stay as they were)."""
+    contexts = ["I rotated the key, new one: {s}", "la contraseña de la base de datos de producción es {s}",
+                "rote la clave, la nueva es {s}", "j'ai changé le jeton, le nouveau : {s}", "вот мой токен {s}",
+                "the staging password changed again, it's now {s}", "neuer Schlüssel fürs Deployment: {s}",
+                "o token do bot mudou, agora é {s}", "secret for the webhook (prod only) = {s}"]
+    return _each("secret-word-window", _made_up, contexts) + _each("secret-word-window", _generated, contexts)
+
+
 def table_cases() -> list[tuple[str, str, str]]:
     """Secrets in a table whose header names their column: CSV, TSV, Markdown, psql output, SQL INSERT."""
     tables = [
@@ -451,6 +472,13 @@ OTHER_LANGUAGE_LOOKALIKES = [
     'page.login("Sign in", "Submit")', "server.login(user, password)", "jwt.decode(token, key, algorithms=['HS256'])",
     "hmac.new(key, body, hashlib.sha256)", "Fernet(key)", "AUTH required", "AUTH is handled by the gateway",
     "net user <username> <password> /add", 'Ottimo, la parola è "domenica".',
+    # a secret word, then a name or a value that is no secret within the sentence
+    "send the token to jane.doe2@acme.io", "the key path is ~/.ssh/id_ed25519", "the token is parsed by TokenParser2.parse",
+    "the secret lives in config/secrets_v2.yaml", "token for OAuth2Client and the rest", "primary key (id, createdAt2)",
+    "rotate the key, see https://wiki.example.com/Keys#Rotate2", "the key binding is Ctrl+Shift+P2",
+    "key: value pairs such as retries=3&timeout=30s", "keys are rotated by KeyRotatorV2.run()",
+    "token budget: maxTokens=4096*2", "the secret scanner flagged src/auth/TokenStore2.java",
+    "Token ids like gpt-4o-mini-2024-07-18 are model names", "the password expires with release-2024-v2",
 ]
 
 #: Tables and lists that name a secret column but hold no secret, or are no table: none may be redacted.
@@ -542,7 +570,8 @@ PROSE = prose_cases()
 TABLES = table_cases()
 #: Vendor tokens with a published prefix that no rule knew (rt4-a), part of SECRETS.
 VENDOR_PREFIXES = vendor_prefix_cases()
-SECRETS = _EARLIER + ISSUE19 + REDTEAM + CODE + PROSE + TABLES + VENDOR_PREFIXES
+WINDOW = window_cases()
+SECRETS = _EARLIER + ISSUE19 + REDTEAM + CODE + PROSE + TABLES + VENDOR_PREFIXES + WINDOW
 LOOKALIKES = _lookalikes()
 FORMATS = sorted({fmt for fmt, _, _ in SECRETS})
 

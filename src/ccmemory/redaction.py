@@ -96,6 +96,14 @@ _PATH = re.compile(
     r"|[A-Za-z0-9_.\-/\\]{0,300}\.(?:pem|key|crt|cer|csr|p12|pfx|jks|keystore|json|ya?ml|txt|env|gpg|asc|ppk|pub"
     r"|der|kdbx|cfg|conf|ini|toml|properties)"
 )
+_EMAIL = re.compile(r"@[A-Za-z0-9\-]{1,63}\.[A-Za-z]")
+_ASSIGNMENT = re.compile(r"=[^=]")
+_FINGERPRINT_LABEL = re.compile(r"(?i)(?:sha\d{1,3}|md5):$")
+#: A name made of words: parts joined by + - _ or ., each capitalised or small words (every run of small letters
+#: two or more long: ``KeyRotatorV2``, ``Ctrl``, ``P2``; not ``wGheSbaXk``) with at most two digits after them, or a
+#: number. Each run of small letters is taken whole (the lookahead), so a part is read one way only.
+_NAME_JOINS = re.compile(r"[+\-_.]")
+_NAME_PART = re.compile(r"(?:[A-Z]{0,4}[a-z]{2,40}(?![a-z])){0,10}[A-Z]{0,4}[0-9]{0,2}|[a-z]{1,100}[0-9]{0,2}|[0-9]{1,4}")
 _CAMEL_WORD = re.compile(r"[A-Z]?[a-z]{3,}")
 _YAML_KEY = re.compile(r"[ \t]{0,80}(?:-[ \t]{1,8})?[\"']?([A-Za-z0-9_$\-]{1,80})[\"']?[ \t]{0,8}:(?:[ \t]|$)")
 _EXTEND = re.compile(r"[^\s\"'`,;&|)}\]<>]*")
@@ -354,6 +362,20 @@ def _machine_made_bare(value: str) -> bool:
     return _machine_made(value) and not _CONSTANT.fullmatch(value) and plausible_value(value, expressions=True)
 
 
+def _strong_value(value: str) -> bool:
+    """A value the rule's pattern found shaped like a generated or made-up secret (a letter, and a digit with a
+    symbol or mixed case), that is none of: an address (nor the rest of one after its ``:``), an email, a path,
+    code, an assignment (``retries=3&timeout=30s``, ``algorithms=``; base64's closing ``=`` aside), a name made
+    of words (``Ctrl+Shift+P2``, ``KeyRotatorV2.run``, ``release-2024-v2``)."""
+    if "://" in value or value.startswith("/") or _EMAIL.search(value) or _ASSIGNMENT.search(value):
+        return False
+    if value.endswith("=") and len(value) % 4:
+        return False
+    if all(_NAME_PART.fullmatch(part) for part in _NAME_JOINS.split(value)):
+        return False
+    return plausible_value(value, expressions=True)
+
+
 def _base64_private_key(value: str) -> bool:
     import binascii
 
@@ -421,7 +443,7 @@ def _secret_group(match: re.Match[str]) -> str | int:
 #: of a named rule: the name is a secret name and the value plausible.
 CHECKS = frozenset({"value", "opaque", "prose-value", "machine-made", "machine-made-expression", "base64-private-key",
                     "basic-credential", "random-token", "discord-snowflake", "name-call", "name", "name-table",
-                    "name-prose", "name-machine", "name-machine-literal"})
+                    "name-prose", "name-machine", "name-machine-literal", "strong-value"})
 
 
 def _checked(check: str | None, match: re.Match[str], group: str | int, value: str, text: str) -> bool:
@@ -443,6 +465,9 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         return _basic_credential(value)
     if check == "random-token":
         return _random_token(value)
+    if check == "strong-value":  # a key's fingerprint (SHA256:…, MD5:…) is public
+        start = match.start(group)
+        return _strong_value(value) and not _FINGERPRINT_LABEL.search(text[max(0, start - 8):start])
     if check == "discord-snowflake":
         return _snowflake(match.group("id"))
     if check == "name-call" and _accessor(match.group("name")):
