@@ -100,10 +100,11 @@ _EMAIL = re.compile(r"@[A-Za-z0-9\-]{1,63}\.[A-Za-z]")
 _ASSIGNMENT = re.compile(r"=[^=]")
 _FINGERPRINT_LABEL = re.compile(r"(?i)(?:sha\d{1,3}|md5):$")
 #: A name made of words: parts joined by + - _ or ., each capitalised or small words (every run of small letters
-#: two or more long: ``KeyRotatorV2``, ``Ctrl``, ``P2``; not ``wGheSbaXk``) with at most two digits after them, or a
-#: number. Each run of small letters is taken whole (the lookahead), so a part is read one way only.
+#: two or more long, a number of up to four digits after any: ``OAuth2ClientCredentialsProvider``, ``loadKeyPair256``,
+#: ``Ctrl``, ``P2``; not ``wGheSbaXk``), or a number. Each run of small letters is taken whole (the lookahead), so a
+#: part is read one way only.
 _NAME_JOINS = re.compile(r"[+\-_.]")
-_NAME_PART = re.compile(r"(?:[A-Z]{0,4}[a-z]{2,40}(?![a-z])){0,10}[A-Z]{0,4}[0-9]{0,2}|[a-z]{1,100}[0-9]{0,2}|[0-9]{1,4}")
+_NAME_PART = re.compile(r"(?:[A-Z]{0,4}[a-z]{2,40}(?![a-z])[0-9]{0,4}){0,10}[A-Z]{0,4}[0-9]{0,4}|[a-z]{1,100}[0-9]{0,2}|[0-9]{1,4}")
 _CAMEL_WORD = re.compile(r"[A-Z]?[a-z]{3,}")
 _YAML_KEY = re.compile(r"[ \t]{0,80}(?:-[ \t]{1,8})?[\"']?([A-Za-z0-9_$\-]{1,80})[\"']?[ \t]{0,8}:(?:[ \t]|$)")
 _EXTEND = re.compile(r"[^\s\"'`,;&|)}\]<>]*")
