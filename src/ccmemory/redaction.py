@@ -99,6 +99,7 @@ _PATH = re.compile(
 _EMAIL = re.compile(r"@[A-Za-z0-9\-]{1,63}\.[A-Za-z]")
 _ASSIGNMENT = re.compile(r"=[^=]")
 _FINGERPRINT_LABEL = re.compile(r"(?i)(?:sha\d{1,3}|md5):$")
+_HASH_WORD = re.compile(r"(?i)(?<![a-z])(?:commit|sha\d{0,3}|hash|checksum|digest|md5|fingerprint|revision)")
 #: A name made of words: parts joined by + - _ or ., each capitalised or small words (every run of small letters
 #: two or more long, a number of up to four digits after any: ``OAuth2ClientCredentialsProvider``, ``loadKeyPair256``,
 #: ``Ctrl``, ``P2``; not ``wGheSbaXk``), or a number. Each run of small letters is taken whole (the lookahead), so a
@@ -466,9 +467,10 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         return _basic_credential(value)
     if check == "random-token":
         return _random_token(value)
-    if check == "strong-value":  # a key's fingerprint (SHA256:…, MD5:…) is public
+    if check == "strong-value":  # a key's fingerprint (SHA256:…, MD5:…) is public, a commit or a checksum no secret
         start = match.start(group)
-        return _strong_value(value) and not _FINGERPRINT_LABEL.search(text[max(0, start - 8):start])
+        return (_strong_value(value) and not _FINGERPRINT_LABEL.search(text[max(0, start - 8):start])
+                and not _HASH_WORD.search(text, match.start(), start))
     if check == "discord-snowflake":
         return _snowflake(match.group("id"))
     if check == "name-call" and _accessor(match.group("name")):
