@@ -345,12 +345,14 @@ def _generated() -> str:
 
 
 def window_cases() -> list[tuple[str, str, str]]:
-    """A secret word, a few more words of the sentence, then the secret, in several languages (drawn last, so the
-    random values of the families before stay as they were)."""
+    """A secret word, a few more words of the sentence, then the secret, or the secret first, in several languages
+    (drawn last, so the random values of the families before stay as they were)."""
     contexts = ["I rotated the key, new one: {s}", "la contraseña de la base de datos de producción es {s}",
                 "rote la clave, la nueva es {s}", "j'ai changé le jeton, le nouveau : {s}", "вот мой токен {s}",
                 "the staging password changed again, it's now {s}", "neuer Schlüssel fürs Deployment: {s}",
                 "o token do bot mudou, agora é {s}", "secret for the webhook (prod only) = {s}"]
+    contexts += ["{s} is what the new token looks like, don't paste it anywhere", "{s} es la nueva contraseña del Stripe",
+                 "{s} c'est le nouveau jeton pour SendGrid", "{s} — это новый токен для GitLab", "Done. {s} is the key"]
     hexadecimal = ["token Mailgun – {s}", "Ho appena ruotato la chiave di prod, da adesso usa {s} per favore."]
     return (_each("secret-word-window", _made_up, contexts) + _each("secret-word-window", _generated, contexts)
             + _each("secret-word-window", lambda: _r(HEX, 32), hexadecimal)
@@ -486,6 +488,8 @@ OTHER_LANGUAGE_LOOKALIKES = [
     "password check happens in ApiKeyMiddleware4Http.process_request",
     "the token bug was fixed in commit 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39",
     "key file sha256 is 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "Version 2.0.0-beta+exp.sha.5114f85 of the token library", "Fixed OAuth2ClientCredentialsProvider so the token refreshes",
+    "xK9!abcdefgh pressed on the keyboard",
 ]
 
 #: Tables and lists that name a secret column but hold no secret, or are no table: none may be redacted.

@@ -56,6 +56,12 @@ def test_every_rule_names_a_known_check() -> None:
     assert unknown == {}
 
 
+def test_a_rule_read_backwards_starts_from_its_keywords() -> None:
+    """``before`` reads the words before each keyword: a rule without keyword anchors would be read forwards."""
+    backwards = [rule for rule in redaction.rules().rules if "before" in rule]
+    assert backwards and all(rule.get("anchors") == "keywords" and rule["before"] > 0 for rule in backwards)
+
+
 def _repeats(tree: object, inside_variable_repeat: bool = False) -> list[str]:
     """Problems in a parsed pattern: unbounded repetition, or variable repetition nested in another."""
     problems: list[str] = []

@@ -98,6 +98,13 @@ _PATH = re.compile(
 )
 _EMAIL = re.compile(r"@[A-Za-z0-9\-]{1,63}\.[A-Za-z]")
 _ASSIGNMENT = re.compile(r"=[^=]")
+#: How far a rule read backwards (``before``) looks from its keyword, where its sentence starts (not at "! ":
+#: passwords end with "!" more often than sentences before a secret word do), and what punctuation around a word
+#: is not part of the value.
+MAX_BEFORE_CHARS = 300
+_SENTENCE_ENDS = (". ", "? ", "\n")
+_NON_SPACE = re.compile(r"\S{1,300}")
+_AROUND_WORD = "\"'`()[]{}<>,;:.«»“”„"
 _FINGERPRINT_LABEL = re.compile(r"(?i)(?:sha\d{1,3}|md5):$")
 _HASH_WORD = re.compile(r"(?i)(?<![a-z])(?:commit|sha\d{0,3}|hash|checksum|digest|md5|fingerprint|revision)")
 #: A name made of words: parts joined by + - _ or ., each capitalised or small words (every run of small letters
@@ -371,6 +378,10 @@ def _strong_value(value: str) -> bool:
     of words (``Ctrl+Shift+P2``, ``KeyRotatorV2.run``, ``release-2024-v2``)."""
     if "://" in value or value.startswith("/") or _EMAIL.search(value) or _ASSIGNMENT.search(value):
         return False
+    if _HASH_WORD.search(value):  # a version's build metadata (2.0.0-beta+exp.sha.5114f85), a digest's label
+        return False
+    if value.startswith(("pk_live_", "pk_test_")):  # a publishable key is public by design
+        return False
     if value.endswith("=") and len(value) % 4:
         return False
     if all(_NAME_PART.fullmatch(part) for part in _NAME_JOINS.split(value)):
@@ -618,6 +629,8 @@ def _rule_spans(rule: dict[str, Any], text: str, lower: str,
     if names is not None and not names:
         return []  # no candidate: not even worth compiling the pattern (a hook process compiles each once)
     pattern = rules().pattern(rule["regex"])
+    if "before" in rule and names is not None:
+        return _spans_before(rule, pattern, text, names)
     subject = lower if rule.get("lower") else text
     spans: list[tuple[int, int, str]] = []
     if names is not None:
@@ -644,6 +657,37 @@ def _rule_spans(rule: dict[str, Any], text: str, lower: str,
             continue
         spans.append(span)
         position = max(span[1], match.end(), match.start() + 1)
+    return spans
+
+
+def _spans_before(rule: dict[str, Any], pattern: re.Pattern[str], text: str,
+                  words: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
+    """A rule read backwards: its value is one of the ``rule["before"]`` words (runs of non-space) before a
+    keyword of ``words`` that starts a word, in the keyword's sentence ("… is what the new token looks like",
+    "… es la nueva contraseña"). Each word is tried whole, less the punctuation around it, with
+    ``pattern.fullmatch``; at most :data:`MAX_BEFORE_CHARS` are read back from each keyword.
+    """
+    spans: list[tuple[int, int, str]] = []
+    scanned = 0  # the words before an earlier keyword were read for it: each is read once (keywords in a row)
+    for start, keyword_end in words:
+        if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            continue  # inside a word: "apikey", "my_token"
+        if text[keyword_end:keyword_end + 3].isalpha():
+            continue  # the start of a longer word: "keyboard", "tokenizer" (an ending of two letters is kept: "tokens")
+        floor, scanned = max(0, start - MAX_BEFORE_CHARS, scanned), start
+        for stop in _SENTENCE_ENDS:
+            found = text.rfind(stop, floor, start)
+            floor = max(floor, found + len(stop)) if found >= 0 else floor
+        for word in list(_NON_SPACE.finditer(text, floor, start))[-rule["before"]:]:
+            head, tail = word.start(), word.end()
+            while head < tail and text[head] in _AROUND_WORD:
+                head += 1
+            while tail > head and text[tail - 1] in _AROUND_WORD:
+                tail -= 1
+            match = pattern.fullmatch(text, head, tail)
+            span = _accepted(rule, match, text) if match else None
+            if span is not None:
+                spans.append(span)
     return spans
 
 
