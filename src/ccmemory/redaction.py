@@ -374,11 +374,12 @@ def _machine_made_bare(value: str) -> bool:
 def _strong_value(value: str) -> bool:
     """A value the rule's pattern found shaped like a generated or made-up secret (a letter, and a digit with a
     symbol or mixed case), that is none of: an address (nor the rest of one after its ``:``), an email, a path,
-    code, an assignment (``retries=3&timeout=30s``, ``algorithms=``; base64's closing ``=`` aside), a name made
-    of words (``Ctrl+Shift+P2``, ``KeyRotatorV2.run``, ``release-2024-v2``)."""
+    code, an assignment (``retries=3&timeout=30s``, ``algorithms=``; base64's closing ``=`` aside), a value
+    naming a hash (``2.0.0-beta+exp.sha.5114f85``), a publishable key, a name made of words (``Ctrl+Shift+P2``,
+    ``KeyRotatorV2.run``, ``release-2024-v2``)."""
     if "://" in value or value.startswith("/") or _EMAIL.search(value) or _ASSIGNMENT.search(value):
         return False
-    if _HASH_WORD.search(value):  # a version's build metadata (2.0.0-beta+exp.sha.5114f85), a digest's label
+    if _HASH_WORD.search(value):
         return False
     if value.startswith(("pk_live_", "pk_test_")):  # a publishable key is public by design
         return False
