@@ -490,6 +490,11 @@ OTHER_LANGUAGE_LOOKALIKES = [
     "key file sha256 is 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
     "Version 2.0.0-beta+exp.sha.5114f85 of the token library", "Fixed OAuth2ClientCredentialsProvider so the token refreshes",
     "xK9!abcdefgh pressed on the keyboard",
+    # placeholders, the rest of an address, a range of characters (a third blind probe, rt5)
+    "Passwort: YOUR_API_KEY_HERE", "Passwort: <insert key>", "hasło: your-token-here",
+    "troque a senha em https://acme-corp.io/account/password-reset?lang=en",
+    "пароль должен содержать 10 символов: A-Z, a-z, 0-9", "app.secret_key = 'replace_this_with_a_real_secret_key'",
+    "const accessToken = 'your-access-token';",
 ]
 
 #: Tables and lists that name a secret column but hold no secret, or are no table: none may be redacted.

@@ -56,6 +56,13 @@ def test_every_rule_names_a_known_check() -> None:
     assert unknown == {}
 
 
+def test_a_bracket_around_a_redacted_value_stays_with_the_prose() -> None:
+    """A value some rules read with the bracket before it loses the value only: the bracket is the sentence's."""
+    secret = "MTuZWfmzoYyM" + "7FyhrhCUR"
+    assert redaction.redact(f"Logged in with the admin password ({secret}) and reset") == (
+        "Logged in with the admin password ([REDACTED]) and reset")
+
+
 def test_a_rule_read_backwards_starts_from_its_keywords() -> None:
     """``before`` reads the words before each keyword: a rule without keyword anchors would be read forwards."""
     backwards = [rule for rule in redaction.rules().rules if "before" in rule]

@@ -84,7 +84,9 @@ _PLACEHOLDER = re.compile(
     r"|\$(?:[A-Za-z_]{1,100}|[A-Z_][A-Z0-9_]{0,100})"  # $DB_PASSWORD, $password: a shell or PHP variable
     r"|\$\{[^{}\n]{1,200}\}?|\$\{\{.{0,300}|\$\(.{0,1000}"  # ${X}, ${{ secrets.X }}, $(command)
     r"|%[A-Za-z_][A-Za-z0-9_]{0,100}%|%\(?[A-Za-z_]{0,40}\)?[sdrfix]"  # %X% (Windows), %s / %(name)s
-    r"|<[A-Za-z0-9_ .:/\-]{1,100}>|\{\{.{0,1000}|\{[A-Za-z_][A-Za-z0-9_.]{0,100}\}"  # <token>, {{ x }}, {name}
+    r"|<[A-Za-z0-9_ .:/\-]{1,100}>?|\{\{.{0,1000}|\{[A-Za-z_][A-Za-z0-9_.]{0,100}\}"  # <token>, <insert key>, {{ x }}, {name}
+    r"|(?i:(?:your|insert|enter|replace)[_\-][a-z0-9_\-]{1,100}|[a-z0-9_\-]{1,100}[_\-]here)"  # YOUR_API_KEY_HERE
+    r"|//.{0,1000}|[A-Za-z0-9]-[A-Za-z0-9]"  # the rest of an address after its "https:"; a range of characters (A-Z)
     r"|[&*][a-z_][a-z0-9_\-]{0,100}"  # a YAML anchor or alias alone (password: &default_password, *dbpw)
     r"|\((?:sensitive|protected|hidden|redacted|masked|secret)(?:[ \t]value)?\)?"  # (sensitive value): terraform's mask
 )
@@ -96,6 +98,9 @@ _PATH = re.compile(
     r"|[A-Za-z0-9_.\-/\\]{0,300}\.(?:pem|key|crt|cer|csr|p12|pfx|jks|keystore|json|ya?ml|txt|env|gpg|asc|ppk|pub"
     r"|der|kdbx|cfg|conf|ini|toml|properties)"
 )
+#: A bracket at one end of a value without its pair inside belongs to the text around it.
+_CLOSING = {"(": ")", "[": "]", "{": "}", "<": ">"}
+_OPENING = {closing: opening for opening, closing in _CLOSING.items()}
 _EMAIL = re.compile(r"@[A-Za-z0-9\-]{1,63}\.[A-Za-z]")
 _ASSIGNMENT = re.compile(r"=[^=]")
 #: How far a rule read backwards (``before``) looks from its keyword, where its sentence starts (not at "! ":
@@ -525,6 +530,10 @@ def _accepted(rule: dict[str, Any], match: re.Match[str], text: str) -> tuple[in
             stop = text.find("\n", end, end + MAX_LINE_VALUE)
             end = len(text) if stop < 0 and len(text) - end <= MAX_LINE_VALUE else (stop if stop >= 0 else end)
             end = start + len(text[start:end].rstrip())
+    if text[start:start + 1] in _CLOSING and _CLOSING[text[start]] not in text[start:end]:
+        start += 1  # "the admin password (…) and": the bracket is the prose's, not the value's
+    if end > start and text[end - 1] in _OPENING and _OPENING[text[end - 1]] not in text[start:end - 1]:
+        end -= 1
     return start, end, rule.get("replacement", REDACTED)
 
 
