@@ -162,7 +162,7 @@ _TOKENIZER = "porter unicode61 remove_diacritics 2"
 #: Values one statement may bind: SQLite before 3.32 allows 999, and a query of 2,000 characters can hold
 #: more distinct words than that takes, so the query's words are stemmed and looked up in statements of this many.
 _STATEMENT_VARIABLES = 999
-#: A word of a text, as keyword coverage reads it.
+#: A word of a query or a text, as keyword coverage reads both.
 _TEXT_WORD = re.compile(r"\w+")
 #: A word an expansion may add: letters only, three or more, not part of a longer word or an identifier.
 _CONTENT_WORD = re.compile(r"(?<![\w'])[a-z]{3,}(?![\w'])")
@@ -217,7 +217,7 @@ def validate_query(query: Any, limit: Any, mode: str) -> str:
 
 def query_terms(query: str) -> list[str]:
     """Distinct lower-case words of a query; common English words are dropped unless nothing else is left."""
-    words = re.findall(r"\w+", query.lower())
+    words = _TEXT_WORD.findall(query.lower())
     kept = [w for w in words if w not in _STOPWORDS] or words
     return list(dict.fromkeys(kept))
 

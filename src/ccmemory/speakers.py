@@ -53,7 +53,6 @@ def without_possessives(text: str) -> str:
 def turn_heads(db: Database, seqs: Sequence[int]) -> dict[int, str]:
     """The first :data:`HEAD_CHARS` characters of each memory of ``seqs`` that is a conversation's turn: not a
     captured call, a summary or knowledge."""
-
     wanted = list(dict.fromkeys(seqs))
     if not wanted:
         return {}
