@@ -92,6 +92,14 @@ RULES: dict[str, Callable[[Ranking, Ranking], Ranking]] = {
     "before": before, "zscore": zscore, "rrf": rrf, "peaked": peaked, "product": search.fuse}
 
 
+def _without_reach(rule: Callable[[Ranking, Ranking], Ranking]) -> Callable[..., Ranking]:
+    """``rule`` in the product's place, whose fuse also takes how much of the question keywords can match
+    (``search.keyword_reach``): the rules compared here predate it and mix the two lists alone."""
+    def fuse(by_keyword: Ranking, by_vector: Ranking, reach: float = 1.0) -> Ranking:
+        return rule(by_keyword, by_vector)
+    return fuse
+
+
 def install() -> None:
     """Let ``search_with_info`` take ``hybrid:<rule>`` as a mode: hybrid with that fusion rule."""
     original = search.search_with_info
@@ -101,7 +109,8 @@ def install() -> None:
         mode = options.get("mode", search.DEFAULT_MODE)
         if not mode.startswith("hybrid:"):
             return original(db, query, **options)
-        search.fuse = RULES[mode.split(":", 1)[1]]
+        rule = RULES[mode.split(":", 1)[1]]
+        search.fuse = rule if rule is product_fuse else _without_reach(rule)  # type: ignore[assignment]
         try:
             result = original(db, query, **dict(options, mode="hybrid"))
         finally:

@@ -24,8 +24,9 @@ from . import chunking, clock, fetch, html_text, markdown_blocks, paths, safe_fi
 from .db import Database
 from .errors import NotFoundError, ValidationError
 from .redaction import redact, redact_fields
-from .search import (CANDIDATES, DEFAULT_LIMIT, DEFAULT_MODE, SearchResult, fts_query, keyword_ranking, query_terms,
-                     rank, validate_query, vector_ranking)
+from .search import (CANDIDATES, DEFAULT_LIMIT, DEFAULT_MODE, SearchResult, document_frequencies, fts_query,
+                     keyword_ranking, keyword_reach, query_terms, rank, term_weights, validate_query,
+                     vector_ranking)
 from .secret_files import is_secret_file
 
 MAX_DOCUMENT_BYTES = 5 * 1024 * 1024
@@ -275,10 +276,13 @@ def search_with_info(
     query = validate_query(query, limit, mode)
     warnings: list[str] = []
 
-    def keyword() -> list[tuple[int, float]]:
-        expression = fts_query(query, db, "chunks_vocab", db.scalar("SELECT MAX(seq) FROM chunks") or 0)
+    def keyword() -> tuple[list[tuple[int, float]], float]:
+        rows, terms = db.scalar("SELECT MAX(seq) FROM chunks") or 0, query_terms(query)
+        frequency = document_frequencies(db, "chunks_vocab", terms)
+        reach = keyword_reach(term_weights(frequency, rows), frequency)
+        expression = fts_query(query, db, "chunks_vocab", rows, frequency)
         if expression is None:
-            return []
+            return [], reach
         return keyword_ranking(
             db,
             "SELECT c.seq, bm25(chunks_fts) AS rank, c.heading || ' ' || c.content AS text "
@@ -286,8 +290,8 @@ def search_with_info(
             "JOIN documents d ON d.id = c.document_id WHERE chunks_fts MATCH ? AND d.project_id = ? "
             f"ORDER BY rank LIMIT {CANDIDATES}",
             (expression, project_id),
-            query_terms(query),
-        )
+            terms,
+        ), reach
 
     def semantic() -> Callable[[Sequence[int]], list[tuple[int, float]] | None]:
         return vector_ranking(db, "chunk", query, project_id=project_id, embedder=embedder, warnings=warnings)

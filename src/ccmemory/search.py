@@ -20,7 +20,9 @@ so the top 5 of a limit-5 search are the top 5 of a limit-50 one):
    each multiplied by how far its list's best stands out from the rest
    (:func:`peak`), so a flat list (every session shares the question's common
    words) yields to a side with a clear best; a memory missing from a list
-   scores 0 there. Cosines are never cut at a fixed
+   scores 0 there. The keyword weight is also multiplied by the square root of the share of the
+   question keywords can match at all (:func:`keyword_reach`): a question word no memory holds
+   ("database" in a store that says "PostgreSQL") leaves more of the ranking to meaning. Cosines are never cut at a fixed
    value: a long memory (a whole session) has a low cosine to a short
    question however well it answers it, and what counts is how it compares
    with the other memories. (The earlier rank fusion weighted vector hits
@@ -295,6 +297,20 @@ def term_weights(frequency: dict[str, int], rows: int) -> dict[str, float]:
             for term, count in frequency.items()}
 
 
+def keyword_reach(weights: dict[str, float], frequency: dict[str, int]) -> float:
+    """How much of a question keywords can match at all: the weight of the searched words that some row holds
+    (``frequency`` above 0), over the weight of them all (``weights``, as :func:`coverage` counts them: rarity,
+    :func:`term_weights`, an expansion word at :data:`EXPANSION_WEIGHT`); 1 without words.
+
+    A word no memory holds ("database" in a store that says "PostgreSQL") is matched by no keyword, while the
+    vector side may find it by meaning, so :func:`fuse` weighs the keyword side by this share: a keyword list
+    whose every match holds only the question's everyday word ("use") no longer outranks the memory nearest
+    by meaning. Such a word is the rarest a question can have, so its weight is the largest.
+    """
+    total = sum(weights.values())
+    return sum(weight for term, weight in weights.items() if frequency[term] > 0) / total if total > 0 else 1.0
+
+
 def keyword_ranking(db: Database, sql: str, params: Sequence[Any], terms: Sequence[str],
                     weights: dict[str, float] | None = None) -> list[tuple[int, float]]:
     """(seq, score) for FTS candidates, best first, on a 0..1 scale.
@@ -429,11 +445,17 @@ def whole_question_cosines(db: Database, query: str, seqs: Sequence[int], embedd
             for seq, distance in vectors.similarities(db, "memory", vector, seqs, model_id=embedder.model_id)}
 
 
-def fuse(by_keyword: list[tuple[int, float]], by_vector: list[tuple[int, float]]) -> list[tuple[int, float]]:
+def fuse(by_keyword: list[tuple[int, float]], by_vector: list[tuple[int, float]],
+         reach: float = 1.0) -> list[tuple[int, float]]:
     """Mix the keyword scores (0..1) and the rescaled cosine similarities, each side weighted by its :func:`peak`.
 
     The weights are :data:`KEYWORD_WEIGHT` and ``1 - KEYWORD_WEIGHT``, each multiplied by how far
-    that side's best stands out from its own list for this query, then scaled to sum to 1. A side
+    that side's best stands out from its own list for this query, the keyword one also by the square
+    root of its ``reach`` (:func:`keyword_reach`: how much of the question its words can match), then
+    scaled to sum to 1. The root, because a keyword list that misses one word of several still matches
+    the others well: the full share cost LoCoMo's dev set half a point of R@5 and lost the coding question
+    that names a class no earlier memory holds ("Add NoSuchCommand exception..."); the root costs
+    neither (BENCHMARKS.md, "Keywords weighed by how much of the question they can match"). A side
     whose best barely stands out (a question whose words every long session shares, a paraphrase
     the embedding cannot tell from its neighbours) counts for little; a side with a clear best (an
     exact identifier, a memory clearly nearest by meaning) counts for much. Both lists are looked
@@ -442,7 +464,7 @@ def fuse(by_keyword: list[tuple[int, float]], by_vector: list[tuple[int, float]]
     """
     by_vector = vector_scale(by_vector)
     depth = min(CANDIDATES, max(len(by_keyword), len(by_vector)))
-    keyword_weight = KEYWORD_WEIGHT * peak([score for _, score in by_keyword], depth)
+    keyword_weight = KEYWORD_WEIGHT * peak([score for _, score in by_keyword], depth) * math.sqrt(reach)
     vector_weight = (1.0 - KEYWORD_WEIGHT) * peak([score for _, score in by_vector], depth)
     if keyword_weight + vector_weight <= 0:  # no side stands out (a store of one memory): the base weights
         keyword_weight, vector_weight = KEYWORD_WEIGHT, 1.0 - KEYWORD_WEIGHT
@@ -550,30 +572,32 @@ def vector_ranking(
 
 def rank(
     mode: str,
-    keyword: Callable[..., list[tuple[int, float]]],
+    keyword: Callable[..., tuple[list[tuple[int, float]], float]],
     semantic: Callable[[], Callable[[Sequence[int]], list[tuple[int, float]] | None]],
     warnings: list[str],
     expand: Callable[[list[tuple[int, float]]], list[str]] | None = None,
 ) -> tuple[list[tuple[int, float]], str, dict[int, float]]:
     """Run the rankings the mode needs and put them on the 0..1 scale; falls back to keywords without vectors.
 
-    ``keyword(extra)`` ranks by the query's words and the ``extra`` ones; in hybrid mode, ``expand`` (given the
+    ``keyword(extra)`` ranks by the query's words and the ``extra`` ones, and says how much of the question its
+    words can match (:func:`keyword_reach`); in hybrid mode, ``expand`` (given the
     best fused hits) may name such words (:func:`expansion_words`), and the keyword side is ranked again with them.
     Also returns the cosine similarity of each vector candidate (empty without vectors), for :func:`is_weak`.
     """
     if mode == "keyword":
-        return keyword(), "keyword", {}
+        return keyword()[0], "keyword", {}
     finish_vector = semantic()
-    by_keyword = keyword() if mode == "hybrid" else None
+    by_keyword, reach = keyword() if mode == "hybrid" else (None, 1.0)
     by_vector = finish_vector([seq for seq, _ in by_keyword or ()])
     if by_vector is None:
-        return (keyword() if by_keyword is None else by_keyword), "keyword", {}
+        return (keyword()[0] if by_keyword is None else by_keyword), "keyword", {}
     if by_keyword is None:
         return ordered(dict(vector_scale(by_vector))), "semantic", dict(by_vector)
-    fused = fuse(by_keyword, by_vector)
+    fused = fuse(by_keyword, by_vector, reach)
     extra = expand(fused[:EXPANSION_HITS]) if expand is not None else []
     if extra:
-        fused = fuse(keyword(extra), by_vector)
+        by_keyword, reach = keyword(extra)
+        fused = fuse(by_keyword, by_vector, reach)
     return fused, "hybrid", dict(by_vector)
 
 
@@ -739,13 +763,16 @@ def search_with_info(
     if team and scope != "user":  # a project whose team memories are partly on the server only: ask it first
         warnings += server_search.consult(db, query, query_terms(query), project_id=project_id, embedder=embedder)
 
-    def keyword(extra: Sequence[str] = ()) -> list[tuple[int, float]]:
+    def keyword(extra: Sequence[str] = ()) -> tuple[list[tuple[int, float]], float]:
         rows = db.scalar("SELECT MAX(seq) FROM memories") or 0
         terms = query_terms(query) + list(extra)
         frequency = document_frequencies(db, "memories_vocab", terms)
+        weights = {term: weight * (EXPANSION_WEIGHT if term in extra else 1.0)
+                   for term, weight in term_weights(frequency, rows).items()}
+        reach = keyword_reach(weights, frequency)
         expression = fts_query(query, db, "memories_vocab", rows, frequency, extra=extra)
         if expression is None:
-            return []
+            return [], reach
         filters = "" if include_superseded else " AND m.valid_until IS NULL"
         covered, covered_params = scopes.condition(scope, project_id, "m")
         params: list[Any] = [*SELF_CONTAINED, expression, *covered_params]
@@ -761,9 +788,8 @@ def search_with_info(
             f"ORDER BY rank LIMIT {CANDIDATES}",
             params,
             terms,
-            {term: weight * (EXPANSION_WEIGHT if term in extra else 1.0)
-             for term, weight in term_weights(frequency, rows).items()},
-        )
+            weights,
+        ), reach
 
     names, dates = query_names(query), date_range(query)
     said: list[str] = []  # the speakers' names the vector side reads the question without, when it does
