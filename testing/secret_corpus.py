@@ -359,6 +359,21 @@ def window_cases() -> list[tuple[str, str, str]]:
             + _each("secret-word-window", lambda: _r(HEX, 64), hexadecimal))
 
 
+def bracketed_cases() -> list[tuple[str, str, str]]:
+    """A secret in brackets a few words after its secret word, and the secret words of more languages (Dutch,
+    Polish, Czech, Swedish, Norwegian, Danish, Finnish, Turkish, Italian and Russian word forms); drawn after the
+    look-alikes, so every value drawn before stays as it was."""
+    contexts = ["Logged into GitLab with the admin password ({s}) and reset the webhooks.",
+                "Connecte-toi à Heroku avec la clé API ({s}) puis relance le job.",
+                "log in op grafana met het admin-wachtwoord ({s}) en herstart de service.",
+                "Zaloguj się do Redis hasłem admina {s} i sprawdź logi.",
+                "зашёл в datadog под админским паролем {s} и перезапустил воркеры.",
+                "Nové heslo k databázi je {s}", "Lösenordet till servern är {s}", "passordet til ruteren er {s}",
+                "adgangskoden til wifi er {s}", "Palvelimen salasana on {s}", "Sunucu şifresi: {s}",
+                "le credenziali di staging sono admin / {s}", "pwd for the jump host is {s}"]
+    return _each("secret-word-window", _made_up, contexts) + _each("secret-word-window", _generated, contexts)
+
+
 def table_cases() -> list[tuple[str, str, str]]:
     """Secrets in a table whose header names their column: CSV, TSV, Markdown, psql output, SQL INSERT."""
     tables = [
@@ -569,6 +584,10 @@ def _lookalikes() -> list[str]:
         "def test_user_can_update_profile_settings_page():", "x-request-id: req-123e4567-e89b-12d3-a456-426614174000",
         "oauth: disabled", "the sk_ prefix is secret, pk_ is public", "tvly-dev is the Tavily dev prefix",
         "sha256~ marks an OpenShift token", "build-7f3c9a2e1b4d6f8a0c2e4b6d8f0a2c4e",
+        # the secret words of bracketed_cases, with no secret after them
+        "pwd /home/dev/projects/ccmemory", "the password (see the team vault) was rotated on Monday",
+        "Het wachtwoord staat in de kluis (1Password).", "Lösenordet måste vara minst 12 tecken (ProTip: use a phrase)",
+        "Nové heslo je v trezoru", "Zmieniłem hasło wczoraj (HasłoAdmina w sejfie)", "le credenziali sono in Vault",
     ]
     return words
 
@@ -587,8 +606,10 @@ TABLES = table_cases()
 #: Vendor tokens with a published prefix that no rule knew (rt4-a), part of SECRETS.
 VENDOR_PREFIXES = vendor_prefix_cases()
 WINDOW = window_cases()
-SECRETS = _EARLIER + ISSUE19 + REDTEAM + CODE + PROSE + TABLES + VENDOR_PREFIXES + WINDOW
 LOOKALIKES = _lookalikes()
+#: Secrets in brackets after their secret word, and the secret words of more languages, part of SECRETS.
+BRACKETED = bracketed_cases()
+SECRETS = _EARLIER + ISSUE19 + REDTEAM + CODE + PROSE + TABLES + VENDOR_PREFIXES + WINDOW + BRACKETED
 FORMATS = sorted({fmt for fmt, _, _ in SECRETS})
 
 
