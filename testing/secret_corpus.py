@@ -360,9 +360,10 @@ def window_cases() -> list[tuple[str, str, str]]:
 
 
 def bracketed_cases() -> list[tuple[str, str, str]]:
-    """A secret in brackets a few words after its secret word, and the secret words of more languages (Dutch,
-    Polish, Czech, Swedish, Norwegian, Danish, Finnish, Turkish, Italian and Russian word forms); drawn after the
-    look-alikes, so every value drawn before stays as it was."""
+    """A secret in brackets a few words after its secret word, up to ten words after it, base64 of a length base64
+    never has, and the secret words of more languages (Dutch, Polish, Czech, Swedish, Norwegian, Danish, Finnish,
+    Turkish, Italian, German and Russian word forms); drawn after the look-alikes, so every value drawn before
+    stays as it was."""
     contexts = ["Logged into GitLab with the admin password ({s}) and reset the webhooks.",
                 "Connecte-toi à Heroku avec la clé API ({s}) puis relance le job.",
                 "log in op grafana met het admin-wachtwoord ({s}) en herstart de service.",
@@ -370,8 +371,12 @@ def bracketed_cases() -> list[tuple[str, str, str]]:
                 "зашёл в datadog под админским паролем {s} и перезапустил воркеры.",
                 "Nové heslo k databázi je {s}", "Lösenordet till servern är {s}", "passordet til ruteren er {s}",
                 "adgangskoden til wifi er {s}", "Palvelimen salasana on {s}", "Sunucu şifresi: {s}",
-                "le credenziali di staging sono admin / {s}", "pwd for the jump host is {s}"]
-    return _each("secret-word-window", _made_up, contexts) + _each("secret-word-window", _generated, contexts)
+                "le credenziali di staging sono admin / {s}", "pwd for the jump host is {s}",
+                "a chave de API do Redis para prod, a de produção: {s}", "ZUGANGSDATEN Postgres: admin / {s}"]
+    # base64 of a length base64 never has (cut or mistyped when pasted), after its secret word
+    unpadded = ["ho appena ruotato la chiave di staging, da adesso usa {s} per favore.", "TOKEN DO REDIS - {s}"]
+    return (_each("secret-word-window", _made_up, contexts) + _each("secret-word-window", _generated, contexts)
+            + _each("secret-word-window", lambda: _j(_r(ALNUM + "+/", 29), "=="), unpadded))
 
 
 def table_cases() -> list[tuple[str, str, str]]:
@@ -588,6 +593,7 @@ def _lookalikes() -> list[str]:
         "pwd /home/dev/projects/ccmemory", "the password (see the team vault) was rotated on Monday",
         "Het wachtwoord staat in de kluis (1Password).", "Lösenordet måste vara minst 12 tecken (ProTip: use a phrase)",
         "Nové heslo je v trezoru", "Zmieniłem hasło wczoraj (HasłoAdmina w sejfie)", "le credenziali sono in Vault",
+        "the signing key is read from settings.py and the algorithms= option stays at HS256",
     ]
     return words
 

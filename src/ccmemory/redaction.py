@@ -111,6 +111,7 @@ _SENTENCE_ENDS = (". ", "? ", "\n")
 _NON_SPACE = re.compile(r"\S{1,300}")
 _AROUND_WORD = "\"'`()[]{}<>,;:.«»“”„"
 _FINGERPRINT_LABEL = re.compile(r"(?i)(?:sha\d{1,3}|md5):$")
+_UNPADDED_BASE64 = re.compile(r"[A-Za-z0-9+/]{16,199}={1,2}")
 _HASH_WORD = re.compile(r"(?i)(?<![a-z])(?:commit|sha\d{0,3}|hash|checksum|digest|md5|fingerprint|revision)")
 #: A name made of words: parts joined by + - _ or ., each capitalised or small words (every run of small letters
 #: two or more long, a number of up to four digits after any: ``OAuth2ClientCredentialsProvider``, ``loadKeyPair256``,
@@ -388,11 +389,18 @@ def _strong_value(value: str) -> bool:
         return False
     if value.startswith(("pk_live_", "pk_test_")):  # a publishable key is public by design
         return False
-    if value.endswith("=") and len(value) % 4:
+    if value.endswith("=") and len(value) % 4 and not _random_base64(value):
         return False
     if all(_NAME_PART.fullmatch(part) for part in _NAME_JOINS.split(value)):
         return False
     return plausible_value(value, expressions=True)
+
+
+def _random_base64(value: str) -> bool:
+    """Base64 of random bytes whose length base64 never has (a key cut or mistyped when pasted): 16 characters
+    or more of its alphabet, random as :func:`_random_token` reads them, then one or two ``=``. A closing
+    ``=`` of another length is an assignment's (``algorithms=``)."""
+    return bool(_UNPADDED_BASE64.fullmatch(value)) and _random_token(value.rstrip("=").replace("+", "").replace("/", ""))
 
 
 def _base64_private_key(value: str) -> bool:
