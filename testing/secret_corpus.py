@@ -361,9 +361,9 @@ def window_cases() -> list[tuple[str, str, str]]:
 
 def bracketed_cases() -> list[tuple[str, str, str]]:
     """A secret in brackets a few words after its secret word, up to ten words after it, base64 of a length base64
-    never has, and the secret words of more languages (Dutch, Polish, Czech, Swedish, Norwegian, Danish, Finnish,
-    Turkish, Italian, German and Russian word forms); drawn after the look-alikes, so every value drawn before
-    stays as it was."""
+    never has, hexadecimal keys of either case on either side of their secret word, and the secret words of more
+    languages (Dutch, Polish, Czech, Swedish, Norwegian, Danish, Finnish, Turkish, Italian, German and Russian
+    word forms); drawn after the look-alikes, so every value drawn before stays as it was."""
     contexts = ["Logged into GitLab with the admin password ({s}) and reset the webhooks.",
                 "Connecte-toi à Heroku avec la clé API ({s}) puis relance le job.",
                 "log in op grafana met het admin-wachtwoord ({s}) en herstart de service.",
@@ -375,7 +375,14 @@ def bracketed_cases() -> list[tuple[str, str, str]]:
                 "a chave de API do Redis para prod, a de produção: {s}", "ZUGANGSDATEN Postgres: admin / {s}"]
     # base64 of a length base64 never has (cut or mistyped when pasted), after its secret word
     unpadded = ["ho appena ruotato la chiave di staging, da adesso usa {s} per favore.", "TOKEN DO REDIS - {s}"]
-    return (_each("secret-word-window", _made_up, contexts) + _each("secret-word-window", _generated, contexts)
+    # hexadecimal keys of either case, before their secret word too
+    hexadecimal = ["{s} è la nuova password di Twilio, non condividerla.", "{s} — это новый токен для Jira",
+                   "la clave API de Sentry para dev, la buena: {s}", "token GitLab — {s}"]
+    # the values before their secret word come first: the import test's titles and headings cut the last chunk
+    # of the corpus at 200 characters, which could cut such a text between its value and its word
+    return (_each("secret-word-window", lambda: _r(HEX, 32), hexadecimal)
+            + _each("secret-word-window", lambda: _r(HEX, 64).upper(), hexadecimal)
+            + _each("secret-word-window", _made_up, contexts) + _each("secret-word-window", _generated, contexts)
             + _each("secret-word-window", lambda: _j(_r(ALNUM + "+/", 29), "=="), unpadded))
 
 
@@ -594,6 +601,12 @@ def _lookalikes() -> list[str]:
         "Het wachtwoord staat in de kluis (1Password).", "Lösenordet måste vara minst 12 tecken (ProTip: use a phrase)",
         "Nové heslo je v trezoru", "Zmieniłem hasło wczoraj (HasłoAdmina w sejfie)", "le credenziali sono in Vault",
         "the signing key is read from settings.py and the algorithms= option stays at HS256",
+        # hexadecimal beside a secret word that is a hash or a commit, or a secret word in a file name
+        "9f86d081884c7d659a2feaa0c55ad015 is the md5 of the token file",
+        "Commit 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39 rotated the token handling",
+        "sha256 E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855 is what the key file hashes to",
+        "git show 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39 -- src/token.py",
+        "git diff 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d..HEAD -- auth/token_store.py",
     ]
     return words
 

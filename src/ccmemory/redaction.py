@@ -112,6 +112,9 @@ _NON_SPACE = re.compile(r"\S{1,300}")
 _AROUND_WORD = "\"'`()[]{}<>,;:.«»“”„"
 _FINGERPRINT_LABEL = re.compile(r"(?i)(?:sha\d{1,3}|md5):$")
 _UNPADDED_BASE64 = re.compile(r"[A-Za-z0-9+/]{16,199}={1,2}")
+_PUBLIC = re.compile(r"(?i)(?<![a-z])public[ \t-]{1,2}$")
+#: After a secret word, what makes it part of a file or an identifier: ``token.py``, ``key_id``, ``secret/``.
+_NAME_GOES_ON = re.compile(r"[A-Za-z]{0,2}[._/\\-]\w")
 _HASH_WORD = re.compile(r"(?i)(?<![a-z])(?:commit|sha\d{0,3}|hash|checksum|digest|md5|fingerprint|revision)")
 #: A name made of words: parts joined by + - _ or ., each capitalised or small words (every run of small letters
 #: two or more long, a number of up to four digits after any: ``OAuth2ClientCredentialsProvider``, ``loadKeyPair256``,
@@ -683,19 +686,24 @@ def _spans_before(rule: dict[str, Any], pattern: re.Pattern[str], text: str,
     """A rule read backwards: its value is one of the ``rule["before"]`` words (runs of non-space) before a
     keyword of ``words`` that starts a word, in the keyword's sentence ("… is what the new token looks like",
     "… es la nueva contraseña"). Each word is tried whole, less the punctuation around it, with
-    ``pattern.fullmatch``; at most :data:`MAX_BEFORE_CHARS` are read back from each keyword.
+    ``pattern.fullmatch``; at most :data:`MAX_BEFORE_CHARS` are read back from each keyword. A sentence
+    that names a hash before the keyword (commit, checksum, sha256) is not read: its hexadecimal is that.
     """
     spans: list[tuple[int, int, str]] = []
     scanned = 0  # the words before an earlier keyword were read for it: each is read once (keywords in a row)
     for start, keyword_end in words:
-        if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
-            continue  # inside a word: "apikey", "my_token"
-        if text[keyword_end:keyword_end + 3].isalpha():
-            continue  # the start of a longer word: "keyboard", "tokenizer" (an ending of two letters is kept: "tokens")
+        if start and (text[start - 1].isalnum() or text[start - 1] in "_/\\.-"):
+            continue  # inside a word, a name or a path: "apikey", "my_token", "src/token.py", "ssh-key"
+        if text[keyword_end:keyword_end + 3].isalpha() or _NAME_GOES_ON.match(text, keyword_end):
+            continue  # a longer word or a name: "keyboard", "token.py", "token_store" (not "tokens": two letters)
+        if _PUBLIC.search(text, max(0, start - 8), start):
+            continue  # "ssh-ed25519 AAAAC3… public key": a public key is no secret
         floor, scanned = max(0, start - MAX_BEFORE_CHARS, scanned), start
         for stop in _SENTENCE_ENDS:
             found = text.rfind(stop, floor, start)
             floor = max(floor, found + len(stop)) if found >= 0 else floor
+        if _HASH_WORD.search(text, floor, start):
+            continue  # "… is the commit that rotated the token": a hash, named in the sentence
         for word in list(_NON_SPACE.finditer(text, floor, start))[-rule["before"]:]:
             head, tail = word.start(), word.end()
             while head < tail and text[head] in _AROUND_WORD:
