@@ -607,6 +607,11 @@ def _lookalikes() -> list[str]:
         "sha256 E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855 is what the key file hashes to",
         "git show 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39 -- src/token.py",
         "git diff 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d..HEAD -- auth/token_store.py",
+        # what prose says after a secret word of another language that is no secret
+        "paramètres du jeton : max_age=900", "la touche pour afficher le mot de passe : Ctrl+Shift+Esc",
+        "Tastenkürzel zum Anzeigen des Passworts: Cmd+Option+P", "password hashing module version: v9.8.17",
+        "сбросить пароль можно тут: https://acme-corp.io/docs/api-keys#rotation",
+        'токен читается так: `password = getpass.getpass("Password: ")`',
     ]
     return words
 

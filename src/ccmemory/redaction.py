@@ -115,6 +115,13 @@ _UNPADDED_BASE64 = re.compile(r"[A-Za-z0-9+/]{16,199}={1,2}")
 _PUBLIC = re.compile(r"(?i)(?<![a-z])public[ \t-]{1,2}$")
 #: After a secret word, what makes it part of a file or an identifier: ``token.py``, ``key_id``, ``secret/``.
 _NAME_GOES_ON = re.compile(r"[A-Za-z]{0,2}[._/\\-]\w")
+#: What prose says after a secret word that is no secret: the settings of a token (``ttl=3600&rotate=true``,
+#: ``expires_in=86400``), a version (``v9.8.17``), the keys that show a password (``Ctrl+Shift+Esc``, ``Fn+F12``),
+#: a masked one (``••••••••``). With an address without a user (a reset page) and code in backquotes
+#: (``password = getpass.getpass()``, its assignment read by the code rules), :func:`_checked` leaves these.
+_SAID_ABOUT_A_SECRET = re.compile(
+    r"[a-z][a-z0-9_]{0,40}=[^\s]{0,200}|v?\d{1,4}(?:\.\d{1,4}){1,3}|(?i:(?:ctrl|shift|alt|option|cmd|command|control"
+    r"|fn|meta|super|win)\+){1,4}[A-Za-z0-9]{1,6}|(.)\1{3,99}")
 _HASH_WORD = re.compile(r"(?i)(?<![a-z])(?:commit|sha\d{0,3}|hash|checksum|digest|md5|fingerprint|revision)")
 #: A name made of words: parts joined by + - _ or ., each capitalised or small words (every run of small letters
 #: two or more long, a number of up to four digits after any: ``OAuth2ClientCredentialsProvider``, ``loadKeyPair256``,
@@ -484,6 +491,8 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
     if check == "opaque":
         return _opaque(value)
     if check == "prose-value":
+        if _SAID_ABOUT_A_SECRET.fullmatch(value) or ("://" in value and "@" not in value) or " = " in value:
+            return False
         return _prose_value(value, expressions=True) if group == "bare" else plausible_value(value)
     if check == "machine-made":
         return _machine_made(value) and plausible_value(value)
