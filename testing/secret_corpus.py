@@ -612,6 +612,7 @@ def _lookalikes() -> list[str]:
         "Tastenkürzel zum Anzeigen des Passworts: Cmd+Option+P", "password hashing module version: v9.8.17",
         "сбросить пароль можно тут: https://acme-corp.io/docs/api-keys#rotation",
         'токен читается так: `password = getpass.getpass("Password: ")`',
+        "el ID de la clave es 7fd5a5e3-19ef-46c8-982b-4db2b9f3f067",
     ]
     return words
 

@@ -122,6 +122,8 @@ _NAME_GOES_ON = re.compile(r"[A-Za-z]{0,2}[._/\\-]\w")
 _SAID_ABOUT_A_SECRET = re.compile(
     r"[a-z][a-z0-9_]{0,40}=[^\s]{0,200}|v?\d{1,4}(?:\.\d{1,4}){1,3}|(?i:(?:ctrl|shift|alt|option|cmd|command|control"
     r"|fn|meta|super|win)\+){1,4}[A-Za-z0-9]{1,6}|(.)\1{3,99}")
+_UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+_ID_WORD = re.compile(r"(?i)(?<![a-z])id(?![a-z])")
 _HASH_WORD = re.compile(r"(?i)(?<![a-z])(?:commit|sha\d{0,3}|hash|checksum|digest|md5|fingerprint|revision)")
 #: A name made of words: parts joined by + - _ or ., each capitalised or small words (every run of small letters
 #: two or more long, a number of up to four digits after any: ``OAuth2ClientCredentialsProvider``, ``loadKeyPair256``,
@@ -493,6 +495,8 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
     if check == "prose-value":
         if _SAID_ABOUT_A_SECRET.fullmatch(value) or ("://" in value and "@" not in value) or " = " in value:
             return False
+        if _UUID.fullmatch(value) and _ID_WORD.search(text, max(0, match.start() - 12), match.start(group)):
+            return False  # "el ID de la clave es 7fd5a5e3-…", "ID ключа: …": the key's id, not the key
         return _prose_value(value, expressions=True) if group == "bare" else plausible_value(value)
     if check == "machine-made":
         return _machine_made(value) and plausible_value(value)
