@@ -164,6 +164,7 @@ class _Rules:
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.rules: list[dict[str, Any]] = data["rules"]
+        self.by_id = {rule["id"]: rule for rule in self.rules}
         self.blocks: list[dict[str, Any]] = data["blocks"]
         names = data["names"]
         self.words = set(names["words"])
@@ -194,8 +195,11 @@ class _Rules:
         return compiled
 
     def keywords(self, rule: dict[str, Any]) -> list[str]:
-        """What must occur (lower-cased) in a text for ``rule`` to run: for named rules, every secret word."""
-        return self.anchors if rule.get("anchors") == "names" else rule["keywords"]
+        """What must occur (lower-cased) in a text for ``rule`` to run: for named rules, every secret word; for a
+        rule with ``keywords_of``, the keywords of the rule it names (one list for a value read either way)."""
+        if rule.get("anchors") == "names":
+            return self.anchors
+        return self.by_id[rule["keywords_of"]]["keywords"] if "keywords_of" in rule else rule["keywords"]
 
 
 #: Characters from the most to the least frequent in code and prose, roughly: a pair of late ones is rare.
