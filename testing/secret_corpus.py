@@ -522,6 +522,14 @@ OTHER_LANGUAGE_LOOKALIKES = [
     "troque a senha em https://acme-corp.io/account/password-reset?lang=en",
     "пароль должен содержать 10 символов: A-Z, a-z, 0-9", "app.secret_key = 'replace_this_with_a_real_secret_key'",
     "const accessToken = 'your-access-token';",
+    # the secret words of bracketed_cases with no secret after them, and what prose says after a secret word
+    "Het wachtwoord staat in de kluis (1Password).", "Lösenordet måste vara minst 12 tecken (ProTip: use a phrase)",
+    "Nové heslo je v trezoru", "Zmieniłem hasło wczoraj (HasłoAdmina w sejfie)", "le credenziali sono in Vault",
+    "paramètres du jeton : max_age=900", "la touche pour afficher le mot de passe : Ctrl+Shift+Esc",
+    "Tastenkürzel zum Anzeigen des Passworts: Cmd+Option+P",
+    "сбросить пароль можно тут: https://acme-corp.io/docs/api-keys#rotation",
+    'токен читается так: `password = getpass.getpass("Password: ")`',
+    "el ID de la clave es 7fd5a5e3-19ef-46c8-982b-4db2b9f3f067",
 ]
 
 #: Tables and lists that name a secret column but hold no secret, or are no table: none may be redacted.
@@ -598,8 +606,6 @@ def _lookalikes() -> list[str]:
         "sha256~ marks an OpenShift token", "build-7f3c9a2e1b4d6f8a0c2e4b6d8f0a2c4e",
         # the secret words of bracketed_cases, with no secret after them
         "pwd /home/dev/projects/ccmemory", "the password (see the team vault) was rotated on Monday",
-        "Het wachtwoord staat in de kluis (1Password).", "Lösenordet måste vara minst 12 tecken (ProTip: use a phrase)",
-        "Nové heslo je v trezoru", "Zmieniłem hasło wczoraj (HasłoAdmina w sejfie)", "le credenziali sono in Vault",
         "the signing key is read from settings.py and the algorithms= option stays at HS256",
         # hexadecimal beside a secret word that is a hash or a commit, or a secret word in a file name
         "9f86d081884c7d659a2feaa0c55ad015 is the md5 of the token file",
@@ -607,12 +613,7 @@ def _lookalikes() -> list[str]:
         "sha256 E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855 is what the key file hashes to",
         "git show 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39 -- src/token.py",
         "git diff 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d..HEAD -- auth/token_store.py",
-        # what prose says after a secret word of another language that is no secret
-        "paramètres du jeton : max_age=900", "la touche pour afficher le mot de passe : Ctrl+Shift+Esc",
-        "Tastenkürzel zum Anzeigen des Passworts: Cmd+Option+P", "password hashing module version: v9.8.17",
-        "сбросить пароль можно тут: https://acme-corp.io/docs/api-keys#rotation",
-        'токен читается так: `password = getpass.getpass("Password: ")`',
-        "el ID de la clave es 7fd5a5e3-19ef-46c8-982b-4db2b9f3f067",
+        "password hashing module version: v9.8.17",
     ]
     return words
 
