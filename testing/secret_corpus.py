@@ -386,6 +386,78 @@ def bracketed_cases() -> list[tuple[str, str, str]]:
             + _each("secret-word-window", lambda: _j(_r(ALNUM + "+/", 29), "=="), unpadded))
 
 
+def _joined_words() -> str:
+    """A password of words joined by a symbol and a number, as people make them up (oakleaf/RIVER/77)."""
+    first, second = _RNG.sample(["oakleaf", "river", "Lantern", "sole", "Kettle", "rain", "Lale", "Kule"], 2)
+    return _j(first, _RNG.choice("/-."), second.upper() if _RNG.random() < 0.5 else second, _RNG.choice("/-."),
+              _r(DIGITS, 2))
+
+
+def _joined_other_words() -> str:
+    """The same in the letters of another language (Медведь_Зима_77, Älgen-Springer-29)."""
+    words = _RNG.choice([["Медведь", "Зима", "Берёза", "Волна"], ["Älgen", "Springer", "Ön", "Skärgård"]])
+    return _RNG.choice("_-").join([*_RNG.sample(words, 2), _r(DIGITS, 2)])
+
+
+def _luhn_digit(digits: str) -> str:
+    total = sum(d if i % 2 else (d * 2 - 9 if d > 4 else d * 2) for i, d in enumerate(map(int, reversed(digits))))
+    return str(-total % 10)
+
+
+def _card() -> str:
+    """A payment card number as printed, valid by its check digit (a made-up one of the Visa range)."""
+    body = "4" + _r(DIGITS, 14)
+    number = body + _luhn_digit(body)
+    return " ".join(number[i:i + 4] for i in range(0, 16, 4))
+
+
+def more_forms_cases() -> list[tuple[str, str, str]]:
+    """The forms of the sixth red-team pass: values in other letters, compounds, more copulas and set-to phrasings,
+    a value on the line after its label, one-time codes, Wi-Fi codes and card numbers (drawn last, so every value
+    drawn before stays as it was)."""
+    other = ["Пароль от сервера: {s}", "Lösenordet till databasen är {s}.", "пароль: {s}"]
+    joined = ["The password for the sandbox is literally {s} lol", "fyi the db password changed to {s}",
+              "Veritabanı şifresi {s}, bunu .env dosyasına ekle.", "Parola este {s}", "parolam: {s}",
+              "كلمة المرور هي {s}", "הסיסמה היא {s}", "Das Datenbankpasswort lautet {s}"]
+    generated = ["Mein Zugangstoken ist {s}, der läuft morgen ab.", "mera API token ye hai: {s} isko header me lagao",
+                 "Password:\n{s}\n\nUser: root", "$ printenv DATABASE_PASSWORD\n{s}", '$ echo "$API_TOKEN"\n{s}',
+                 "WIFI:S:CafeGuest;T:WPA;P:{s};;"]
+    base32 = "abcdefghijklmnopqrstuvwxyz234567"
+    cases = (_each("other-letters", _joined_other_words, other) + _each("joined-words", _joined_words, joined)
+             + _each("next-line", _generated, generated)
+             + _each("one-time-seed", lambda: _r(base32.upper(), 16), ["MFA_SEED={s}", "totp_seed: {s}"])
+             + _each("one-time-seed", lambda: " ".join(_r(base32, 4) for _ in range(8)),
+                     ["2FA setup key (enter manually): {s}"])
+             + _each("card-number", _card, ["pay with card {s} exp 09/27", "Karte: {s}"]))
+    for _ in range(2):  # a token's rest on the next line: wrapped by a terminal, split into literals, folded
+        rest = _generated()
+        cases.append(("split-token", f"the token is ghp_{_generated()[:20]}\n{rest}  (terminal wrapped it)", rest))
+        cases.append(("split-token", f'STRIPE_KEY = (\n    "sk_live_{_generated()[:16]}"\n    "{rest}"\n)', rest))
+        folded = _j(_r(ALNUM + "+/", 40), "==")
+        cases.append(("split-token", f"AccountKey={_r(ALNUM + '+/', 44)}\n  {folded}", folded))
+    codes = [_j(_r(LOWER + DIGITS, 5), "-", _r(DIGITS, 2), _r(LOWER, 3)) for _ in range(6)]
+    cases.append(("recovery-codes", "Your GitHub recovery codes:\n" + "\n".join(codes), codes[3]))
+    numbers = [_r(DIGITS, 8) for _ in range(4)]
+    cases.append(("recovery-codes", "backup codes: " + " ".join(numbers), numbers[2]))
+    return cases
+
+
+#: Text beside the forms of :func:`more_forms_cases` that holds no secret: none may be redacted.
+MORE_FORMS_LOOKALIKES = [
+    "  password = random_password.db.result", 'production:\n  password: <%= ENV["DATABASE_PASSWORD"] %>',
+    "  -p, --password TEXT   Password for the database (prompted if omitted)",
+    "Memory address 0x7ffd5e8c1a20, MAC 3c:22:fb:9a:1e:07", 'credentials "app.terraform.io" {',
+    "Secret access key: (shown once)", "fetch(url, { headers: { 'x-api-key': API_KEY } });",
+    '$cred = New-Object PSCredential("ACME\\svc", $secure)', "backup codes: none generated yet",
+    "key: this will work fine", "şifre sıfırlama bağlantısı gönderildi", "şifreniz en az 8 karakter olmalı",
+    "הסיסמה שגויה", "كلمة المرور غير صحيحة", "token hai nahi abhi", "Пароль: неверный", "Das Passwort ist falsch",
+    "Token:\n----", "Password:\nchange it on first login", "the password was changed to expire in 30 days",
+    "order 4000 1234 5678 9011 shipped", "call 0800 123 4567 for support", "ISBN 978-3-16-148410-0",
+    "client = OpenAI(api_key=api_key)", "STRIPE_SECRET_KEY=sk_test_...\nSTRIPE_WEBHOOK_SECRET=whsec_...",
+    "OPENAI_API_KEY=sk-...Wx3Q", "password = dbPassword", "zeros: " + "A" * 300,
+]
+
+
 def table_cases() -> list[tuple[str, str, str]]:
     """Secrets in a table whose header names their column: CSV, TSV, Markdown, psql output, SQL INSERT."""
     tables = [
@@ -635,7 +707,9 @@ WINDOW = window_cases()
 LOOKALIKES = _lookalikes()
 #: Secrets in brackets after their secret word, and the secret words of more languages, part of SECRETS.
 BRACKETED = bracketed_cases()
-SECRETS = _EARLIER + ISSUE19 + REDTEAM + CODE + PROSE + TABLES + VENDOR_PREFIXES + WINDOW + BRACKETED
+#: Values in other letters, compounds, values on the next line, one-time codes and card numbers, part of SECRETS.
+MORE_FORMS = more_forms_cases()
+SECRETS = _EARLIER + ISSUE19 + REDTEAM + CODE + PROSE + TABLES + VENDOR_PREFIXES + WINDOW + BRACKETED + MORE_FORMS
 FORMATS = sorted({fmt for fmt, _, _ in SECRETS})
 
 

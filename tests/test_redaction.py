@@ -44,6 +44,18 @@ def test_named_and_command_forms(text: str, expected: str) -> None:
     assert redaction.redact(text) == expected
 
 
+@pytest.mark.parametrize("text,expected", [
+    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCY9z\nAWS_REGION=us-east-1",
+     "AWS_SECRET_ACCESS_KEY=[REDACTED]\nAWS_REGION=us-east-1"),
+    ("DB_PASSWORD=hunter2hunter2\nThenIRanTheTests", "DB_PASSWORD=[REDACTED]\nThenIRanTheTests"),
+    ("password=Xk9fluss22Qa\n    DefaultRegion2Name more", "password=[REDACTED]\n    DefaultRegion2Name more"),
+    ('token = "ghp_SPRwxdYrxKwHkqYPdkjTIbU3V4HC0f3872NB"\nname = "x"', 'token = "[REDACTED]"\nname = "x"'),
+])
+def test_the_line_after_a_secret_stays_unless_it_is_the_secrets_rest(text: str, expected: str) -> None:
+    """A redacted token goes on over the next line only when that line reads as the rest of a random token."""
+    assert redaction.redact(text) == expected
+
+
 def test_long_value_is_redacted_whole() -> None:
     value = "Q" * 5000
     assert redaction.redact(f"API_TOKEN={value} tail") == "API_TOKEN=[REDACTED] tail"

@@ -84,15 +84,26 @@ _PLACEHOLDER = re.compile(
     r"|\$(?:[A-Za-z_]{1,100}|[A-Z_][A-Z0-9_]{0,100})"  # $DB_PASSWORD, $password: a shell or PHP variable
     r"|\$\{[^{}\n]{1,200}\}?|\$\{\{.{0,300}|\$\(.{0,1000}"  # ${X}, ${{ secrets.X }}, $(command)
     r"|%[A-Za-z_][A-Za-z0-9_]{0,100}%|%\(?[A-Za-z_]{0,40}\)?[sdrfix]"  # %X% (Windows), %s / %(name)s
-    r"|<[A-Za-z0-9_ .:/\-]{1,100}>?|\{\{.{0,1000}|\{[A-Za-z_][A-Za-z0-9_.]{0,100}\}"  # <token>, <insert key>, {{ x }}, {name}
+    r"|<[\w .:/\-]{1,100}>?|\{\{.{0,1000}|\{[A-Za-z_][A-Za-z0-9_.]{0,100}\}"  # <token>, <insert key>, {{ x }}, {name}
+    r"|<%.{0,1000}|%=?"  # <%= ENV["DB_PASSWORD"] %>: an ERB template (and its "%=" when read from inside the tag)
     r"|(?i:(?:your|insert|enter|replace)[_\-][a-z0-9_\-]{1,100}|[a-z0-9_\-]{1,100}[_\-]here)"  # YOUR_API_KEY_HERE
     r"|//.{0,1000}|[A-Za-z0-9]-[A-Za-z0-9]"  # the rest of an address after its "https:"; a range of characters (A-Z)
     r"|[&*][a-z_][a-z0-9_\-]{0,100}"  # a YAML anchor or alias alone (password: &default_password, *dbpw)
     r"|\((?:sensitive|protected|hidden|redacted|masked|secret)(?:[ \t]value)?\)?"  # (sensitive value): terraform's mask
+    r"|\([A-Za-z]{1,40}"  # the first word of a remark in brackets: "Secret access key: (shown once)"
+    r"|[A-Za-z0-9_\-]{0,20}(?:\.{3}|…)[A-Za-z0-9]{0,6}"  # a key elided or masked to its ends: sk_test_..., sk-...Wx3Q
 )
 _CALL = re.compile(r"(?:\[\])?[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:(?:\.|::)[A-Za-z_$][A-Za-z0-9_$]{0,100}){0,10}[(\[].{0,1000}")
 _DOTTED = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:\.[A-Za-z_$][A-Za-z0-9_$]{0,100}){1,10}")
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9]{0,100}_[A-Z0-9_]{1,100}")
+#: A variable named in snake or camel case (``api_key``, ``dbPassword``; not ``Password1``, a password of one word).
+_VARIABLE = re.compile(r"[a-z][a-z0-9]{0,40}(?:_[a-z0-9]{1,40}){1,8}|[a-z][a-z0-9]{0,40}(?:[A-Z][a-z0-9]{1,40}){1,8}")
+#: A PowerShell command by its approved verb (``$cred = New-Object …``, ``$pw = Read-Host -AsSecureString``).
+_CMDLET = re.compile(r"(?:Get|Set|New|Read|ConvertTo|ConvertFrom|Import|Export|Invoke|Add|Remove|Select|Out|Write|Join"
+                     r"|Split|Test|Start|Resolve|Find|Copy|Format)-[A-Z][A-Za-z]{1,60}")
+#: A reference to a resource's attribute: a type named in snake case, then a name and an attribute or more
+#: (``random_password.db.result``, ``aws_db_instance.main.password``); a password of words has no ``_`` in its first.
+_RESOURCE_REFERENCE = re.compile(r"[a-z][a-z0-9]{0,40}_[a-z0-9_]{1,80}(?:\.[a-z_][a-z0-9_\-]{0,80}){2,8}")
 _PATH = re.compile(
     r"(?:~|\.{1,2}|[A-Za-z]:)?[/\\][A-Za-z0-9_.\-/\\]{0,300}"
     r"|[A-Za-z0-9_.\-/\\]{0,300}\.(?:pem|key|crt|cer|csr|p12|pfx|jks|keystore|json|ya?ml|txt|env|gpg|asc|ppk|pub"
@@ -112,6 +123,12 @@ _NON_SPACE = re.compile(r"\S{1,300}")
 _AROUND_WORD = "\"'`()[]{}<>,;:.«»“”„"
 _FINGERPRINT_LABEL = re.compile(r"(?i)(?:sha\d{1,3}|md5):$")
 _UNPADDED_BASE64 = re.compile(r"[A-Za-z0-9+/]{16,199}={1,2}")
+#: The rest of a token on the next line (:func:`_continued`): after the value's closing quote, if any, the next
+#: line's indentation, its opening quote, the rest, its closing quote.
+_CONTINUATION = re.compile(r"""["']?[ \t]{0,8}\r?\n(?P<indent>[ \t]{0,40})(?P<open>["']?)(?P<rest>[A-Za-z0-9+/_\-]{8,500}={0,2})"""
+                           r"""(?P<close>["']?)(?=[\s,;)\]}]|$)""")
+#: Most lines a wrapped or split token is followed over.
+MAX_CONTINUED_LINES = 8
 _PUBLIC = re.compile(r"(?i)(?<![a-z])public[ \t-]{1,2}$")
 #: After a secret word, what makes it part of a file or an identifier: ``token.py``, ``key_id``, ``secret/``.
 _NAME_GOES_ON = re.compile(r"[A-Za-z]{0,2}[._/\\-]\w")
@@ -353,10 +370,14 @@ def plausible_value(value: str, *, expressions: bool = False) -> bool:
 
 
 def _is_code(value: str) -> bool:
-    if _CALL.fullmatch(value):
+    if _CALL.fullmatch(value) or _CMDLET.fullmatch(value):
         return True
+    if (_CONSTANT.fullmatch(value) or _VARIABLE.fullmatch(value)) and is_secret_name(value):
+        return True  # 'x-api-key': API_KEY, OpenAI(api_key=api_key): the constant or variable that holds it
     if not _DOTTED.fullmatch(value):
         return False
+    if _RESOURCE_REFERENCE.fullmatch(value):  # random_password.db.result: Terraform's type.name.attribute
+        return True
     parts = value.split(".")
     head = parts[0].lstrip("$_")
     # A one-letter object is code in lower case only (e.target): E.FIQdTt1ehH4 is a password.
@@ -454,9 +475,9 @@ def _snowflake(part: str) -> bool:
     return decoded.isdigit() and 17 <= len(decoded) <= 20
 
 
-def _random_token(body: str) -> bool:
-    """A random base62 body: upper- and lower-case letters each at least a fifth of it, a digit, and less than
-    half of it in camelCase words of three letters or more.
+def _random_token(body: str, *, needs_digit: bool = True) -> bool:
+    """A random base62 body: upper- and lower-case letters each at least a fifth of it, a digit (unless not
+    ``needs_digit``), and less than half of it in camelCase words of three letters or more.
 
     A camelCase identifier is made of such words (``ThisIsALongName2WithNumbers``); in a random body, where
     two letters in five are upper-case, a run of three lower-case letters is rare.
@@ -464,9 +485,17 @@ def _random_token(body: str) -> bool:
     floor = len(body) // 5
     upper = sum(c.isupper() for c in body)
     digits = sum(c.isdigit() for c in body)
-    if upper < floor or len(body) - upper - digits < floor or not digits:
+    if upper < floor or len(body) - upper - digits < floor or (needs_digit and not digits):
         return False
     return sum(len(word) for word in _CAMEL_WORD.findall(body)) * 2 < len(body)
+
+
+def _luhn(value: str) -> bool:
+    """Whether the digits of ``value`` end in the Luhn check digit every payment card number has (one grouped number
+    in ten passes by chance: the rule asks a network's first digits and the printed grouping too)."""
+    digits = [int(c) for c in reversed(value) if c.isdigit()]
+    total = sum(d if i % 2 == 0 else (d * 2 - 9 if d > 4 else d * 2) for i, d in enumerate(digits))
+    return total % 10 == 0
 
 
 def _accessor(name: str) -> bool:
@@ -486,7 +515,7 @@ def _secret_group(match: re.Match[str]) -> str | int:
 #: of a named rule: the name is a secret name and the value plausible.
 CHECKS = frozenset({"value", "opaque", "prose-value", "machine-made", "machine-made-expression", "base64-private-key",
                     "basic-credential", "random-token", "discord-snowflake", "name-call", "name", "name-table",
-                    "name-prose", "name-machine", "name-machine-literal", "strong-value"})
+                    "name-prose", "name-machine", "name-machine-literal", "strong-value", "card-number"})
 
 
 def _checked(check: str | None, match: re.Match[str], group: str | int, value: str, text: str) -> bool:
@@ -518,6 +547,8 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
                 and not _HASH_WORD.search(text, match.start(), start))
     if check == "discord-snowflake":
         return _snowflake(match.group("id"))
+    if check == "card-number":
+        return _luhn(value)
     if check == "name-call" and _accessor(match.group("name")):
         return False
     if not is_secret_name(text[match.start("name"):match.end("name")]):
@@ -1065,6 +1096,8 @@ def find_secrets(text: str) -> list[tuple[int, int, str]]:
             for layer in reversed(layers):
                 start, end = layer.start_of(start), layer.end_of(end)
             spans.append((start, end, replacement))
+    spans = [(start, _continued(text, start, end) if replacement == REDACTED else end, replacement)
+             for start, end, replacement in spans]
     spans.sort()
     merged: list[tuple[int, int, str]] = []
     for start, end, replacement in spans:
@@ -1075,6 +1108,31 @@ def find_secrets(text: str) -> list[tuple[int, int, str]]:
             continue
         merged.append((start, end, replacement))
     return merged
+
+
+def _continued(text: str, start: int, end: int) -> int:
+    """Where a redacted token really ends when the text goes on with the rest of it on the next lines: a terminal
+    wrapped it (the next line starts with the rest), a program folded it (the rest is an indented line of its own)
+    or a program split it into string literals that the language joins (``"sk_live_…"`` then ``"…"`` on the next
+    line). The rest must read as random (:func:`_random_token`; 16 characters or more need no digit): a word, a
+    name or ``KEY=value`` does not."""
+    if end - start < 8 or any(c.isspace() for c in text[start:end]):
+        return end
+    for _ in range(MAX_CONTINUED_LINES):
+        found = _CONTINUATION.match(text, end)
+        if found is None or bool(found.group("open")) != bool(found.group("close")):
+            return end
+        if found.group("close") and found.group("close") != text[end:end + 1]:
+            return end  # a literal continues a quoted value only: "…"\n"…"
+        line_end = text.find("\n", found.end())
+        alone = not text[found.end():len(text) if line_end < 0 else line_end].strip(" \t\r,;)")
+        if not found.group("close") and found.group("indent") and not alone:
+            return end  # an indented line continues a folded value only when the rest is the whole line
+        body = found.group("rest").rstrip("=").replace("+", "").replace("/", "").replace("_", "").replace("-", "")
+        if not _random_token(body, needs_digit=len(body) < 16):  # a long rest of random letters may hold no digit
+            return end
+        end = found.end("rest")
+    return end
 
 
 def redact_secrets(text: str) -> str:

@@ -33,8 +33,8 @@ from ccmemory import redaction
 from testing.hooks import (
     assert_quiet_success, common, HOOK_PYTHON, memories_of, run_hook, tool_call, write_config, write_transcript,
 )
-from testing.secret_corpus import (chunks, CODE, CODE_LOOKALIKES, ISSUE19, OTHER_LANGUAGE_LOOKALIKES, PROSE, REDTEAM,
-                                   SPACE_VALUE_LOOKALIKES, TABLE_LOOKALIKES, TABLES)
+from testing.secret_corpus import (chunks, CODE, CODE_LOOKALIKES, ISSUE19, MORE_FORMS_LOOKALIKES, OTHER_LANGUAGE_LOOKALIKES,
+                                   PROSE, REDTEAM, SPACE_VALUE_LOOKALIKES, TABLE_LOOKALIKES, TABLES)
 
 _RNG = random.Random(1919)
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -247,6 +247,7 @@ def test_every_secret_name_is_redacted_on_its_own(name: str) -> None:
     *TABLE_LOOKALIKES,
     *CODE_LOOKALIKES,
     *SPACE_VALUE_LOOKALIKES,
+    *MORE_FORMS_LOOKALIKES,
 ])
 def test_non_secrets_survive(text: str) -> None:
     assert redaction.redact(text) == text
