@@ -439,6 +439,18 @@ def more_forms_cases() -> list[tuple[str, str, str]]:
     cases.append(("recovery-codes", "Your GitHub recovery codes:\n" + "\n".join(codes), codes[3]))
     numbers = [_r(DIGITS, 8) for _ in range(4)]
     cases.append(("recovery-codes", "backup codes: " + " ".join(numbers), numbers[2]))
+    # a second round: more languages' word orders, a card number unspaced after a card word, vault login, and a
+    # Hardhat network's private key
+    said = ["Le mot de passe de l'admin c'est {s}, tu peux te connecter", "зайди на сервер под root, пароль {s}",
+            "सर्वर का पासवर्ड है {s}, कृपया लॉग चेक करो", "รหัสผ่านของเซิร์ฟเวอร์คือ {s} กรุณาตรวจสอบ",
+            "رمز عبور سرور {s} است، لطفاً"]
+    cases += _each("joined-words", _joined_words, said)
+    cases += _each("other-letters", lambda: _RNG.choice(["سلام", "نور", "قمر"]) + "٢٠٢٤" + _RNG.choice(["نور", "بحر"]),
+                   ["كلمة السر للراوتر: {s}"])
+    cases += _each("card-number", lambda: _card().replace(" ", ""),
+                   ["Mi tarjeta es {s}, vence 03/28", '{{"object": "card", "number": "{s}", "exp_month": 11}}'])
+    cases += _each("vault-login", lambda: _j("s.", _r(ALNUM, 20), _r(DIGITS, 2), _r(ALNUM, 2)), [": 1717171717:0;vault login {s}"])
+    cases += _each("ethereum-key", lambda: _r(HEX, 64), ['      accounts: ["0x{s}"],'])
     return cases
 
 
@@ -455,6 +467,9 @@ MORE_FORMS_LOOKALIKES = [
     "order 4000 1234 5678 9011 shipped", "call 0800 123 4567 for support", "ISBN 978-3-16-148410-0",
     "client = OpenAI(api_key=api_key)", "STRIPE_SECRET_KEY=sk_test_...\nSTRIPE_WEBHOOK_SECRET=whsec_...",
     "OPENAI_API_KEY=sk-...Wx3Q", "password = dbPassword", "zeros: " + "A" * 300,
+    "पासवर्ड है नहीं", "पासवर्ड भूल गए?", "пароль 8 символов минимум", "пароль от 8 символов", "رمز عبور را فراموش کردم",
+    "รหัสผ่านคือสิ่งสำคัญ", "la carte 4 fois", "order card 1234567890123", "Mot de passe : c'est quoi ?",
+    "vault login -method=oidc", "accounts: []", " -u, --user <user:password> Server user and password",
 ]
 
 

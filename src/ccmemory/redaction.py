@@ -362,6 +362,8 @@ def plausible_value(value: str, *, expressions: bool = False) -> bool:
     one (``self.password``, ``config.db.password``), not ``correct.horse.battery.staple``.
     """
     value = value.strip()
+    if value[-1:] in _OPENING and _OPENING[value[-1]] not in value:  # "<user:password>": the bracket is the text's
+        value = value[:-1]
     if len(value) < 3 or value.lower() in rules().not_secret or _PLACEHOLDER.fullmatch(value):
         return False
     if value.count("*") >= 4 and value.count("*") * 2 >= len(value):  # gho_****…abcd: already masked
@@ -401,7 +403,16 @@ def _mixed_letters(value: str) -> bool:
 def _prose_value(value: str, *, expressions: bool = False) -> bool:
     """A credential after a secret word in prose: not a plain word ("the token is invalid"); with ``expressions``
     not code or a path either (``config.api_key``)."""
-    return plausible_value(value, expressions=expressions) and (not value.isalpha() or _mixed_letters(value))
+    return plausible_value(value, expressions=expressions) and (not _word(value) or _mixed_letters(value))
+
+
+def _word(value: str) -> bool:
+    """Letters only, the marks that scripts such as Devanagari write on them included (``नहीं``)."""
+    if value.isalpha() or value.isascii():
+        return value.isalpha()
+    import unicodedata
+
+    return bool(value) and value[0].isalpha() and all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in value)
 
 
 def _machine_made(value: str) -> bool:
