@@ -470,6 +470,8 @@ MORE_FORMS_LOOKALIKES = [
     "पासवर्ड है नहीं", "पासवर्ड भूल गए?", "пароль 8 символов минимум", "пароль от 8 символов", "رمز عبور را فراموش کردم",
     "รหัสผ่านคือสิ่งสำคัญ", "la carte 4 fois", "order card 1234567890123", "Mot de passe : c'est quoi ?",
     "vault login -method=oidc", "accounts: []", " -u, --user <user:password> Server user and password",
+    "GITHUB_TOKEN=op://Engineering/GitHub CI/token", "password: !ENV ${SMTP_PASSWORD}", "Password: •••••••••• (hidden)",
+    "password: !vault |",
 ]
 
 

@@ -92,6 +92,9 @@ _PLACEHOLDER = re.compile(
     r"|\((?:sensitive|protected|hidden|redacted|masked|secret)(?:[ \t]value)?\)?"  # (sensitive value): terraform's mask
     r"|\([A-Za-z]{1,40}"  # the first word of a remark in brackets: "Secret access key: (shown once)"
     r"|[A-Za-z0-9_\-]{0,20}(?:\.{3}|…)[A-Za-z0-9]{0,6}"  # a key elided or masked to its ends: sk_test_..., sk-...Wx3Q
+    r"|[•●]{3,100}(?:[ \t]{1,4}\([A-Za-z ]{1,40}\))?"  # a mask of bullets: •••••••• (hidden)
+    r"|![A-Za-z]{1,40}(?:[ \t]{1,4}[|>][-+]?)?"  # a YAML tag that reads the value elsewhere: !ENV ${X}, !vault |
+    r"|(?:op|vault|secretsmanager|ssm|gcpsm|azkv|doppler|infisical)://.{1,300}"  # a secret manager's reference
 )
 _CALL = re.compile(r"(?:\[\])?[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:(?:\.|::)[A-Za-z_$][A-Za-z0-9_$]{0,100}){0,10}[(\[].{0,1000}")
 _DOTTED = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:\.[A-Za-z_$][A-Za-z0-9_$]{0,100}){1,10}")
