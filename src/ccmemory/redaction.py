@@ -411,8 +411,10 @@ def _prose_value(value: str, *, expressions: bool = False) -> bool:
 
 def _word(value: str) -> bool:
     """Letters only, the marks that scripts such as Devanagari write on them included (``नहीं``)."""
-    if value.isalpha() or value.isascii():
-        return value.isalpha()
+    if value.isalpha():
+        return True
+    if value.isascii():
+        return False
     import unicodedata
 
     return bool(value) and value[0].isalpha() and all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in value)
@@ -451,7 +453,7 @@ def _random_base64(value: str) -> bool:
     """Base64 of random bytes whose length base64 never has (a key cut or mistyped when pasted): 16 characters
     or more of its alphabet, random as :func:`_random_token` reads them, then one or two ``=``. A closing
     ``=`` of another length is an assignment's (``algorithms=``)."""
-    return bool(_UNPADDED_BASE64.fullmatch(value)) and _random_token(value.rstrip("=").replace("+", "").replace("/", ""))
+    return bool(_UNPADDED_BASE64.fullmatch(value)) and _random_token(_alphanumerics(value))
 
 
 def _base64_private_key(value: str) -> bool:
@@ -487,6 +489,11 @@ def _snowflake(part: str) -> bool:
     except (binascii.Error, ValueError):
         return False
     return decoded.isdigit() and 17 <= len(decoded) <= 20
+
+
+def _alphanumerics(value: str) -> str:
+    """The letters and digits of a token in base64 or its URL-safe alphabet, what :func:`_random_token` reads."""
+    return "".join(c for c in value if c.isalnum())
 
 
 def _random_token(body: str, *, needs_digit: bool = True) -> bool:
@@ -1142,7 +1149,7 @@ def _continued(text: str, start: int, end: int) -> int:
         alone = not text[found.end():len(text) if line_end < 0 else line_end].strip(" \t\r,;)")
         if not found.group("close") and found.group("indent") and not alone:
             return end  # an indented line continues a folded value only when the rest is the whole line
-        body = found.group("rest").rstrip("=").replace("+", "").replace("/", "").replace("_", "").replace("-", "")
+        body = _alphanumerics(found.group("rest"))
         if not _random_token(body, needs_digit=len(body) < 16):  # a long rest of random letters may hold no digit
             return end
         end = found.end("rest")
