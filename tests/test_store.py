@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import stat
+import subprocess
 import sys
 
 import pytest
@@ -492,3 +493,41 @@ def test_an_id_that_is_not_ascii_is_not_found_not_an_error(db, project_dir):
             memories.get(db, odd, project_id=project)
     assert memories.get_many(db, ["\ud800abcdefgh"], project_id=project)[1] == ["\ud800abcdefgh"]
 
+
+
+_SCHEMA_CHURN = """
+import sqlite3, sys, time
+connection = sqlite3.connect(sys.argv[1], timeout=10, isolation_level=None)
+print("ready", flush=True)
+for burst in range(150):
+    connection.execute("CREATE TABLE churn(x)")  # two schema changes close together, as a vector table's
+    connection.execute("DROP TABLE churn")       # first creation and an index's rebuild make
+    time.sleep(0.002)
+"""
+
+
+@pytest.mark.parametrize("vectors", [False, True], ids=["sqlite3", "apsw"])
+def test_a_search_beside_another_process_changing_the_schema_still_answers(tmp_path, project_dir, vectors):
+    """SQLite prepares a statement again once after a schema change; the FTS5 table's constructor fails when a second
+    lands in between (a command run just after an import met it, while the embedder created its vector table)."""
+    path = tmp_path / "store" / "ccmemory.db"
+    store = database.connect(path, vectors=vectors)
+    try:
+        memories.add(store, project_id=projects.project_id(store, project_dir), content="We release with make release")
+    finally:
+        store.close()
+    churn = subprocess.Popen([sys.executable, "-c", _SCHEMA_CHURN, str(path)], stdout=subprocess.PIPE, text=True)
+    assert churn.stdout is not None and churn.stdout.readline() == "ready\n"
+    answers = 0
+    try:
+        while churn.poll() is None:
+            reader = database.connect(path, vectors=vectors, migrate=False)
+            try:
+                assert reader.binding == ("apsw" if vectors else "sqlite3")
+                assert reader.rows("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'release'")
+            finally:
+                reader.close()
+            answers += 1
+    finally:
+        churn.kill()
+    assert churn.wait() == 0 and answers > 0

@@ -21,6 +21,12 @@ microseconds: a job writing many batches back to back (a consolidation pass) kep
 until it ended, and a capture that waits past its budget is lost. So a writer that finds the lock taken says
 it waits (a file in ``<db>-waiting/`` while it waits, :data:`WAITING_SUFFIX`), and such a job calls
 :meth:`Database.give_way` between its batches: it takes the lock again only once no one waits.
+
+Another process may change the schema while this one prepares a statement: the background embedder creates a
+vector table the first time it indexes a store. SQLite reads the new schema and prepares again only once; a
+statement naming a virtual table (the FTS5 index) fails with SQLITE_SCHEMA when a second change lands in
+between, which a command started beside an import met. A statement that failed so ran nothing, so
+:class:`Database` prepares it again (:func:`_while_schema_changes`).
 """
 
 from __future__ import annotations
@@ -55,6 +61,9 @@ GIVE_WAY_SECONDS = 2.0
 #: A waiting writer gives up after its busy timeout, tried ``_BUSY_RETRIES`` times: a marker older than this
 #: belongs to a process that is gone (or to a pid used again since), and is not waited for.
 _WAITING_STALE_SECONDS = BUSY_TIMEOUT_MS / 1000 * _BUSY_RETRIES + 10
+#: How long a statement whose preparation meets other processes' schema changes is tried again (see the module
+#: docstring): a store's few changes end within milliseconds.
+_SCHEMA_RETRY_SECONDS = 2.0
 
 
 class Database:
@@ -70,10 +79,13 @@ class Database:
 
     def execute(self, sql: str, params: Params = ()) -> Any:
         """Run one statement and return the binding's cursor."""
-        return self.conn.execute(sql, params)
+        return _while_schema_changes(lambda: self.conn.execute(sql, params))
 
     def rows(self, sql: str, params: Params = ()) -> list[dict[str, Any]]:
         """Run a query and return its rows as dicts keyed by column name."""
+        return _while_schema_changes(lambda: self._rows(sql, params))
+
+    def _rows(self, sql: str, params: Params) -> list[dict[str, Any]]:
         cursor = self.conn.execute(sql, params)
         try:
             names = [d[0] for d in cursor.description]
@@ -88,7 +100,7 @@ class Database:
 
     def scalar(self, sql: str, params: Params = ()) -> Any:
         """The first column of the first row, or None."""
-        row = self.conn.execute(sql, params).fetchone()
+        row = _while_schema_changes(lambda: self.conn.execute(sql, params).fetchone())
         return row[0] if row else None
 
     def changes(self) -> int:
@@ -242,6 +254,27 @@ def unavailable(exc: BaseException) -> bool:
 def _is_busy(exc: BaseException) -> bool:
     text = f"{type(exc).__name__} {exc}".lower()
     return "busy" in text or "locked" in text
+
+
+def _schema_changed(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLITE_SCHEMA: the schema changed while the statement was prepared."""
+    if type(exc).__module__ == "apsw":
+        return type(exc).__name__ == "SchemaChangeError"
+    return getattr(exc, "sqlite_errorcode", None) == getattr(sqlite3, "SQLITE_SCHEMA", 17)
+
+
+def _while_schema_changes(action: Callable[[], Any]) -> Any:
+    """``action()``, tried again while another process's schema change makes its statement fail to prepare."""
+    deadline = time.monotonic() + _SCHEMA_RETRY_SECONDS
+    pause = 0.001
+    while True:
+        try:
+            return action()
+        except Exception as exc:
+            if not _schema_changed(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.004)
 
 
 def _while_busy(action: Callable[[], Any], attempts: int, pause: float) -> Any:
