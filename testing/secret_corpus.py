@@ -451,6 +451,16 @@ def more_forms_cases() -> list[tuple[str, str, str]]:
                    ["Mi tarjeta es {s}, vence 03/28", '{{"object": "card", "number": "{s}", "exp_month": 11}}'])
     cases += _each("vault-login", lambda: _j("s.", _r(ALNUM, 20), _r(DIGITS, 2), _r(ALNUM, 2)), [": 1717171717:0;vault login {s}"])
     cases += _each("ethereum-key", lambda: _r(HEX, 64), ['      accounts: ["0x{s}"],'])
+    # a third round (the ninth blind set): a quoted curl password, a database login's positional password as PHP's
+    # stack trace and code give it, a key under a field called only "key", a define() aligned in columns
+    cases += _each("quoted-user-password", _generated, ["curl -su deploy:'{s}' https://ci.example.org/api/json"])
+    cases += _each("login-arguments", _generated, [
+        "#0 /srv/app/src/Db.php(31): PDO->__construct('pgsql:host=db;...', 'app', '{s}')",
+        "$link = new mysqli('localhost', 'wp', '{s}', 'wordpress');",
+        'Connection c = DriverManager.getConnection(jdbcUrl, "sa", "{s}");'])
+    cases += _each("key-random-base64", lambda: _j(_r(ALNUM + "+/", 43), "="), [
+        '"Jwt": {{\n    "Issuer": "https://auth.example.org",\n    "Key": "{s}"\n  }}', 'encrypt = "{s}"'])
+    cases += _each("define-aligned", lambda: _j(_generated(), "{[&%"), ["define( 'LOGGED_IN_SALT',     '{s}' );"])
     return cases
 
 
@@ -472,6 +482,21 @@ MORE_FORMS_LOOKALIKES = [
     "vault login -method=oidc", "accounts: []", " -u, --user <user:password> Server user and password",
     "GITHUB_TOKEN=op://Engineering/GitHub CI/token", "password: !ENV ${SMTP_PASSWORD}", "Password: •••••••••• (hidden)",
     "password: !vault |",
+    # the ninth blind set's look-alikes: test reports, package versions, calls and cmdlets that read a secret, names
+    # of secrets, masks, a fetch option, a certificate's key identifier, a key that is a hash
+    "--- PASS: TestRefreshAccessToken (0.01s)", "    --- PASS: TestHashPassword/bcrypt (0.30s)",
+    'jsonwebtoken: "npm:^9.0.2"', '"passport-jwt-token": "~4.0.1"',
+    'let password = rpassword::prompt_password("Vault password: ")?;',
+    "$env:DB_PASSWORD = (Get-Secret -Name ProdDb -AsPlainText)",
+    "WARNING! Using --password via the CLI is insecure. Use --password-stdin.", '<add key="SmtpPassword" value="" />',
+    "We hash passwords with scrypt (N=32768, r=8, p=1) before storing them.",
+    'fetch("/api/session", { method: "POST", credentials: "same-origin" })', 'token_env = "GITHUB_TOKEN"',
+    "X509v3 Subject Key Identifier:\n    5C:9A:0B:11:7E:42:D3:AA:19:6C:F0:2E:88:41:B7:03:6D:25:EE:90",
+    'password: "[FILTERED]"', "GITHUB_TOKEN=ghp_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX", "STRIPE_KEY=sk_live_xxxxxxxxxxxxxxxx",
+    "services:\n  api:\n    secrets:\n      - api_token\n      - registry-credentials\nsecrets:\n  api_token:\n"
+    "    file: ./secrets/api_token.txt\n  registry-credentials:\n    external: true",
+    "kind: Secret\nstringData:\n  password: {{ .Values.db.password | quote }}",
+    '"key": "8f14e45fceea167a5a36dedd4bea2543"', '"key": "AAAAC3NzaC1lZDI1NTE5AAAAIBv1nqK0c9hTgQ4yWf2sX7mD3rLp8eZa"',
 ]
 
 

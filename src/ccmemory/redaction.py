@@ -80,7 +80,7 @@ MIN_BASE64 = 24
 
 _WORD_SPLIT = re.compile(r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])")
 _PLACEHOLDER = re.compile(
-    r"\d{1,3}|\[REDACTED.{0,40}|\[private: .{0,80}|\*{1,100}|[xX]{3,100}|\.{3}|…|-{1,100}"
+    r"\d{1,3}|\[REDACTED.{0,40}|\[[A-Z][A-Z _\-]{2,30}\]|\[private: .{0,80}|\*{1,100}|[xX]{3,100}|\.{3}|…|-{1,100}"
     r"|\$(?:[A-Za-z_]{1,100}|[A-Z_][A-Z0-9_]{0,100})"  # $DB_PASSWORD, $password: a shell or PHP variable
     r"|\$\{[^{}\n]{1,200}\}?|\$\{\{.{0,300}|\$\(.{0,1000}"  # ${X}, ${{ secrets.X }}, $(command)
     r"|%[A-Za-z_][A-Za-z0-9_]{0,100}%|%\(?[A-Za-z_]{0,40}\)?[sdrfix]"  # %X% (Windows), %s / %(name)s
@@ -95,7 +95,15 @@ _PLACEHOLDER = re.compile(
     r"|[•●]{3,100}(?:[ \t]{1,4}\([A-Za-z ]{1,40}\))?"  # a mask of bullets: •••••••• (hidden)
     r"|![A-Za-z]{1,40}(?:[ \t]{1,4}[|>][-+]?)?"  # a YAML tag that reads the value elsewhere: !ENV ${X}, !vault |
     r"|(?:op|vault|secretsmanager|ssm|gcpsm|azkv|doppler|infisical)://.{1,300}"  # a secret manager's reference
+    # a package's version or range, as lockfiles and manifests give it (jsonwebtoken: "npm:^9.0.0")
+    r"|(?:npm:|workspace:|patch:)?(?:[\^~]|[<>]=?|=)?v?\d{1,6}(?:\.(?:\d{1,6}|[xX*])){1,3}(?:-[0-9A-Za-z.\-]{1,40})?"
 )
+#: A YAML list item or key that is a name: snake or camel case or words joined by hyphens (``- db_password``,
+#: ``registry-credentials:``), not a password of letters and digits (``- hunter2``).
+_NAME_LINE = re.compile(r"(?P<item>-[ \t]{1,8})?(?:[a-z][a-z0-9]{0,40}(?:[_\-][a-z0-9]{1,40}){1,8}"
+                        r"|[a-z][a-z0-9]{0,40}(?:[A-Z][a-z0-9]{1,40}){1,8}|[a-z]{1,40})(?(item)|:)")
+#: A key shown with its body masked (``ghp_XXXX…``, ``sk_live_xxxx…``, ``AKIAXXXX…``): a template's, not a key.
+_MASKED = re.compile(r"[A-Za-z0-9_\-]{0,16}?(?:[xX]{8,300}|\*{4,300})")
 _CALL = re.compile(r"(?:\[\])?[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:(?:\.|::)[A-Za-z_$][A-Za-z0-9_$]{0,100}){0,10}[(\[].{0,1000}")
 _DOTTED = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:\.[A-Za-z_$][A-Za-z0-9_$]{0,100}){1,10}")
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9]{0,100}_[A-Z0-9_]{1,100}")
@@ -369,13 +377,16 @@ def plausible_value(value: str, *, expressions: bool = False) -> bool:
         value = value[:-1]
     if len(value) < 3 or value.lower() in rules().not_secret or _PLACEHOLDER.fullmatch(value):
         return False
+    if _CONSTANT.fullmatch(value) and is_secret_name(value):  # "SEGMENT_WRITE_KEY": the variable holding it
+        return False
     if value.count("*") >= 4 and value.count("*") * 2 >= len(value):  # gho_****…abcd: already masked
         return False
     return not (expressions and (_is_code(value) or _PATH.fullmatch(value)))
 
 
 def _is_code(value: str) -> bool:
-    if _CALL.fullmatch(value) or _CMDLET.fullmatch(value):
+    bare = value.lstrip("(:")  # rpassword::prompt_password(…), (Get-Secret -Name …): the call is the value
+    if _CALL.fullmatch(bare) or _CMDLET.fullmatch(bare):
         return True
     if (_CONSTANT.fullmatch(value) or _VARIABLE.fullmatch(value)) and is_secret_name(value):
         return True  # 'x-api-key': API_KEY, OpenAI(api_key=api_key): the constant or variable that holds it
@@ -551,6 +562,9 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
             return False
         if _UUID.fullmatch(value) and _ID_WORD.search(text, max(0, match.start() - 12), match.start(group)):
             return False  # "el ID de la clave es 7fd5a5e3-…", "ID ключа: …": the key's id, not the key
+        lead = text[match.start():match.start(group)].rstrip(" \t")
+        if lead[-1:] in ("=", "＝") and lead[-2:-1].isalnum() and " " in lead:
+            return False  # "passwords with Argon2id (m=65536": the value of the word glued to the sign
         return _prose_value(value, expressions=True) if group == "bare" else plausible_value(value)
     if check == "machine-made":
         return _machine_made(value) and plausible_value(value)
@@ -572,7 +586,10 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         return _luhn(value)
     if check == "name-call" and _accessor(match.group("name")):
         return False
-    if not is_secret_name(text[match.start("name"):match.end("name")]):
+    name = text[match.start("name"):match.end("name")]
+    if name == "PASS" and text.endswith("--- ", 0, match.start("name")):  # go test -v: "--- PASS: TestName (0.00s)"
+        return False
+    if not is_secret_name(name):
         return False
     if check == "name-table":
         return _prose_value(value, expressions=True)
@@ -593,7 +610,7 @@ def _accepted(rule: dict[str, Any], match: re.Match[str], text: str) -> tuple[in
     """
     group = _secret_group(match)
     start, end = match.span(group)
-    if not _checked(rule.get("check"), match, group, text[start:end], text):
+    if _MASKED.fullmatch(text, start, end) or not _checked(rule.get("check"), match, group, text[start:end], text):
         return None
     extend = rule.get("extend")
     if extend == "indented":
@@ -670,7 +687,19 @@ def _block_end(text: str, match: re.Match[str]) -> int | None:
             end = stop
         lines += 1
     value_start = match.start("secret")
-    return value_start + len(text[value_start:end].rstrip("\r"))
+    block = text[value_start:end].rstrip("\r")
+    if all(_names_a_secret(line.strip()) for line in block.splitlines() if line.strip()):
+        return None  # docker compose's "secrets:\n  - db_password": the names of secrets, not their values
+    return value_start + len(block)
+
+
+def _names_a_secret(line: str) -> bool:
+    """A line of a YAML block that names a secret rather than holds it: a name as a list item (``- db_password``), a
+    name as a key with nothing after it (``db_password:``), or a key that says where it is (``file: ./secrets/x``)."""
+    if _NAME_LINE.fullmatch(line):
+        return True
+    key = _YAML_KEY.match(line)
+    return key is not None and key.group(1).lower() in rules().schema_keys
 
 
 def _keyword_starts(lower: str, keywords: list[str]) -> list[tuple[int, int]]:
@@ -950,7 +979,7 @@ def _kubernetes_spans(text: str) -> list[tuple[int, int, str]]:
                     block = text[line_end:value_end]
                     value_start = line_end + len(block) - len(block.lstrip(" \t\r\n"))
                 value = text[value_start:value_end].rstrip()
-                if value:
+                if value and not _PLACEHOLDER.fullmatch(value.strip("\"'")):  # a Helm chart's {{ .Values.x }}
                     spans.append((value_start, value_start + len(value), REDACTED))
                 position = max(value_end, line_end) + 1
             else:
