@@ -123,7 +123,20 @@ def _plain(git_dir: str, common_dir: str) -> bool:
         if not check(mode) or (stat.S_ISREG(mode) and os.path.getsize(path) > MAX_GIT_FILE_BYTES
                                and not path.endswith(_UNBOUNDED)):
             return False
-    return True
+    return not _borrows_objects(common_dir)
+
+
+def _borrows_objects(common_dir: str) -> bool:
+    """Whether the repository reads objects from another store (``objects/info/alternates``, not empty).
+
+    An unpacked archive's ``.git`` of plain files can name another repository of the disk there and a ``HEAD``
+    of that repository's commit: git then reads the genuine commit, which hashes to its id. So a repository
+    that borrows has path identity, as does a clone made with ``--shared`` or ``--reference`` (rare: CI caches).
+    """
+    try:
+        return os.path.getsize(os.path.join(common_dir, "objects", "info", "alternates")) > 0
+    except OSError:
+        return False
 
 
 def _config_value(text: str, section: str, name: str) -> str | None:

@@ -7,6 +7,7 @@ import json
 from . import clock, excerpts
 from .db import Database
 from .errors import NotFoundError, ValidationError
+from .record_ids import is_record_id
 from .redaction import redact
 from .vocabulary import SUMMARY_SOURCE
 
@@ -53,6 +54,9 @@ def ensure(db: Database, session_id: str, project_id: int, *, transcript_path: s
     """Create the session row on first sight; later calls only fill a missing transcript path."""
     if not isinstance(session_id, str) or not session_id.strip():
         raise ValidationError("A session id is required")
+    if not is_record_id(session_id):
+        raise ValidationError(f"The session id {session_id[:80]!r} is not an id (letters, digits and . _ : @ + = / - "
+                              "only); Claude Code's are UUIDs")
     with db.transaction():
         db.execute(
             "INSERT OR IGNORE INTO sessions(id, project_id, started_at, transcript_path) VALUES (?, ?, ?, ?)",

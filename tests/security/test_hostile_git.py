@@ -206,6 +206,11 @@ BORROWING: dict[str, Callable[[Path, Path], None]] = {
         (folder / ".git" / "objects" / "info" / "alternates").write_text(f"{victim}/.git/objects\n"),
         (folder / ".git" / "HEAD").write_text("ref: refs/heads/main\n"),
         (folder / ".git" / "packed-refs").symlink_to(victim / ".git" / "packed-refs")),
+    "alternates and a HEAD naming its root, plain files only": lambda folder, victim: (
+        (folder / ".git" / "refs").mkdir(parents=True), (folder / ".git" / "objects" / "info").mkdir(parents=True),
+        (folder / ".git" / "objects" / "info" / "alternates").write_text(
+            os.path.relpath(victim / ".git" / "objects", folder / ".git" / "objects") + "\n"),
+        (folder / ".git" / "HEAD").write_text(root_commit(victim) + "\n")),
 }
 
 

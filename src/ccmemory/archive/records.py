@@ -67,6 +67,7 @@ from ..documents import MAX_DOCUMENT_BYTES
 from ..errors import ValidationError
 from ..files import commands as file_commands, paths as file_paths, store as file_store
 from ..migrations import observation_fields_from_text
+from ..record_ids import MAX_CHARS as MAX_ID_CHARS, is_record_id
 from ..vocabulary import IMPORT_SOURCE, MEMORY_SCOPES, SECTORS, TIERS
 from ..redaction import redact, redact_fields
 from ..vocabulary import CAPTURE_SOURCE
@@ -77,9 +78,6 @@ ADDED, UPDATED, UNCHANGED = "added", "updated", "unchanged"
 ADDED_NEW_ID = "added under a new id"
 #: A session no record of the file holds, added because its memories name it.
 ADDED_FOR_MEMORIES = "added for the memories naming it"
-#: Longest id an import accepts (memory and document ids are 36 characters, docmem ids at most 64).
-MAX_ID_CHARS = 200
-
 #: The table holding each kind of id a record may carry or refer to.
 _ID_TABLES = {"session": "sessions", "memory": "memories", "document": "documents", "docmem_node": "docmem_nodes"}
 #: The kind of id inside a virtual docmem node id (``memory:<id>``, ``section:<document id>:<ordinal>``).
@@ -296,9 +294,10 @@ class ImportContext:
 
 
 def check_id(value: Any, what: str) -> str:
-    """An id from the file: non-empty text of at most :data:`MAX_ID_CHARS`, with nothing to redact in it."""
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_ID_CHARS:
-        raise ValidationError(f"its {what.replace('_', ' ')} id {str(value)[:80]!r} is not an id")
+    """An id from the file: an id's characters (:func:`record_ids.is_record_id`), with nothing to redact in it."""
+    if not is_record_id(value):
+        raise ValidationError(f"its {what.replace('_', ' ')} id {str(value)[:80]!r} is not an id (letters, digits "
+                              "and . _ : @ + = / - only)")
     if redact(value) != value:
         raise ValidationError(f"its {what.replace('_', ' ')} id would be redacted (it looks like a secret)")
     return value

@@ -66,6 +66,8 @@ _BACKTICKS = re.compile(r"`+")
 #: What the notice line says the quoted node text is.
 QUOTED = "text docmem_view copied from ccmemory's docmem store (documents, web pages, tool output, notes)"
 _ANY_HEADER = re.compile(rb"(?m)^" + re.escape(HEADER.encode()) + rb"[ \t]*(?:\r?\n|\Z)")
+#: An HTML comment, to the end of the file when it is not closed (a Markdown reader hides it either way).
+_COMMENT = re.compile(rb"<!--.*?(?:-->|\Z)", re.DOTALL)
 _TOP_LEVEL = re.compile(rb"(?m)^ {0,3}#(?:[ \t]|\r?$)")
 MAX_FILE_BYTES = 10 * 1024 * 1024
 #: The first line of a block rendered by expand-to-length: ``<id> <type>:<name>:<value> <updated_at>``.
@@ -159,8 +161,9 @@ def render_section(entries: list[tuple[str, str]], eol: bytes = b"\n") -> bytes:
     tag = quoting.nonce()
     opening, closing = quoting.fence_lines(tag)
     lines = [HEADER, BEGIN, "", quoting.notice(tag, QUOTED).rstrip("\n"), "", opening.rstrip("\n"), ""]
-    for node_id, text in entries:
-        lines += [f"## {quoting.escape(node_id)}", "", *_code_block(_escape(text)), ""]
+    for node_id, text in entries:  # an id on one line: a line break in it would start a heading of its own
+        heading = quoting.escape(node_id).replace("\r", "\\r").replace("\n", "\\n")
+        lines += [f"## {heading}", "", *_code_block(_escape(text)), ""]
     lines += [closing.rstrip("\n"), "", END, ""]
     return eol.join(line.encode("utf-8") for line in lines)
 
@@ -245,15 +248,20 @@ def write(path: Path, old: bytes, new: bytes) -> None:
 def stale_spans(data: bytes) -> list[tuple[int, int]]:
     """What start-up removes: every section ccmemory wrote, whole, even when it was damaged.
 
-    Ours is (1) a header line followed by the begin fence, up to the end fence, or, when that
-    fence is gone, up to the next top-level heading or the end of the file (our text never
-    contains an unescaped top-level heading, so that heading is the user's); and (2) an
+    Ours is (1) a header line followed by the begin fence, up to the end fence (before the next header
+    line), or, when that fence is gone, up to the next top-level heading or the end of the file (our
+    text never contains an unescaped top-level heading, so that heading is the user's); and (2) an
     unfenced legacy section written by earlier docmem servers: the header line whose first
     non-blank line below is a ``## <node id>`` subheading and whose body holds a rendered block
     (a ``<id> <type>:<name>:<value> <timestamp>`` line), up to the next top-level heading or the
     end. A ``# DOCMEM Dynamic`` header the user wrote with their own text under it is kept.
+
+    CLAUDE.md is the repository's: its text can imitate a section. A span that would cut an HTML comment
+    (``<!--`` inside, its ``-->`` after it, or a span inside one) is kept, so removing it never shows text the
+    file hid from its readers.
     """
     spans: list[tuple[int, int]] = []
+    comments = [(found.start(), found.end()) for found in _COMMENT.finditer(data)]
     for match in _ANY_HEADER.finditer(data):
         begin = match.start()
         if spans and begin < spans[-1][1]:
@@ -263,13 +271,16 @@ def stale_spans(data: bytes) -> list[tuple[int, int]]:
         following = _TOP_LEVEL.search(data, body_start)
         stop = following.start() if following else len(data)
         if fenced:
-            end = _SECTION_END.search(data, body_start, stop)
+            later = _ANY_HEADER.search(data, body_start)
+            end = _SECTION_END.search(data, body_start, later.start() if later else len(data))
             stop = end.end() if end else stop
         else:
             body = data[body_start:stop]
             first = next((line for line in body.splitlines() if line.strip()), b"")
             if not first.startswith(b"## ") or not _RENDERED_BLOCK.search(body):
                 continue
+        if any(start < edge < finish for start, finish in comments for edge in (begin, stop)):
+            continue
         if spans and begin <= spans[-1][1]:
             spans[-1] = (spans[-1][0], stop)
         else:

@@ -34,6 +34,7 @@ from .. import clock, memories
 from ..archive import fields
 from ..errors import ValidationError
 from ..nesting import too_deep
+from ..record_ids import is_record_id
 from . import sharing
 
 #: What a pull reads of a row: nothing the driver could fail to decode (times as seconds, metadata as text).
@@ -169,7 +170,7 @@ def checked(row: dict[str, Any]) -> dict[str, Any]:
     """``row`` (decoded: times in the store's format, metadata an object) made what the store accepts, as
     ``ccmemory import`` makes a record; raises :class:`Unusable` when it cannot be (the message names the row)."""
     memory_id = row.get("id")
-    if not isinstance(memory_id, str) or not 8 <= len(memory_id) <= MAX_ID_CHARS or not memory_id.isprintable():
+    if not is_record_id(memory_id) or not 8 <= len(memory_id) <= MAX_ID_CHARS:
         raise Unusable(f"a row with the id {_shown(memory_id)}: not an id this machine stores")
     try:
         return _checked(row)
@@ -191,7 +192,7 @@ def _checked(row: dict[str, Any]) -> dict[str, Any]:
     text = row.get("content")
     return {
         **row, "deleted": deleted, "created_at": min(created, updated), "updated_at": updated,
-        "superseded_by": superseded if isinstance(superseded, str) and len(superseded) <= MAX_ID_CHARS else None,
+        "superseded_by": superseded if is_record_id(superseded) and len(superseded) <= MAX_ID_CHARS else None,
         "sector": _short(row.get("sector")), "category": _short(row.get("category")), "source": _source(row),
         "content": (text if isinstance(text, str) else "")[:memories.MAX_CONTENT_CHARS],
         "metadata": {} if deleted else metadata(row.get("metadata")),
