@@ -461,6 +461,22 @@ def more_forms_cases() -> list[tuple[str, str, str]]:
     cases += _each("key-random-base64", lambda: _j(_r(ALNUM + "+/", 43), "="), [
         '"Jwt": {{\n    "Issuer": "https://auth.example.org",\n    "Key": "{s}"\n  }}', 'encrypt = "{s}"'])
     cases += _each("define-aligned", lambda: _j(_generated(), "{[&%"), ["define( 'LOGGED_IN_SALT',     '{s}' );"])
+    # a fourth round (the tenth blind set): Redis, Terraform state, Perl's DBI, a Rails master key, a setting said to
+    # be set to a value, 1Password's CLI, a login / password pair, a wallet's recovery phrase
+    cases += _each("redis-password", _generated, ["port 6379\nrequirepass {s}\nmaxmemory 2gb",
+                                                  '127.0.0.1:6379> CONFIG GET requirepass\n1) "requirepass"\n2) "{s}"'])
+    cases += _each("terraform-state", _generated, ['{{"type": "random_password", "name": "db", "instances": [{{'
+                                                   '"attributes": {{"length": 24, "result": "{s}"}}}}]}}'])
+    cases += _each("login-arguments", _generated, ["my $dbh = DBI->connect($dsn, 'app_rw', '{s}', {{ RaiseError => 1 }});"])
+    cases += _each("rails-master-key", lambda: _r(HEX, 32), ["$ cat config/master.key\n{s}\n$ bin/rails s"])
+    cases += _each("set-to", _generated, ["I've set `DB_PASSWORD` in `.env` to `{s}` and restarted the api.",
+                                          "then set STRIPE_SECRET_KEY to {s} in the dashboard"])
+    cases += _each("next-line", _generated, ['$ op item get "Prod DB" --fields password --reveal\n{s}'])
+    cases += _each("login-slash-password", lambda: _j(_generated()[:10], "#7"), [
+        "use admin / {s} for the staging grafana", "Okta test user: qa.user1 / {s} (MFA off)"])
+    words = ["veteran", "round", "ability", "roof", "abstract", "version", "again", "about", "canyon", "lemon"]
+    cases += _each("recovery-phrase", lambda: " ".join(_RNG.choice(words) for _ in range(12)),
+                   ["wallet seed for the testnet bot (don't lose it):\n{s}\n"])
     return cases
 
 
@@ -497,6 +513,19 @@ MORE_FORMS_LOOKALIKES = [
     "    file: ./secrets/api_token.txt\n  registry-credentials:\n    external: true",
     "kind: Secret\nstringData:\n  password: {{ .Values.db.password | quote }}",
     '"key": "8f14e45fceea167a5a36dedd4bea2543"', '"key": "AAAAC3NzaC1lZDI1NTE5AAAAIBv1nqK0c9hTgQ4yWf2sX7mD3rLp8eZa"',
+    # the tenth blind set's look-alikes: Rust paths, a non-null assertion, an ARN, a flag after a flag, a shell's
+    # error for an unset variable, a key compared, a Rails task, log lines, a masked index password
+    "test auth::tests::rejects_bad_signature ... ok", "   2: api::auth::jwt::verify",
+    "  secret: process.env.SESSION_SECRET!,", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/orders/db-Ab12Cd",
+    "$ gpg --list-secret-keys --keyid-format=long",
+    "POSTGRES_PASSWORD: ${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD in .env}", "if (e.key === 'Escape') closeModal();",
+    "$ bin/rails credentials:edit", "WARN  auth: invalid password attempt for user 'jdoe' (attempt 3/5)",
+    "failed to fetch oauth token: unexpected status: 401 Unauthorized",
+    'INFO: Password reset requested {"user_id":1182,"ip":"198.51.100.7"}',
+    "Restored cache from key: deps-linux-030cec84deac0581f09f4d62fbb051c14132b84790bbf2b82b3008c897f73ca1",
+    "Looking in indexes: https://pypi.org/simple, https://__token__:****@pkgs.example.org/simple",
+    'plain := "ak_" + base64.RawURLEncoding.EncodeToString(key)', "root / admin can open the settings page",
+    "random seed for the test run: 12345", "seed: 42",
 ]
 
 

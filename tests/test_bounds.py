@@ -133,8 +133,8 @@ def test_docs_ingest_paths(db: database.Database, project: int, project_dir: Pat
                           ("/dev/zero", "outside the project")):
         with pytest.raises(ValidationError, match=message):
             documents.ingest(db, project_id=project, path=path, root=str(project_dir))
-    with pytest.raises(ValidationError, match="not a regular file"):
-        documents.ingest(db, project_id=project, path="/dev/zero")  # the CLI: any path, regular files only
+    with pytest.raises(TypeError, match="root="):  # every door (the CLI too) names the project the file must be in
+        documents.ingest(db, project_id=project, path=str(inside))
     for odd, message in ((str(project_dir / "a\0b.md"), "NUL byte"), (str(project_dir / "a\ud800.md"), "surrogate")):
         with pytest.raises(ValidationError, match=message):
             documents.ingest(db, project_id=project, path=odd, root=str(project_dir))

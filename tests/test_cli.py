@@ -88,8 +88,8 @@ def test_lifecycle_commands(home, project_dir):
     assert "[SUPERSEDED]" in hits and "superseded by" in hits
 
 
-def test_stats_docs_and_embed(home, project_dir, tmp_path):
-    guide = tmp_path / "guide.md"
+def test_stats_docs_and_embed(home, project_dir):
+    guide = project_dir / "guide.md"
     guide.write_text("# Guide\n\n## Release\nTag the commit and push the tag.\n")  # one chunk: "Guide" has no text
     # An embedder that embeds nothing holds the lock, so the chunk still waits for `embed` below.
     with locks.held(embedding_worker.lock_path(), stale_after=float("inf"), role=embedding_worker.SERVER):

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from ccmemory import config, documents, embeddings, projects
+from ccmemory import config, documents, embeddings, projects, safe_files
 from ccmemory.errors import ValidationError
 
 GUIDE = """# Service guide
@@ -44,12 +44,12 @@ def test_markdown_is_chunked_by_heading_with_heading_paths():
 def test_ingest_by_path_then_unchanged_then_changed(db, project, tmp_path):
     file = tmp_path / "guide.md"
     file.write_text(GUIDE)
-    first = documents.ingest(db, project_id=project, path=str(file))
+    first = documents.ingest(db, project_id=project, path=str(file), root=str(tmp_path))
     assert first.title == "Service guide" and first.chunk_count == 4 and not first.unchanged
-    again = documents.ingest(db, project_id=project, path=str(file))
+    again = documents.ingest(db, project_id=project, path=str(file), root=str(tmp_path))
     assert again.id == first.id and again.unchanged
     file.write_text(GUIDE + "\n## Monitoring\nDashboards are in Grafana.\n")
-    changed = documents.ingest(db, project_id=project, path=str(file))
+    changed = documents.ingest(db, project_id=project, path=str(file), root=str(tmp_path))
     assert changed.id == first.id and changed.chunk_count == 5
     assert db.scalar("SELECT COUNT(*) FROM chunks") == 5
     assert len(documents.list_documents(db, project)) == 1
@@ -63,11 +63,11 @@ def test_reingesting_unchanged_text_rechunks_when_the_chunker_changed(db, projec
     file.write_text("# Long\n\n" + " ".join(f"Sentence {n} explains the retry policy." for n in range(200)))
     current = chunking.chunk_sections
     monkeypatch.setattr(chunking, "chunk_sections", lambda sections: current(sections, limit=510))
-    old = documents.ingest(db, project_id=project, path=str(file))
+    old = documents.ingest(db, project_id=project, path=str(file), root=str(tmp_path))
     monkeypatch.setattr(chunking, "chunk_sections", current)
-    again = documents.ingest(db, project_id=project, path=str(file))
+    again = documents.ingest(db, project_id=project, path=str(file), root=str(tmp_path))
     assert again.id == old.id and not again.unchanged and again.chunk_count > old.chunk_count
-    assert documents.ingest(db, project_id=project, path=str(file)).unchanged
+    assert documents.ingest(db, project_id=project, path=str(file), root=str(tmp_path)).unchanged
     assert db.scalar("SELECT COUNT(*) FROM chunks WHERE needs_embedding = 1") == again.chunk_count
 
 
@@ -81,18 +81,18 @@ def test_reingesting_unchanged_text_rechunks_when_the_chunker_changed(db, projec
         ({"url": "ftp://example.invalid/x"}, "Only http"),
     ],
 )
-def test_ingest_errors_are_clear(db, project, kwargs, message):
+def test_ingest_errors_are_clear(db, project, tmp_path, kwargs, message):
     with pytest.raises(ValidationError, match=message):
-        documents.ingest(db, project_id=project, **kwargs)
+        documents.ingest(db, project_id=project, root=str(tmp_path), **kwargs)
 
 
 def test_binary_files_and_directories_are_refused(db, project, tmp_path):
     binary = tmp_path / "image.md"
     binary.write_bytes(b"\x89PNG\0\0\0binary")
     with pytest.raises(ValidationError, match="binary"):
-        documents.ingest(db, project_id=project, path=str(binary))
+        documents.ingest(db, project_id=project, path=str(binary), root=str(tmp_path))
     with pytest.raises(ValidationError, match="directory") as refused:
-        documents.ingest(db, project_id=project, path=str(tmp_path))
+        documents.ingest(db, project_id=project, path=str(tmp_path), root=str(tmp_path))
     assert "`ccmemory docs ingest " in str(refused.value)
 
 
@@ -101,7 +101,53 @@ def test_a_secret_file_is_refused_before_it_is_read(db, project, tmp_path):
     key.parent.mkdir()
     key.write_text("8af457e24e260166b07139523942d17f\n")
     with pytest.raises(ValidationError, match="whole content is a secret"):
-        documents.ingest(db, project_id=project, path=str(key))
+        documents.ingest(db, project_id=project, path=str(key), root=str(tmp_path))
+    assert db.scalar("SELECT COUNT(*) FROM documents") == 0
+
+
+#: A bare token: nothing in it says it is a secret, only the name of the file holding it (``.vault-token``).
+TOKEN = "hvs.CAESIJ0kq3bXr5wQ9zT1uVyA7mNs"
+
+
+def test_a_link_is_judged_by_the_file_it_leads_to(db, project, tmp_path):
+    """A link's own name says nothing (red team, hole A): one to a secret-named file is refused as that file, one out
+    of the project as outside it, each saying what to do; a link to a plain file of the project is read as that file."""
+    root = tmp_path / "project"
+    (root / "docs").mkdir(parents=True)
+    (root / ".vault-token").write_text(TOKEN + "\n")
+    (root / "guide.md").write_text(GUIDE)
+    (tmp_path / "outside.md").write_text("# Outside\n\nNot the project's.\n")
+    for name, target in (("notes.md", "../.vault-token"), ("elsewhere.md", "../../outside.md"), ("guide.md", "../guide.md")):
+        (root / "docs" / name).symlink_to(target)
+    with pytest.raises(ValidationError, match=r"notes\.md \(a link to .*/\.vault-token\) is named like a file whose "
+                                              r"whole content is a secret.*put what the documents should say"):
+        documents.ingest(db, project_id=project, path=str(root / "docs" / "notes.md"), root=str(root))
+    with pytest.raises(ValidationError, match=r"elsewhere\.md resolves to .*outside\.md, outside the project .*copy "
+                                              r"the file itself \(not a link to it\) into the project"):
+        documents.ingest(db, project_id=project, path=str(root / "docs" / "elsewhere.md"), root=str(root))
+    document = documents.ingest(db, project_id=project, path=str(root / "docs" / "guide.md"), root=str(root))
+    assert document.source_path == str((root / "guide.md").resolve()) and document.title == "Service guide"
+    assert db.scalar("SELECT COUNT(*) FROM documents") == 1
+
+
+def test_a_link_swapped_after_the_open_is_refused_not_read_under_the_new_name(db, project, tmp_path, monkeypatch):
+    """The secret-name check reads the name of the very file opened: a link to ``.vault-token`` when it is opened and
+    to ``guide.md`` when its name is checked is refused, not read as the guide."""
+    (tmp_path / ".vault-token").write_text(TOKEN + "\n")
+    (tmp_path / "guide.md").write_text(GUIDE)
+    link = tmp_path / "notes.md"
+    link.symlink_to(".vault-token")
+    opened = safe_files.open_regular
+
+    def open_then_swap(path: str, *, root: str | None = None):
+        handle = opened(path, root=root)
+        link.unlink()
+        link.symlink_to("guide.md")
+        return handle
+
+    monkeypatch.setattr(safe_files, "open_regular", open_then_swap)
+    with pytest.raises(ValidationError, match="changed while it was being opened"):
+        documents.ingest(db, project_id=project, path=str(link), root=str(tmp_path))
     assert db.scalar("SELECT COUNT(*) FROM documents") == 0
 
 
@@ -168,7 +214,7 @@ def test_an_html_page_is_stored_as_readable_text_with_its_title(db, project, loo
 def test_an_html_file_is_converted_too(db, project, tmp_path):
     page = tmp_path / "handbook.html"
     page.write_bytes(PAGE)
-    document = documents.ingest(db, project_id=project, path=str(page))
+    document = documents.ingest(db, project_id=project, path=str(page), root=str(tmp_path))
     assert document.title == "Deploy Handbook | Acme"
     assert "<script" not in db.scalar("SELECT group_concat(content) FROM chunks")
 

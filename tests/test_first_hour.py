@@ -79,9 +79,8 @@ def test_the_mcp_tools_take_prefixes_and_name_ambiguity(home: Path, project_dir:
         assert again.is_error and "already deleted" in again.text
 
 
-def test_stats_and_doctor_hint_at_embed_only_when_something_waits(home: Path, project_dir: Path,
-                                                                  tmp_path: Path) -> None:
-    guide = tmp_path / "guide.md"  # `ccmemory add` embeds what it adds; a document section waits for its vector
+def test_stats_and_doctor_hint_at_embed_only_when_something_waits(home: Path, project_dir: Path) -> None:
+    guide = project_dir / "guide.md"  # `ccmemory add` embeds what it adds; a document section waits for its vector
     guide.write_text("# Guide\n\n## Release\nTag the commit and push the tag.\n")
     # An embedder that embeds nothing holds the lock, so the section still waits when stats looks.
     with locks.held(embedding_worker.lock_path(), stale_after=float("inf"), role=embedding_worker.SERVER):

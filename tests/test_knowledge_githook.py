@@ -24,7 +24,8 @@ from typing import Callable
 import pytest
 
 from ccmemory import db as database
-from ccmemory import locks
+from ccmemory import embedding_worker, locks
+from ccmemory.knowledge import githook
 from testing.cli import spawn as ccmemory
 from testing.env import isolated_env
 from testing.knowledge import AUTH, git, GOTCHAS, make_repo, write_files
@@ -359,6 +360,48 @@ def test_indexing_warnings_are_shown_and_logged_and_the_commit_goes_on(tmp_path,
     assert "pre-commit: Empty file: domain/empty.md" in log
     assert "domain/orders.md#refunds" in entry_refs(home)
     assert git(home, repo, "status", "--porcelain").stdout.strip() == ""
+
+
+# --- a section flood (red team, hole B): the commit is not held up ----------------------------------------------
+
+def test_a_commit_of_a_file_with_more_entries_than_the_hook_takes_goes_on_and_ccmemory_index_takes_it(tmp_path,
+                                                                                                     fast_home):
+    """20,000 one-line sections held a commit 69 s in the hook. A file with more entries than the hook creates in one
+    run is left for `ccmemory index` (read only that far), with a warning that says so; the commit goes on."""
+    home = fast_home
+    repo = committed_project(tmp_path, home)
+    count = githook.HOOK_MAX_ENTRIES + 500
+    write_files(repo / ".claude" / "knowledge", {
+        "flood.md": "".join(f"### s{number}\nw{number} x\n" for number in range(count)),
+        "domain/orders.md": "# Orders\n### Refunds\nRefunds go back to the original card.\n"})
+    done = commit(home, repo, "flood", ".claude/knowledge")
+    assert "ccmemory: warning: flood.md: not indexed this time: it has more than the " in done.stderr
+    assert "Run `ccmemory index` to index it" in done.stderr and "The commit goes on." in done.stderr
+    assert "pre-commit: flood.md: not indexed this time" in (repo / ".claude" / "memory" / "errors.log").read_text()
+    refs = entry_refs(home)
+    assert "domain/orders.md#refunds" in refs and not [ref for ref in refs if ref.startswith("flood.md")]
+
+    index = ccmemory(home, repo, "index", "--json")
+    assert index.returncode == 0, index.stderr
+    assert json.loads(index.stdout)["entries_created"] == count
+    assert len([ref for ref in entry_refs(home) if ref.startswith("flood.md")]) == count
+
+
+def test_a_commit_of_many_new_entries_leaves_their_vectors_to_the_embedding_worker(tmp_path, fast_home):
+    home = fast_home
+    repo = committed_project(tmp_path, home)
+    count = githook.HOOK_EMBED_ENTRIES + 50
+    write_files(repo / ".claude" / "knowledge", {
+        "services.md": "".join(f"### Service {number}\nService {number} keeps its cache warm.\n" for number in range(count))})
+    done = commit(home, repo, "services", ".claude/knowledge/services.md")
+    assert f"{count} entries created" in done.stderr and "warning" not in done.stderr
+    assert len([ref for ref in entry_refs(home) if ref.startswith("services.md")]) == count  # found by keywords now
+    waiting = "SELECT COUNT(*) AS n FROM memories WHERE source = 'knowledge' AND needs_embedding = 1"
+    log = home / "logs" / embedding_worker.LOG_FILE
+    deadline = time.monotonic() + WAIT_SECONDS
+    while query(home, waiting)[0]["n"] or "Embedded" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline, f"{query(home, waiting)[0]['n']} entries still wait for the worker's vectors"
+        time.sleep(0.2)
 
 
 # --- F5 edge: Ctrl+C during `ccmemory index` ---------------------------------------------------------------------

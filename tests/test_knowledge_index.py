@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ccmemory import memories, projects
-from ccmemory.knowledge import files, indexer, settings as project_settings
+from ccmemory import config, memories, projects
+from ccmemory.knowledge import files, indexer, sections, settings as project_settings
+from testing.cli import invoke
 from testing.knowledge import AUTH, GOTCHAS, make_repo
 
 def run_index(db, repo: Path, **options):
@@ -243,3 +244,98 @@ def test_broken_project_config_falls_back_to_defaults(tmp_path):
         root="/r", knowledge_dir="/r/k", model="all-MiniLM-L6-v2"), "sentence-transformers/all-MiniLM-L6-v2") is None
     assert "asks for model" in project_settings.model_mismatch(project_settings.ProjectSettings(
         root="/r", knowledge_dir="/r/k", model="bge-large"), "sentence-transformers/all-MiniLM-L6-v2")
+
+
+# --- caps: a repository decides how many sections its knowledge has (red team, hole B) -------------------------------
+
+def flood(count: int) -> str:
+    """``count`` one-line sections: the red team's flood had 442,727 of them in 5 MB (517 s and 405 MB to index)."""
+    return "".join(f"### s{number}\nw{number} x\n" for number in range(count))
+
+
+def entries_by_file(db, project: int) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for row in db.rows("SELECT json_extract(metadata, '$.knowledge.file') AS file FROM memories "
+                       "WHERE project_id = ? AND source = 'knowledge' AND is_deleted = 0", (project,)):
+        counts[row["file"]] = counts.get(row["file"], 0) + 1
+    return counts
+
+
+def test_a_flood_file_gives_its_first_entries_only_and_is_read_no_further(db, tmp_path, monkeypatch):
+    monkeypatch.setattr(indexer, "MAX_FILE_ENTRIES", 50)
+    blocks = []
+
+    class CountedBlock(sections._Block):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)
+            blocks.append(self)
+
+    monkeypatch.setattr(sections, "_Block", CountedBlock)
+    repo = tmp_path / "repo"
+    make_repo(repo, {"flood.md": flood(5_000), "gotchas.md": GOTCHAS})
+    report, project = run_index(db, repo)
+    assert entries_by_file(db, project) == {"flood.md": 50, "gotchas.md": 2}
+    assert "flood.md#s49" in refs(knowledge_entries(db, project)) and report.entries_created == 52
+    assert [warning for warning in report.warnings if warning.startswith("flood.md")] == [
+        "flood.md: more than 50 entries (sections, and the parts of long ones); only its first 50 entries are indexed, "
+        "the most one file gives. Split it into smaller files, or mark a generated one <!-- vector-index: false -->"]
+    assert report.exit_code == 2
+    assert 50 < len(blocks) < 60  # the flood was read to its 51st section, not to its 5,000th
+    again, _ = run_index(db, repo)
+    assert again.count("unchanged") == 2 and again.entries_created == 0 and again.exit_code == 0
+
+
+def test_the_projects_entries_are_capped_across_its_files(db, tmp_path, monkeypatch):
+    monkeypatch.setattr(indexer, "MAX_PROJECT_ENTRIES", 80)
+    repo = tmp_path / "repo"
+    knowledge = make_repo(repo, {"a.md": flood(50), "b.md": flood(50), "c.md": flood(10)})
+    report, project = run_index(db, repo)
+    assert entries_by_file(db, project) == {"a.md": 50, "b.md": 30}
+    assert any(warning.startswith("b.md: only its first 30 entries are indexed: a project's knowledge holds at most 80 "
+                                  "entries") for warning in report.warnings)
+    assert any(warning.startswith("c.md: not indexed: a project's knowledge holds at most 80") for warning in report.warnings)
+    assert [o.action for o in report.outcomes] == ["indexed", "indexed", "skipped"]
+    (knowledge / "a.md").write_text(flood(10))  # room again: the file never recorded is taken by the next run
+    again, _ = run_index(db, repo)
+    assert entries_by_file(db, project) == {"a.md": 10, "b.md": 30, "c.md": 10}
+
+
+def test_knowledge_text_counts_against_the_projects_storage_budget(db, tmp_path):
+    config.write_file_settings({"storage": {"project_budget_mb": 1}})  # knowledge text may fill a fifth: 200 KB
+    section = "The queue worker retries failed jobs with exponential backoff. " * 16
+    repo = tmp_path / "repo"
+    make_repo(repo, {"big.md": "".join(f"### Topic {number}\n{section}\n" for number in range(400))})
+    report, project = run_index(db, repo)
+    stored = sum(len(m.content.encode()) for m in knowledge_entries(db, project))
+    assert indexer.max_project_bytes() == 200_000 and 150_000 < stored <= 200_000
+    assert any(warning.startswith("big.md: only its first ") and "may fill 0.2 MB, 20% of its storage budget "
+               "(storage.project_budget_mb)" in warning for warning in report.warnings)
+
+
+def test_a_run_with_max_new_entries_leaves_a_bigger_file_as_it_was_for_a_full_run(db, tmp_path):
+    """The git hook's run: a changed file with more entries than the run may create is deferred, its old entries kept."""
+    repo = tmp_path / "repo"
+    knowledge = make_repo(repo, {"notes.md": flood(5)})
+    run_index(db, repo)
+    (knowledge / "notes.md").write_text(flood(300))
+    (knowledge / "gotchas.md").write_text(GOTCHAS)
+    report, project = run_index(db, repo, max_new_entries=100)
+    assert {o.path: o.action for o in report.outcomes} == {"gotchas.md": "indexed", "notes.md": "deferred"}
+    assert entries_by_file(db, project) == {"gotchas.md": 2, "notes.md": 5}
+    assert any(warning.startswith("notes.md: not indexed this time: it has more than the 98 entries this run may "
+                                  "still create") and warning.endswith("Run `ccmemory index` to index it")
+               for warning in report.warnings)
+    assert "1 left for `ccmemory index`" in report.summary()
+    full, _ = run_index(db, repo)
+    assert full.count("indexed") == 1 and entries_by_file(db, project) == {"gotchas.md": 2, "notes.md": 300}
+
+
+def test_ccmemory_index_reports_a_capped_file_and_exits_2(home, tmp_path, monkeypatch):
+    monkeypatch.setattr(indexer, "MAX_FILE_ENTRIES", 200)
+    repo = tmp_path / "repo"
+    make_repo(repo, {"flood.md": flood(2_000)})
+    done = invoke(home, repo, "index")
+    assert done.returncode == 2, done.stderr
+    assert "Warning: flood.md: more than 200 entries" in done.stderr and "Split it into smaller files" in done.stderr
+    assert "200 entries created" in done.stdout
+

@@ -75,22 +75,67 @@ def chunk_text(text: str) -> tuple[str | None, list[tuple[str, str]]]:
     return parsed.title, chunking.chunk_sections(parsed.sections)
 
 
-def _read_path(path: str, root: str | None) -> tuple[str, str]:
-    """A text file's content and real path: a regular file of at most MAX_DOCUMENT_BYTES, inside ``root`` if given."""
+def _read_path(path: str, root: str) -> tuple[str, str]:
+    """A text file's content and real path: a regular file of at most MAX_DOCUMENT_BYTES inside the project ``root``.
+
+    The one rule for every door (``ccmemory docs ingest``, the MCP ``docs_ingest``). A repository may
+    hold ``docs/setup.md -> ~/secrets.txt``, or a link to its own ``.vault-token``: the name given says
+    nothing about the file read. So the file must resolve inside ``root`` (checked on the opened
+    descriptor by :func:`ccmemory.safe_files.open_fd`), and the secret-file name check applies to the
+    name given and to the real name of the very file opened, before any of it is read.
+    """
     file = paths.expand_user(path)
     if os.path.isdir(file):
         raise ValidationError(f"{file} is a directory; ingest its files one at a time "
                               f"(`ccmemory docs ingest {file}/FILE.md`, or docs_ingest with path=FILE)")
     if is_secret_file(file):
-        raise ValidationError(f"{file} is named like a file whose whole content is a secret (a key or a token), "
-                              "so it is not ingested; put what the documents should say in a text or Markdown file")
-    data = safe_files.read_regular(file, MAX_DOCUMENT_BYTES, root=root)
+        raise _secret_file(file)
+    try:
+        handle = safe_files.open_regular(file, root=root)
+    except safe_files.UnsafeFileError as exc:
+        if exc.reason != safe_files.OUTSIDE:
+            raise
+        raise ValidationError(f"{file} resolves to {os.path.realpath(file)}, outside the project ({root}), so it is "
+                              "not ingested: documents are read only from inside the project, and a link out of it "
+                              "is never followed. To ingest it, copy the file itself (not a link to it) into the "
+                              "project and ingest the copy.") from None
+    with handle:
+        real = _opened_name(file, handle.fileno())
+        data = handle.read(MAX_DOCUMENT_BYTES + 1)
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise ValidationError(f"{file} is larger than {MAX_DOCUMENT_BYTES:,} bytes, the limit for a document; "
+                              "split it and ingest the parts")
     if b"\0" in data[:8192]:
         raise ValidationError(f"{file} looks binary; only text documents (txt, md, ...) can be ingested")
     try:
-        return data.decode("utf-8"), os.path.realpath(file)
+        return data.decode("utf-8"), real
     except UnicodeDecodeError:
-        return data.decode("latin-1"), os.path.realpath(file)
+        return data.decode("latin-1"), real
+
+
+def _opened_name(file: str, fd: int) -> str:
+    """The real path of ``file``, which must be the file open on ``fd`` and not be named like a secret file.
+
+    Comparing device and inode ties the name checked to the file read: a link swapped between the
+    open and this check is refused, not read under a harmless name.
+    """
+    real = os.path.realpath(file)
+    try:
+        now = os.stat(real)
+    except OSError:
+        now = None
+    opened = os.fstat(fd)
+    if now is None or (now.st_dev, now.st_ino) != (opened.st_dev, opened.st_ino):
+        raise ValidationError(f"{file} changed while it was being opened (a link swapped in?), so it is not "
+                              "ingested; ingest it again once nothing is changing it")
+    if is_secret_file(real):
+        raise _secret_file(f"{file} (a link to {real})")
+    return real
+
+
+def _secret_file(shown: str) -> ValidationError:
+    return ValidationError(f"{shown} is named like a file whose whole content is a secret (a key or a token), "
+                           "so it is not ingested; put what the documents should say in a text or Markdown file")
 
 
 def _fetch_url(url: str) -> tuple[str, bool]:
@@ -129,7 +174,8 @@ def prepare(
     """Read exactly one of ``path``, ``url`` or ``content`` and cut it into chunks, without the database.
 
     This is the long part of an ingest (a fetch waits up to :data:`ccmemory.fetch.DEADLINE_SECONDS`;
-    cutting 5 MB takes seconds), so the MCP server runs it without holding its connection.
+    cutting 5 MB takes seconds), so the MCP server runs it without holding its connection. A ``path``
+    needs ``root``, the project directory it must lie in (see :func:`_read_path`).
     """
     given = [name for name, value in (("path", path), ("url", url), ("content", content)) if value]
     if len(given) != 1:
@@ -137,6 +183,8 @@ def prepare(
     source_path = None
     is_html = False
     if path:
+        if root is None:
+            raise TypeError("A document path is read only with root=, the project directory it must lie in")
         text, source_path = _read_path(path, root)
         fallback = Path(path).stem
         is_html = Path(path).suffix.lower() in HTML_SUFFIXES
@@ -174,8 +222,9 @@ def ingest(
     """Store a document from exactly one of ``path``, ``url`` or ``content``; returns it.
 
     A ``path`` must be a regular file (no FIFO, device or directory) of at most
-    :data:`MAX_DOCUMENT_BYTES`; with ``root`` (the MCP tool passes the project directory) it must
-    also lie inside that directory once symlinks are resolved. Pasted ``content`` is limited to
+    :data:`MAX_DOCUMENT_BYTES` inside ``root``, the project directory (both doors, the CLI and the MCP
+    tool, pass it), once symlinks are resolved, and be named like no secret file, nor its target
+    (:func:`_read_path`). Pasted ``content`` is limited to
     :data:`MAX_DOCUMENT_BYTES` too. A ``url`` is fetched by :mod:`ccmemory.fetch` (public hosts
     only, one deadline). Private spans and secrets are removed before anything is stored.
 

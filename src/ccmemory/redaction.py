@@ -93,6 +93,7 @@ _PLACEHOLDER = re.compile(
     r"|\([A-Za-z]{1,40}"  # the first word of a remark in brackets: "Secret access key: (shown once)"
     r"|[A-Za-z0-9_\-]{0,20}(?:\.{3}|…)[A-Za-z0-9]{0,6}"  # a key elided or masked to its ends: sk_test_..., sk-...Wx3Q
     r"|[•●]{3,100}(?:[ \t]{1,4}\([A-Za-z ]{1,40}\))?"  # a mask of bullets: •••••••• (hidden)
+    r"|\*{3,100}@.{0,300}"  # an address's password masked by the program that shows it: __token__:****@host
     r"|![A-Za-z]{1,40}(?:[ \t]{1,4}[|>][-+]?)?"  # a YAML tag that reads the value elsewhere: !ENV ${X}, !vault |
     r"|(?:op|vault|secretsmanager|ssm|gcpsm|azkv|doppler|infisical)://.{1,300}"  # a secret manager's reference
     # a package's version or range, as lockfiles and manifests give it (jsonwebtoken: "npm:^9.0.0")
@@ -104,6 +105,8 @@ _NAME_LINE = re.compile(r"(?P<item>-[ \t]{1,8})?(?:[a-z][a-z0-9]{0,40}(?:[_\-][a
                         r"|[a-z][a-z0-9]{0,40}(?:[A-Z][a-z0-9]{1,40}){1,8}|[a-z]{1,40})(?(item)|:)")
 #: A key shown with its body masked (``ghp_XXXX…``, ``sk_live_xxxx…``, ``AKIAXXXX…``): a template's, not a key.
 _MASKED = re.compile(r"[A-Za-z0-9_\-]{0,16}?(?:[xX]{8,300}|\*{4,300})")
+#: The end of an ARN before its resource: ``arn:aws:secretsmanager:eu-west-1:123456789012:secret:``.
+_ARN_PREFIX = re.compile(r"arn:[a-z0-9\-]{1,20}:[a-z0-9\-]{1,60}:[a-z0-9\-]{0,30}:\d{0,12}:$")
 _CALL = re.compile(r"(?:\[\])?[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:(?:\.|::)[A-Za-z_$][A-Za-z0-9_$]{0,100}){0,10}[(\[].{0,1000}")
 _DOTTED = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,100}(?:\.[A-Za-z_$][A-Za-z0-9_$]{0,100}){1,10}")
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9]{0,100}_[A-Z0-9_]{1,100}")
@@ -381,12 +384,14 @@ def plausible_value(value: str, *, expressions: bool = False) -> bool:
         return False
     if value.count("*") >= 4 and value.count("*") * 2 >= len(value):  # gho_****…abcd: already masked
         return False
-    return not (expressions and (_is_code(value) or _PATH.fullmatch(value)))
+    return not (expressions and (_is_code(value) or _PATH.fullmatch(value) or value.startswith("--")))
 
 
 def _is_code(value: str) -> bool:
-    bare = value.lstrip("(:")  # rpassword::prompt_password(…), (Get-Secret -Name …): the call is the value
-    if _CALL.fullmatch(bare) or _CMDLET.fullmatch(bare):
+    value = value.lstrip("(").rstrip("!,;")  # (Get-Secret -Name …), process.env.SESSION_SECRET!,
+    if value.startswith(":"):  # after a scope operator's "::": auth::tests::rejects_bad_signature
+        return True
+    if _CALL.fullmatch(value) or _CMDLET.fullmatch(value):
         return True
     if (_CONSTANT.fullmatch(value) or _VARIABLE.fullmatch(value)) and is_secret_name(value):
         return True  # 'x-api-key': API_KEY, OpenAI(api_key=api_key): the constant or variable that holds it
@@ -547,7 +552,7 @@ def _secret_group(match: re.Match[str]) -> str | int:
 #: of a named rule: the name is a secret name and the value plausible.
 CHECKS = frozenset({"value", "opaque", "prose-value", "machine-made", "machine-made-expression", "base64-private-key",
                     "basic-credential", "random-token", "discord-snowflake", "name-call", "name", "name-table",
-                    "name-prose", "name-machine", "name-machine-literal", "strong-value", "card-number"})
+                    "name-prose", "name-machine", "name-machine-literal", "strong-value", "card-number", "mnemonic"})
 
 
 def _checked(check: str | None, match: re.Match[str], group: str | int, value: str, text: str) -> bool:
@@ -563,8 +568,8 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         if _UUID.fullmatch(value) and _ID_WORD.search(text, max(0, match.start() - 12), match.start(group)):
             return False  # "el ID de la clave es 7fd5a5e3-…", "ID ключа: …": the key's id, not the key
         lead = text[match.start():match.start(group)].rstrip(" \t")
-        if lead[-1:] in ("=", "＝") and lead[-2:-1].isalnum() and " " in lead:
-            return False  # "passwords with Argon2id (m=65536": the value of the word glued to the sign
+        if " " in lead and ((lead[-1:] in ("=", "＝") and lead[-2:-1].isalnum()) or lead[-2:] in ('":', "':")):
+            return False  # "passwords with Argon2id (m=65536", 'Password reset {"user_id":1182': another's value
         return _prose_value(value, expressions=True) if group == "bare" else plausible_value(value)
     if check == "machine-made":
         return _machine_made(value) and plausible_value(value)
@@ -584,10 +589,13 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
         return _snowflake(match.group("id"))
     if check == "card-number":
         return _luhn(value)
+    if check == "mnemonic":  # a wallet's recovery phrase: BIP 39's word counts, its words of 3 to 8 letters
+        words = value.split()
+        return len(words) in (12, 15, 18, 21, 24) and all(3 <= len(word) <= 8 for word in words)
     if check == "name-call" and _accessor(match.group("name")):
         return False
     name = text[match.start("name"):match.end("name")]
-    if name == "PASS" and text.endswith("--- ", 0, match.start("name")):  # go test -v: "--- PASS: TestName (0.00s)"
+    if _not_a_setting(name, match, value, text):
         return False
     if not is_secret_name(name):
         return False
@@ -600,6 +608,32 @@ def _checked(check: str | None, match: re.Match[str], group: str | int, value: s
     if check == "name-machine-literal":  # a literal inside code: not a lookup key (os.environ["API_KEY_V2"]) or address
         return _machine_made_bare(value) and " " not in value and "://" not in value
     return plausible_value(value, expressions=group == "bare")
+
+
+def _not_a_setting(name: str, match: re.Match[str], value: str, text: str) -> bool:
+    """A secret-named name whose value, by what stands around it, is no secret it sets: a test report, a shell's
+    error message for an unset variable, an ARN's resource, a key compared to a key's name, a task of a namespace,
+    a log line's ``auth:``/``token:`` followed by a word."""
+    start = match.start("name")
+    sep = match.group("sep") if "sep" in match.re.groupindex else ""
+    if name == "PASS" and text.endswith("--- ", 0, start):  # go test -v: "--- PASS: TestName (0.00s)"
+        return True
+    if text.endswith("${", 0, start) and value.startswith("?"):  # ${DB_PASSWORD:?set it in .env}
+        return True
+    if _ARN_PREFIX.search(text, max(0, start - 160), start):  # arn:aws:secretsmanager:…:secret:prod/db-AbC123
+        return True
+    if "==" in sep and name.lower().endswith("key") and value.isalpha():  # e.key === 'Escape'
+        return True
+    if sep == ":" and value.isalpha() and value.islower():  # rails credentials:edit, a task of a namespace
+        return True
+    last = _WORD_SPLIT.split(name)[-1].lower()
+    return last in ("auth", "token") and _plain_word(value)  # a log line's "auth: invalid password attempt"
+
+
+def _plain_word(value: str) -> bool:
+    """A word as prose writes it (``invalid``, ``Economic``, ``API``), not a token of letters alone."""
+    return (value.isalpha() and len(value) <= 15 and not _mixed_letters(value)
+            and (value.islower() or value.istitle() or (value.isupper() and len(value) <= 5)))
 
 
 def _accepted(rule: dict[str, Any], match: re.Match[str], text: str) -> tuple[int, int, str] | None:

@@ -23,11 +23,14 @@ import pytest
 from ccmemory import safe_files
 from testing.hooks import common, run_hook, tool_call
 from testing.cli import spawn as ccmemory
+from testing.mcp import running_server
 from testing.knowledge import AUTH, git, write_files
 
 #: Bytes that must never reach the data directory: each outside file holds its own marker.
 SECRET = "OUTSIDESECRET" + uuid.uuid4().hex[:12]
 HOME_SECRET = "HOMENOTESECRET" + uuid.uuid4().hex[:12]
+#: The bare token of a secret-named file inside the repository: only its name says it is one.
+VAULT_TOKEN = "VAULTTOKEN" + uuid.uuid4().hex[:12]
 
 
 # --- fixtures and checks ------------------------------------------------------------------------------------------
@@ -73,13 +76,13 @@ def snapshot(folder: Path) -> dict[str, bytes | str]:
     return found
 
 
-def assert_no_outside_bytes(data: Path) -> None:
-    """A byte search of every file of the data directory (database, WAL, logs) for the outside secrets."""
+def assert_no_outside_bytes(data: Path, *also: str) -> None:
+    """A byte search of every file of the data directory (database, WAL, logs) for the outside secrets (and ``also``)."""
     assert data.exists()
     for path in data.rglob("*"):
         if path.is_file() and not path.is_symlink():
             content = path.read_bytes()
-            for secret in (SECRET, HOME_SECRET):
+            for secret in (SECRET, HOME_SECRET, *also):
                 assert secret.encode() not in content, f"{secret} reached {path}"
 
 
@@ -217,6 +220,45 @@ def test_a_manifest_linked_outside_the_project_lends_nothing_to_the_discoveries(
     (world["repo"] / "package.json").symlink_to(world["outside"] / "package.json")
     finished(run(world, "discover"), 0)
     assert_no_outside_bytes(world["data"])
+
+
+# --- documents ----------------------------------------------------------------------------------------------------
+
+def test_docs_ingest_follows_no_link_out_of_the_project_nor_to_a_secret_named_file(world):
+    """``docs/setup.md -> ~/secrets.txt`` was stored (a bare password) and found by ``docs search``, and a link to
+    the project's own ``.vault-token`` got past the name check (red team, hole A). Through the real CLI and the real
+    MCP server: a link out, a file outside given by its path, and a link to a secret-named file are refused, each
+    saying why and what to do; nothing of them reaches the store; a link inside to a plain file is still read."""
+    repo = world["repo"]
+    (world["home"] / "secrets.txt").write_text(f"{HOME_SECRET}\n")  # a bare password: only the name says so
+    write_files(repo, {".vault-token": f"{VAULT_TOKEN}\n", "docs/guide.md": "# Guide\n\nReleases go out on Fridays.\n"})
+    (repo / "docs" / "setup.md").symlink_to(world["home"] / "secrets.txt")
+    (repo / "docs" / "journal.md").symlink_to(world["outside"] / "secret.md")
+    (repo / "docs" / "notes.md").symlink_to("../.vault-token")
+    (repo / "docs" / "release.md").symlink_to("guide.md")
+    outside = "outside the project"
+    secret_name = "whole content is a secret"
+    refused = {"docs/setup.md": outside, "docs/journal.md": outside, "docs/notes.md": secret_name,
+               str(world["outside"] / "secret.md"): outside, str(world["home"] / "secrets.txt"): secret_name}
+
+    for path, why in refused.items():
+        stderr = finished(run(world, "docs", "ingest", path), 2)
+        assert why in stderr, stderr
+        assert ("copy the file itself" if why == outside else "put what the documents should say") in stderr
+    linked = run(world, "docs", "ingest", "docs/release.md")
+    finished(linked, 0)
+    assert "Document ingested: Guide" in linked.stdout
+    with running_server(world["data"], repo, HOME=str(world["home"])) as server:
+        for path, why in refused.items():
+            answer = server.call("docs_ingest", {"path": path})
+            assert answer.is_error and why in answer.text, answer.text
+        assert "unchanged" in server.call("docs_ingest", {"path": "docs/guide.md"}).text
+
+    listed = json.loads(run(world, "docs", "list", "--json").stdout)
+    assert [document["source_path"] for document in listed] == [str((repo / "docs" / "guide.md").resolve())]
+    for word in (HOME_SECRET, VAULT_TOKEN, SECRET):
+        assert "No results" in run(world, "docs", "search", word, "--mode", "keyword").stdout
+    assert_no_outside_bytes(world["data"], VAULT_TOKEN)
 
 
 # --- promotion -----------------------------------------------------------------------------------------------------

@@ -6,10 +6,10 @@ import click
 
 from .groups import WholeHelpGroup
 
-from .. import documents, excerpts
+from .. import documents, excerpts, projects
 from ..search import DEFAULT_LIMIT, DEFAULT_MODE, MAX_LIMIT, MODES
-from .common import (search_embedder, echo, embed_in_background, emit_json, handles_errors, json_option, open_store,
-                     project_option, report_search)
+from .common import (default_project_dir, search_embedder, echo, embed_in_background, emit_json, handles_errors,
+                     json_option, open_store, project_option, report_search)
 
 
 @click.group(cls=WholeHelpGroup)
@@ -27,9 +27,10 @@ def docs() -> None:
 @handles_errors
 def ingest(path: str | None, text: str | None, url: str | None, title: str | None, project_dir: str | None,
            as_json: bool) -> None:
-    """Ingest a Markdown, HTML or text file (or --text / --url)."""
+    """Ingest a Markdown, HTML or text file of the project (or --text / --url)."""
     db, project = open_store(project_dir)
-    document = documents.ingest(db, project_id=project, path=path, content=text, url=url, title=title)
+    root = projects.project_root(project_dir or default_project_dir())  # the file must resolve inside it
+    document = documents.ingest(db, project_id=project, path=path, content=text, url=url, title=title, root=root)
     if not document.unchanged:
         embed_in_background(db)
     if as_json:

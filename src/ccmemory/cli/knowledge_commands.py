@@ -24,7 +24,7 @@ import click
 
 from .. import db as database
 from .. import projects
-from .. import locks
+from .. import embedding_worker, locks
 from ..knowledge import githook, indexer, settings as project_settings
 from ..vocabulary import KNOWLEDGE_SOURCE
 from .common import (INTERRUPTED_EXIT, default_project_dir, echo, emit_json, fail, handles_errors, json_option,
@@ -261,8 +261,10 @@ def git_hook(hook: str) -> None:
         db = database.connect(vectors=True)
         try:
             project = projects.project_id(db, root)
-            report = indexer.index(db, project, settings)
-            if report.count("indexed"):
+            report = indexer.index(db, project, settings, max_new_entries=githook.HOOK_MAX_ENTRIES)
+            if report.entries_created > githook.HOOK_EMBED_ENTRIES:
+                embedding_worker.start()  # many vectors: the detached worker makes them while the commit goes on
+            elif report.count("indexed"):
                 embed_new_entries(db, project, report, settings, show_progress=False, wait=False)
             report.seconds = time.perf_counter() - started
         finally:

@@ -6,6 +6,7 @@ import json
 import sys
 
 from ..nesting import too_deep
+from ..record_ids import is_record_id
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -69,8 +70,8 @@ def unusable_fields(payload: dict[str, Any]) -> list[str]:
             value.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate
             value = "\0"
-        if len(value) > limit or "\0" in value:
-            del payload[key]
+        if len(value) > limit or "\0" in value or (key == "session_id" and not is_record_id(value)):
+            del payload[key]  # a session id is shown to the model as it is: only an id's characters
             dropped.append(key)
     return dropped
 

@@ -21,7 +21,9 @@ on ``sys.path`` itself (:func:`ccmemory.isolation.isolated_module_command`); the
 The block runs ``ccmemory git-hook pre-commit`` (:func:`run_pre_commit`): it
 returns at once when no staged file is under the knowledge directory,
 takes ``.claude/memory/index.lock`` (shared with ``ccmemory index``) so two runs
-never index at once, indexes and embeds, prints one line, and on any failure
+never index at once, indexes at most :data:`HOOK_MAX_ENTRIES` entries (a changed file with more
+is left for ``ccmemory index``, with a warning) and embeds them (more than :data:`HOOK_EMBED_ENTRIES`:
+the detached embedding worker does), prints one line, and on any failure
 writes the details to ``.claude/memory/errors.log`` and still exits 0. When
 another run holds the lock the hook does not wait: it asks that run for one
 more round (:func:`ccmemory.locks.in_rounds`), which indexes this commit's changes.
@@ -54,6 +56,14 @@ GIT_TIMEOUT_SECONDS = 10
 MAX_HOOK_BYTES = 1024 * 1024
 #: Most warnings of an indexing run the hook prints; errors.log has them all.
 SHOWN_PROBLEMS = 5
+#: Most entries one run of the hook creates. Storing an entry takes about a millisecond, so a commit waits a second
+#: or two for them at most (20,000 flood sections held one for 69 s), and a real file of up to a thousand sections is
+#: still indexed with its commit. A changed file with more is left as it was, and the hook says to run
+#: ``ccmemory index``; reading it stops at this many entries too.
+HOOK_MAX_ENTRIES = 1_000
+#: Most new entries the hook embeds itself (a second or so with the built-in model; a thousand took five). More are
+#: left to the detached embedding worker: found by keywords at once, by meaning moments later.
+HOOK_EMBED_ENTRIES = 100
 
 
 @dataclass

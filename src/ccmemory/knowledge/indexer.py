@@ -6,6 +6,13 @@ entries removed and new ones added in one transaction, and a file that is gone
 takes its entries with it. ``force`` re-reads every file. Entries are
 memories with source ``knowledge`` (see :mod:`ccmemory.knowledge`), so they are
 embedded by :func:`ccmemory.embeddings.embed_pending` and found by the same search.
+
+The files are the repository's, so their number of sections is too: entries are capped per file
+(:data:`MAX_FILE_ENTRIES`), per project (:data:`MAX_PROJECT_ENTRIES`) and in bytes of text, as a
+share of the project's storage budget (:func:`max_project_bytes`). A file past a cap keeps its
+first entries, with a warning naming the file, the cap and what to do; its sections are never
+read past the cap, so a flood costs what the cap does. A run given ``max_new_entries`` (the git
+hook) leaves a file that would take it past that as it was, with a warning, for ``ccmemory index``.
 """
 
 from __future__ import annotations
@@ -25,6 +32,18 @@ from .settings import ProjectSettings
 
 #: Bump when the way files become entries changes, so every file is indexed again.
 PARSER_VERSION = 1
+#: Most entries (sections, and the parts of a long one) taken from one file. Real knowledge files hold tens to a few
+#: thousand sections; one past this is a dump or a flood (442,727 one-line sections in 5 MB took 517 s to index and
+#: 405 MB of store). 5,000 entries are stored in about 5 s, plus their vectors.
+MAX_FILE_ENTRIES = 5_000
+#: Most entries a project's knowledge holds, every file together: several times the largest real knowledge folders,
+#: while a full ``ccmemory index --force`` stays around 20 s of storing, plus the vectors.
+MAX_PROJECT_ENTRIES = 20_000
+#: The share of a project's storage budget (``storage.project_budget_mb``, 50 MB by default) its knowledge text may
+#: fill. The store spends about twice the text plus 1 KB an entry (vector, full-text index, metadata), so 10 MB of
+#: text in at most 20,000 entries stays under 50 MB. The budget never drops knowledge (the next index would bring it
+#: back), so knowledge past its share would make it drop the project's captured memories instead.
+KNOWLEDGE_BUDGET_SHARE = 0.2
 #: sha256 of every ``gotchas.md`` that ``ccmemory init`` ever shipped. Its examples are invented: an
 #: unedited copy is never indexed, so they cannot come back from search as the project's facts.
 #: (Today's template keeps its example inside a comment; the first release's did not.)
@@ -50,7 +69,7 @@ class KnowledgeDirOutside(ValidationError):
 @dataclass
 class FileOutcome:
     path: str
-    action: str  # indexed, unchanged, skipped, failed, removed
+    action: str  # indexed, unchanged, skipped, failed, removed, deferred (left for a run without max_new_entries)
     entries: int = 0
     note: str = ""
 
@@ -85,6 +104,8 @@ class IndexReport:
             parts.append(f"{self.count('failed')} failed")
         if self.count("removed"):
             parts.append(f"{self.count('removed')} removed")
+        if self.count("deferred"):
+            parts.append(f"{self.count('deferred')} left for `ccmemory index`")
         return (f"{verb} {self.count('indexed')} file(s) ({', '.join(parts)}): {self.entries_created} entries "
                 f"{created}, {self.entries_removed} removed in {self.seconds:.1f}s")
 
@@ -162,12 +183,76 @@ def _store_file(db: Database, project_id: int, path: str, digest: str, parsed: s
 
 
 def _known(db: Database, project_id: int) -> dict[str, dict[str, Any]]:
-    """The indexed files of a project, with how many entries each still has in the store."""
+    """The indexed files of a project, with how many entries each still has in the store and their bytes of text."""
     rows = db.rows("SELECT path, content_hash, entries FROM knowledge_files WHERE project_id = ?", (project_id,))
-    counts = {row["file"]: row["n"] for row in db.rows(
-        "SELECT json_extract(metadata, '$.knowledge.file') AS file, COUNT(*) AS n FROM memories "
+    counts = {row["file"]: row for row in db.rows(
+        "SELECT json_extract(metadata, '$.knowledge.file') AS file, COUNT(*) AS n, "
+        "SUM(length(CAST(content AS BLOB))) AS bytes FROM memories "
         "WHERE project_id = ? AND source = ? AND is_deleted = 0 GROUP BY file", (project_id, KNOWLEDGE_SOURCE))}
-    return {row["path"]: {**row, "present": counts.get(row["path"], 0)} for row in rows}
+    stored = {path: (count["n"], count["bytes"] or 0) for path, count in counts.items()}
+    return {row["path"]: {**row, "present": stored.get(row["path"], (0, 0))[0],
+                          "bytes": stored.get(row["path"], (0, 0))[1]} for row in rows}
+
+
+def max_project_bytes() -> int:
+    """The bytes of entry text a project's knowledge may hold: :data:`KNOWLEDGE_BUDGET_SHARE` of the user's
+    ``storage.project_budget_mb``."""
+    from .. import budget, config
+
+    return int(budget.limits(config.load())[1] * KNOWLEDGE_BUDGET_SHARE)
+
+
+class _Room:
+    """What the project's knowledge holds, file by file, against :data:`MAX_PROJECT_ENTRIES` and its bytes."""
+
+    def __init__(self, held: dict[str, tuple[int, int]], max_bytes: int) -> None:
+        self.held = held  # path -> (entries, bytes) in the store
+        self.max_bytes = max_bytes
+        self.entries = sum(entries for entries, _ in held.values())
+        self.bytes = sum(size for _, size in held.values())
+
+    def left(self, path: str) -> tuple[int, int]:
+        """(entries, bytes) ``path`` may hold, the other files' staying as they are."""
+        entries, size = self.held.get(path, (0, 0))
+        return MAX_PROJECT_ENTRIES - (self.entries - entries), self.max_bytes - (self.bytes - size)
+
+    def put(self, path: str, entries: list[sections.Entry]) -> None:
+        old_entries, old_bytes = self.held.get(path, (0, 0))
+        size = sum(len(entry.content.encode("utf-8", "surrogatepass")) for entry in entries)
+        self.held[path] = (len(entries), size)
+        self.entries += len(entries) - old_entries
+        self.bytes += size - old_bytes
+
+
+def _within_bytes(entries: list[sections.Entry], room: int) -> list[sections.Entry]:
+    """The first of ``entries`` whose text together fits in ``room`` bytes."""
+    total = 0
+    for number, entry in enumerate(entries):
+        total += len(entry.content.encode("utf-8", "surrogatepass"))
+        if total > room:
+            return entries[:number]
+    return entries
+
+
+def _capped(path: str, parsed: sections.ParsedFile, limit: int, left: tuple[int, int], max_bytes: int) -> str | None:
+    """Keep only the entries of ``parsed`` within the caps (``limit`` entries, the bytes ``left``); the warning
+    that says which cap cut the file and what to do, or None when nothing was cut."""
+    taken = _within_bytes(parsed.entries, left[1])
+    by_bytes = len(taken) < len(parsed.entries)
+    if not by_bytes and not parsed.cut:
+        return None
+    parsed.entries = taken
+    kept = f"only its first {len(taken):,} entries are indexed" if taken else "not indexed"
+    if by_bytes:
+        return (f"{path}: {kept}: a project's knowledge text may fill {max_bytes / 1e6:.1f} MB, "
+                f"{KNOWLEDGE_BUDGET_SHARE:.0%} of its storage budget (storage.project_budget_mb), and its other files "
+                "hold the rest. Remove or split out what need not be searched (or raise storage.project_budget_mb), "
+                "then run `ccmemory index --force`")
+    if limit == MAX_FILE_ENTRIES:
+        return (f"{path}: more than {MAX_FILE_ENTRIES:,} entries (sections, and the parts of long ones); {kept}, the "
+                "most one file gives. Split it into smaller files, or mark a generated one <!-- vector-index: false -->")
+    return (f"{path}: {kept}: a project's knowledge holds at most {MAX_PROJECT_ENTRIES:,} entries, and its other "
+            "files hold the rest. Remove or split out what need not be searched, then run `ccmemory index --force`")
 
 
 def index(
@@ -177,10 +262,14 @@ def index(
     *,
     force: bool = False,
     dry_run: bool = False,
+    max_new_entries: int | None = None,
     on_start: Callable[[int], None] | None = None,
     on_file: Callable[[FileOutcome], None] | None = None,
 ) -> IndexReport:
     """Bring the project's knowledge entries in line with its markdown; embedding is left to the caller.
+
+    Entries are capped (see the module). With ``max_new_entries`` the run creates at most that many:
+    a changed file with more than are left is ``deferred``, kept as it was for the next run without it.
 
     Raises :class:`KnowledgeDirMissing` when the knowledge directory does not exist, and
     :class:`KnowledgeDirOutside` when it resolves outside the project.
@@ -200,6 +289,9 @@ def index(
     report.errors.extend(found.errors)
     fits, settings_key = _fits(settings)
     known = _known(db, project_id)
+    max_bytes = max_project_bytes()
+    room = _Room({path: (known[path]["present"], known[path]["bytes"]) for path in found.files if path in known},
+                 max_bytes)
     if on_start:
         on_start(len(found.files))
 
@@ -207,6 +299,12 @@ def index(
         report.outcomes.append(outcome)
         if on_file:
             on_file(outcome)
+
+    def skip(path: str, previous: dict[str, Any] | None, note: str) -> None:
+        """The file gives no entries: those it gave before go (a dry run only counts)."""
+        report.entries_removed += 0 if dry_run or not previous else _remove_file(db, project_id, path)
+        room.put(path, [])
+        done(FileOutcome(path, "skipped", note=note))
 
     for path in found.files:
         loaded = files.read(os.path.join(root, *path.split("/")), path, settings.root)
@@ -217,10 +315,8 @@ def index(
         digest = hashlib.sha256(settings_key.encode() + b"\0" + loaded.data).hexdigest()
         previous = known.get(path)
         if hashlib.sha256(loaded.data).hexdigest() in UNEDITED_TEMPLATES:
-            removed = 0 if dry_run or not previous else _remove_file(db, project_id, path)
-            report.entries_removed += removed
-            done(FileOutcome(path, "skipped", note=f"Skipping {path}: the unedited template (its examples are not "
-                                                   "this project's); write your own entries, then index again"))
+            skip(path, previous, f"Skipping {path}: the unedited template (its examples are not this project's); "
+                                 "write your own entries, then index again")
             continue
         if (not force and previous and previous["content_hash"] == digest
                 and previous["present"] == previous["entries"]):
@@ -228,18 +324,31 @@ def index(
             continue
         if loaded.skip:
             report.warnings.append(loaded.skip)
-            removed = 0 if dry_run or not previous else _remove_file(db, project_id, path)
-            report.entries_removed += removed
-            done(FileOutcome(path, "skipped", note=loaded.skip))
+            skip(path, previous, loaded.skip)
+            continue
+        left = room.left(path)
+        limit = max(0, min(MAX_FILE_ENTRIES, left[0]))
+        new_left = None if max_new_entries is None else max(0, max_new_entries - report.entries_created)
+        parsed = sections.parse(loaded.text or "", path, fits=fits,
+                                max_entries=limit if new_left is None else min(limit, new_left))
+        if parsed.cut and new_left is not None and new_left < limit and parsed.indexed:
+            report.warnings.append(f"{path}: not indexed this time: it has more than the {new_left:,} entries this run "
+                                   f"may still create (at most {max_new_entries:,} a run, so a commit is not held up); "
+                                   "what was indexed of it before stays. Run `ccmemory index` to index it")
+            done(FileOutcome(path, "deferred", note=f"Left for `ccmemory index`: {path}"))
             continue
         report.warnings.extend(loaded.warnings)
-        parsed = sections.parse(loaded.text or "", path, fits=fits)
         report.warnings.extend(f"{path}: {warning}" for warning in parsed.warnings)
         if not parsed.indexed:
-            removed = 0 if dry_run or not previous else _remove_file(db, project_id, path)
-            report.entries_removed += removed
-            done(FileOutcome(path, "skipped", note=f"Skipping (vector-index: false): {path}"))
+            skip(path, previous, f"Skipping (vector-index: false): {path}")
             continue
+        capped = _capped(path, parsed, limit, left, max_bytes)
+        if capped:
+            report.warnings.append(capped)
+            if not parsed.entries:  # no room left: nothing recorded, so the next run tries again
+                skip(path, previous, f"Skipping (the knowledge caps are full): {path}")
+                continue
+        room.put(path, parsed.entries)
         if dry_run:
             report.entries_created += len(parsed.entries)
             report.entries_removed += previous["present"] if previous else 0

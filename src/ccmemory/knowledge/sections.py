@@ -18,6 +18,11 @@ Rules:
 Headings are ATX (``### Title``) or setext (underlined with ``===``/``---``);
 lines inside ``` or ~~~ fences are never headings or directives, and a YAML
 front matter block is dropped.
+
+``max_entries`` bounds the work as well as the result: the file is read up to the heading after
+its first ``max_entries`` sections with text, and a long section is packed only until the entries
+are there, so a file of 400,000 one-line sections costs what its first ``max_entries`` do. What
+lies past the cut is not read (a ``vector-index`` directive there does not apply).
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ class ParsedFile:
     entries: list[Entry]
     indexed: bool = True  # False when the file says <!-- vector-index: false -->
     warnings: list[str] = field(default_factory=list)
+    cut: bool = False  # True when the file holds more than the entries asked for: the rest was left unread
 
 
 def slug(title: str) -> str:
@@ -131,14 +137,16 @@ def _directives(line: str, block: _Block, state: dict[str, object], warnings: li
     return "".join(kept)
 
 
-def _blocks(text: str, warnings: list[str]) -> tuple[list[_Block], bool]:
-    """The file cut at H1/H2/H3 headings, directives applied and removed."""
+def _blocks(text: str, warnings: list[str], max_blocks: int | None = None) -> tuple[list[_Block], bool, bool]:
+    """The file cut at H1/H2/H3 headings, directives applied and removed; whether it is indexed; whether it was
+    cut short, at the heading after ``max_blocks`` blocks with text (with H3s, each gives one entry or more)."""
     lines = _strip_front_matter(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
     blocks = [_Block(level=0, title="", context=[])]
     trail: dict[int, str] = {}
     state: dict[str, object] = {"indexed": True}
     fence: str | None = None
     in_comment = False
+    said = 0  # blocks closed so far that hold text
     next_close: list[int | None] = [None] * (len(lines) + 1)  # the first line at or after each holding "-->"
     for index in range(len(lines) - 1, -1, -1):
         next_close[index] = index if "-->" in lines[index] else next_close[index + 1]
@@ -177,13 +185,17 @@ def _blocks(text: str, warnings: list[str]) -> tuple[list[_Block], bool]:
         elif _SETEXT.match(line) and _is_paragraph_line(block.lines[-1] if block.lines else ""):
             level, title = (1 if line.strip()[0] == "=" else 2), block.lines.pop().strip()
         if level and level <= 3:
+            if max_blocks is not None:
+                said += any(kept.strip() for kept in block.lines)
+                if said > max_blocks:
+                    return blocks, bool(state["indexed"]), True
             trail = {lvl: name for lvl, name in trail.items() if lvl < level}
             trail[level] = title
             context = [trail[lvl] for lvl in sorted(trail)]
             blocks.append(_Block(level=level, title=title, context=context))
             continue
         block.lines.append(line)
-    return blocks, bool(state["indexed"])
+    return blocks, bool(state["indexed"]), False
 
 
 def _is_paragraph_line(line: str) -> bool:
@@ -226,12 +238,15 @@ def _most_that_fit(available: int, fit: Callable[[int], bool]) -> int:
     return low
 
 
-def _pack(units: list[str], fits: Callable[[str], bool]) -> list[str]:
-    """Greedy: as many consecutive units per piece as fit; a unit too big alone is cut at sentences, then words."""
+def _pack(units: list[str], fits: Callable[[str], bool], limit: int | None = None) -> list[str]:
+    """Greedy: as many consecutive units per piece as fit; a unit too big alone is cut at sentences, then words.
+
+    At most ``limit`` pieces: packing stops there (the last one may then be shorter than it could be).
+    """
     pieces: list[str] = []
     current = ""
     queue = deque(units)
-    while queue:
+    while queue and (limit is None or len(pieces) < limit):
         if current:
             def fit(k: int, base: str = current) -> bool:
                 return fits("\n\n".join([base, *islice(queue, k)]))
@@ -259,7 +274,7 @@ def _pack(units: list[str], fits: Callable[[str], bool]) -> list[str]:
             continue
         cut = len(unit) // 2
         queue.extendleft([unit[cut:], unit[:cut]])
-    if current:
+    if current and (limit is None or len(pieces) < limit):
         pieces.append(current)
     return pieces
 
@@ -292,10 +307,13 @@ def _join_fitting(parts: list[str], glue: str, fits: Callable[[str], bool]) -> l
     return joined
 
 
-def parse(text: str, file_name: str, *, fits: Callable[[str], bool]) -> ParsedFile:
-    """The entries of a knowledge file; ``fits(content)`` says whether an entry is small enough to embed."""
+def parse(text: str, file_name: str, *, fits: Callable[[str], bool], max_entries: int | None = None) -> ParsedFile:
+    """The entries of a knowledge file; ``fits(content)`` says whether an entry is small enough to embed.
+
+    With ``max_entries``, at most that many, and :attr:`ParsedFile.cut` says whether the file held more.
+    """
     warnings: list[str] = []
-    blocks, indexed = _blocks(text, warnings)
+    blocks, indexed, cut = _blocks(text, warnings, max_entries)
     file_title = os.path.splitext(os.path.basename(file_name))[0].replace("-", " ").replace("_", " ").strip()
     shared_keywords = blocks[0].keywords
     has_h3 = any(block.level == 3 for block in blocks)
@@ -324,6 +342,9 @@ def parse(text: str, file_name: str, *, fits: Callable[[str], bool]) -> ParsedFi
     entries: list[Entry] = []
     seen: dict[str, int] = {}
     for title, heading, anchor_title, body, keywords in units:
+        if max_entries is not None and len(entries) >= max_entries:  # every unit left would give an entry more
+            cut = True
+            break
         anchor = ""
         if anchor_title:
             base = slug(anchor_title) or "section"
@@ -336,8 +357,11 @@ def parse(text: str, file_name: str, *, fits: Callable[[str], bool]) -> ParsedFi
         prefix = f"{shown}\n\n" if shown else ""
         def fits_after(piece: str, prefix: str = prefix) -> bool:
             return fits(prefix + piece)
-        pieces = _pack(_split_units(body), fits_after)
+        room = None if max_entries is None else max_entries - len(entries)
+        pieces = _pack(_split_units(body), fits_after, None if room is None else room + 1)
+        if room is not None and len(pieces) > room:
+            pieces, cut = pieces[:room], True
         for part, piece in enumerate(pieces, 1):
             entries.append(Entry(anchor=anchor, heading=heading, title=title, content=prefix + piece,
                                  keywords=list(keywords), part=part, parts=len(pieces)))
-    return ParsedFile(entries=entries, indexed=indexed, warnings=warnings)
+    return ParsedFile(entries=entries, indexed=indexed, warnings=warnings, cut=cut)
