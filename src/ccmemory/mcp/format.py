@@ -165,6 +165,12 @@ def memory_records(records: Sequence[str], missing: Sequence[str]) -> str:
     return "\n\n".join(parts)
 
 
+def shown_id(value: str) -> str:
+    """A stored id shown outside the quoted block, escaped and on one line: ids are checked where they come in
+    (:mod:`ccmemory.record_ids`), but a store may hold one an older version's import let in."""
+    return quoting.escape(one_line(value, 200))
+
+
 def timeline(result: Mapping[str, Any], superseded: Mapping[str, str]) -> str:
     """The memories around an anchor, oldest first (``>>>`` marks the anchor), then their sessions."""
     anchor: Memory = result["anchor"]
@@ -181,7 +187,7 @@ def timeline(result: Mapping[str, Any], superseded: Mapping[str, str]) -> str:
         for session_id, session in sessions.items():
             lines.append(quoting.escape(f"  - {clock.minute(session.get('started_at'))} {session_id}: "
                                         f"{gist(session.get('summary'), 300) or 'No summary yet'}"))
-    header = f"Timeline: {len(result['before'])} before and {len(result['after'])} after {anchor.id}"
+    header = f"Timeline: {len(result['before'])} before and {len(result['after'])} after {shown_id(anchor.id)}"
     return header + "\n" + quoting.quote_escaped("\n".join(lines), STORED)
 
 

@@ -176,7 +176,7 @@ def memory_reinforce(ctx: ToolContext, memory_id: MemoryId,
                      amount: Annotated[float, Amount] = memories.DEFAULT_REINFORCE_AMOUNT) -> str:
     before = memories.get(ctx.db, memory_id, project_id=ctx.project_id).salience
     memory = memories.reinforce(ctx.db, memory_id, amount, project_id=ctx.project_id, session_id=ctx.session_id)
-    return f"Memory reinforced: {memory.id} (salience {before:.2f} -> {memory.salience:.2f})"
+    return f"Memory reinforced: {format.shown_id(memory.id)} (salience {before:.2f} -> {memory.salience:.2f})"
 
 
 @tool(Annotations("De-emphasize a memory", read_only=False),
@@ -185,7 +185,7 @@ def memory_deemphasize(ctx: ToolContext, memory_id: MemoryId,
                        amount: Annotated[float, Amount] = memories.DEFAULT_DEEMPHASIZE_AMOUNT) -> str:
     before = memories.get(ctx.db, memory_id, project_id=ctx.project_id).salience
     memory = memories.deemphasize(ctx.db, memory_id, amount, project_id=ctx.project_id)
-    return f"Memory de-emphasized: {memory.id} (salience {before:.2f} -> {memory.salience:.2f})"
+    return f"Memory de-emphasized: {format.shown_id(memory.id)} (salience {before:.2f} -> {memory.salience:.2f})"
 
 
 @tool(Annotations("Delete a memory", read_only=False, destructive=True, idempotent=True),
@@ -193,6 +193,7 @@ def memory_deemphasize(ctx: ToolContext, memory_id: MemoryId,
       "information prefer memory_supersede, which keeps history.")
 def memory_delete(ctx: ToolContext, memory_id: MemoryId, hard: bool = False) -> str:
     result = memories.delete(ctx.db, memory_id, project_id=ctx.project_id, hard=hard)
+    result["id"] = format.shown_id(result["id"])
     if not result["deleted"]:
         if result["reason"] == "already deleted":
             raise ToolError(f"Memory {result['id']} is already deleted; nothing changed (`ccmemory restore "
@@ -222,7 +223,7 @@ def memory_status(ctx: ToolContext) -> str:
       "history keeps it.")
 def memory_supersede(ctx: ToolContext, old_memory_id: MemoryId, new_memory_id: MemoryId) -> str:
     old, new = memories.supersede(ctx.db, old_memory_id, new_memory_id, project_id=ctx.project_id)
-    return (f"Memory {old.id} superseded by {new.id}. Search now hides the old one "
+    return (f"Memory {format.shown_id(old.id)} superseded by {format.shown_id(new.id)}. Search now hides the old one "
             "(include_superseded=true shows it); timelines keep it as history.")
 
 
