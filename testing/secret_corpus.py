@@ -477,6 +477,8 @@ def more_forms_cases() -> list[tuple[str, str, str]]:
     words = ["veteran", "round", "ability", "roof", "abstract", "version", "again", "about", "canyon", "lemon"]
     cases += _each("recovery-phrase", lambda: " ".join(_RNG.choice(words) for _ in range(12)),
                    ["wallet seed for the testnet bot (don't lose it):\n{s}\n"])
+    cases += _each("app-password", lambda: " ".join(_r(LOWER, 4) for _ in range(4)),
+                   ["gmail app password is {s} - use it in the SMTP settings"])
     return cases
 
 
@@ -525,7 +527,7 @@ MORE_FORMS_LOOKALIKES = [
     "Restored cache from key: deps-linux-030cec84deac0581f09f4d62fbb051c14132b84790bbf2b82b3008c897f73ca1",
     "Looking in indexes: https://pypi.org/simple, https://__token__:****@pkgs.example.org/simple",
     'plain := "ak_" + base64.RawURLEncoding.EncodeToString(key)', "root / admin can open the settings page",
-    "random seed for the test run: 12345", "seed: 42",
+    "random seed for the test run: 12345", "seed: 42", "the app password is invalid, generate a new one",
 ]
 
 
