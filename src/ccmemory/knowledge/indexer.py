@@ -185,13 +185,15 @@ def _store_file(db: Database, project_id: int, path: str, digest: str, parsed: s
 def _known(db: Database, project_id: int) -> dict[str, dict[str, Any]]:
     """The indexed files of a project, with how many entries each still has in the store and their bytes of text."""
     rows = db.rows("SELECT path, content_hash, entries FROM knowledge_files WHERE project_id = ?", (project_id,))
-    counts = {row["file"]: row for row in db.rows(
+    counts = {row["file"]: (row["n"], row["bytes"] or 0) for row in db.rows(
         "SELECT json_extract(metadata, '$.knowledge.file') AS file, COUNT(*) AS n, "
         "SUM(length(CAST(content AS BLOB))) AS bytes FROM memories "
         "WHERE project_id = ? AND source = ? AND is_deleted = 0 GROUP BY file", (project_id, KNOWLEDGE_SOURCE))}
-    stored = {path: (count["n"], count["bytes"] or 0) for path, count in counts.items()}
-    return {row["path"]: {**row, "present": stored.get(row["path"], (0, 0))[0],
-                          "bytes": stored.get(row["path"], (0, 0))[1]} for row in rows}
+    known = {}
+    for row in rows:
+        present, size = counts.get(row["path"], (0, 0))
+        known[row["path"]] = {**row, "present": present, "bytes": size}
+    return known
 
 
 def max_project_bytes() -> int:
@@ -218,17 +220,22 @@ class _Room:
 
     def put(self, path: str, entries: list[sections.Entry]) -> None:
         old_entries, old_bytes = self.held.get(path, (0, 0))
-        size = sum(len(entry.content.encode("utf-8", "surrogatepass")) for entry in entries)
+        size = sum(_text_bytes(entry) for entry in entries)
         self.held[path] = (len(entries), size)
         self.entries += len(entries) - old_entries
         self.bytes += size - old_bytes
+
+
+def _text_bytes(entry: sections.Entry) -> int:
+    """The bytes of an entry's text as the store counts them (``length(CAST(content AS BLOB))``)."""
+    return len(entry.content.encode("utf-8", "surrogatepass"))
 
 
 def _within_bytes(entries: list[sections.Entry], room: int) -> list[sections.Entry]:
     """The first of ``entries`` whose text together fits in ``room`` bytes."""
     total = 0
     for number, entry in enumerate(entries):
-        total += len(entry.content.encode("utf-8", "surrogatepass"))
+        total += _text_bytes(entry)
         if total > room:
             return entries[:number]
     return entries
